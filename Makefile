@@ -1,0 +1,44 @@
+# ctda developer entry points. Everything installs into .venv; nothing global is touched.
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+DEV_STAMP := $(VENV)/.dev-installed
+RUN_STAMP := $(VENV)/.run-installed
+DEMO_TRACE ?= tests/data/hta/simple_add_param_benchmark.json.gz
+PYTEST_ARGS ?=
+
+.PHONY: demo test lint bench clean help
+
+help:
+	@echo "make demo   - create .venv, install ctda, analyse a small example trace"
+	@echo "make test   - install dev dependencies and run the whole test suite"
+	@echo "make lint   - ruff and mypy"
+	@echo "make bench  - speed and memory figures into bench/results/"
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+
+$(RUN_STAMP): pyproject.toml | $(PY)
+	$(PY) -m pip install -q -e '.[neo4j,embedded,ui]'
+	touch $@
+
+$(DEV_STAMP): pyproject.toml | $(PY)
+	$(PY) -m pip install -q -e '.[dev,neo4j,embedded,ui]'
+	touch $@ $(RUN_STAMP)
+
+demo: $(RUN_STAMP)
+	$(VENV)/bin/ctda inspect $(DEMO_TRACE)
+
+test: $(DEV_STAMP)
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+lint: $(DEV_STAMP)
+	$(VENV)/bin/ruff check ctda tests bench scripts
+	$(VENV)/bin/mypy
+
+bench: $(DEV_STAMP)
+	$(PY) -m bench.run
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,176 @@
+"""Reader suite: speed and peak memory of ``read_trace`` on large real and synthetic traces.
+
+Inputs: the largest traces of the shared corpus (by uncompressed size) and one synthetic
+trace of >= 1M events and >= 1 GiB of JSON made by :mod:`bench.replicate` from a real GPU
+trace, read both gzipped and plain. Each read runs in a fresh process (:mod:`bench.child`).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bench import corpus
+from bench.suites import Context, SuiteResult, fmt_num, markdown_table, register
+
+GOAL_MB_S = 150.0
+GOAL_RSS_RATIO = 2.0
+N_CORPUS, N_CORPUS_QUICK = 5, 2
+#: a modern CUDA training trace: backward thread, NCCL, flows of both kinds
+SYNTH_SOURCE = "hta/ddp_nccl_allreduce_ws2_rank0.json.gz"
+#: a real GPU trace shipped with the repo, used when the corpus is absent
+SYNTH_FALLBACK = "tests/data/kineto/resnet50_nw0_2020_bare_list.json.gz"
+SYNTH_TARGET = {"min_events": 1_000_000, "min_bytes": 2**30}
+SYNTH_TARGET_QUICK = {"min_events": 200_000, "min_bytes": 0}
+
+
+@dataclass
+class Target:
+    """One file to read and how to label it."""
+
+    family: str
+    label: str
+    path: Path
+
+
+def _targets(ctx: Context, notes: list[str]) -> list[Target]:
+    out: list[Target] = []
+    if ctx.corpus is None:
+        notes.append("Shared corpus not found ($CTDA_TRACE_CORPUS or ../shared/traces): corpus rows skipped.")
+    else:
+        n = N_CORPUS_QUICK if ctx.quick else N_CORPUS
+        for p in corpus.largest(corpus.corpus_traces(ctx.corpus), n):
+            out.append(Target("corpus", str(p.relative_to(ctx.corpus)), p))
+    source = ctx.corpus / SYNTH_SOURCE if ctx.corpus is not None else ctx.repo / SYNTH_FALLBACK
+    if not source.is_file():
+        notes.append(f"Synthetic source {source.name} not found: synthetic rows skipped.")
+        return out
+    target = SYNTH_TARGET_QUICK if ctx.quick else SYNTH_TARGET
+    for plain in (False, True):
+        syn = corpus.synthetic(source, ctx.cache, log=ctx.log, plain=plain, **target)
+        stem = syn.source.removesuffix(".gz").removesuffix(".json")
+        label = f"{stem} + {syn.copies} step copies"
+        out.append(Target("synthetic", label, syn.path))
+    return out
+
+
+def _measure(ctx: Context, t: Target) -> dict[str, Any]:
+    """Run the child and turn its report into a table row."""
+    row: dict[str, Any] = {
+        "family": t.family,
+        "trace": t.label,
+        "format": "json.gz" if t.path.name.endswith(".gz") else "json",
+        "file_mb": t.path.stat().st_size / 1e6,
+    }
+    cmd = [ctx.python(), "-m", "bench.child", "read", str(t.path)]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=ctx.timeout_s, env=ctx.child_env())
+    except subprocess.TimeoutExpired:
+        return {**row, "error": f"timeout after {ctx.timeout_s:.0f} s"}
+    if proc.returncode != 0:
+        tail = (proc.stderr.strip().splitlines() or ["?"])[-1]
+        return {**row, "error": f"exit {proc.returncode}: {tail}"}
+    rep = json.loads(proc.stdout.strip().splitlines()[-1])
+    json_mb = rep["json_bytes"] / 1e6
+    row.update(
+        json_mb=json_mb,
+        events=rep["events"],
+        seconds=rep["seconds"],
+        mb_per_s=json_mb / rep["seconds"],
+        peak_rss_mb=rep["peak_rss_mb"],
+        baseline_rss_mb=rep["baseline_rss_mb"],
+        rss_over_json=rep["peak_rss_mb"] / json_mb,
+        delta_rss_over_json=(rep["peak_rss_mb"] - rep["baseline_rss_mb"]) / json_mb,
+        warnings=rep["warnings"],
+    )
+    row["speed_ok"] = row["mb_per_s"] >= GOAL_MB_S
+    row["rss_ok"] = row["rss_over_json"] <= GOAL_RSS_RATIO
+    return row
+
+
+def _mark(ok: bool | None) -> str:
+    return "" if ok is None else (" ✓" if ok else " ✗")
+
+
+def _table(rows: list[dict[str, Any]]) -> str:
+    header = [
+        "trace",
+        "format",
+        "JSON MB",
+        "events",
+        "s",
+        "MB/s",
+        "peak RSS MB",
+        "RSS/JSON",
+        "(RSS−base)/JSON",
+    ]
+    body = []
+    for r in rows:
+        if "error" in r:
+            body.append([f"`{r['trace']}`", r["format"], "", "", "", f"**{r['error']}**", "", "", ""])
+            continue
+        body.append(
+            [
+                f"`{r['trace']}`",
+                r["format"],
+                fmt_num(r["json_mb"]),
+                fmt_num(r["events"]),
+                fmt_num(r["seconds"], 2),
+                fmt_num(r["mb_per_s"]) + _mark(r["speed_ok"]),
+                fmt_num(r["peak_rss_mb"], 0),
+                fmt_num(r["rss_over_json"], 2) + _mark(r["rss_ok"]),
+                fmt_num(r["delta_rss_over_json"], 2),
+            ]
+        )
+    return markdown_table(header, body, align="llrrrrrrr")
+
+
+def _section(rows: list[dict[str, Any]], notes: list[str], quick: bool) -> str:
+    parts = [
+        "`ctda.ingest.reader.read_trace` on one file, in a fresh process per file "
+        "(`python -m bench.child read`).",
+        f"Goals: **≥ {GOAL_MB_S:.0f} MB/s** of uncompressed JSON, "
+        f"**peak RSS ≤ {GOAL_RSS_RATIO:.0f}× the JSON size** (✓/✗ beside each figure).",
+        "MB = 10⁶ bytes of uncompressed JSON. *base* is the process RSS after imports and warm-up, "
+        "just before the read.",
+    ]
+    if quick:
+        parts.append("*Quick run (`--quick`): fewer and smaller inputs.*")
+    for family, title in (("corpus", "Largest corpus traces"), ("synthetic", "Synthetic (bench.replicate)")):
+        fam = [r for r in rows if r["family"] == family]
+        if fam:
+            parts += [f"### {title}", _table(fam)]
+    if notes:
+        parts.append("\n".join(f"- {n}" for n in notes))
+    return "\n\n".join(parts)
+
+
+@register("reader", title="Reader: speed and memory", order=10)
+def run(ctx: Context) -> SuiteResult:
+    """Measure read_trace on every target; one row per file."""
+    notes: list[str] = []
+    targets = _targets(ctx, notes)
+    rows = []
+    for t in targets:
+        ctx.log(f"  read {t.label} [{t.path.name}] ...")
+        row = _measure(ctx, t)
+        rows.append(row)
+        if "error" in row:
+            ctx.log(f"    FAILED: {row['error']}")
+        else:
+            ctx.log(
+                f"    {row['json_mb']:,.0f} MB, {row['events']:,} events: {row['seconds']:.2f} s, "
+                f"{row['mb_per_s']:,.0f} MB/s, "
+                f"peak RSS {row['peak_rss_mb']:,.0f} MB ({row['rss_over_json']:.2f}x JSON)"
+            )
+    syn = [r for r in rows if r["family"] == "synthetic" and "error" not in r]
+    if syn:
+        notes.append(
+            f"Synthetic trace: {syn[0]['events']:,} events, {syn[0]['json_mb']:,.0f} MB JSON; "
+            "the `.json` row is the byte-identical uncompressed twin of the `.json.gz` row."
+        )
+    extra = {"goals": {"mb_per_s": GOAL_MB_S, "rss_over_json": GOAL_RSS_RATIO}}
+    return SuiteResult(rows=rows, markdown=_section(rows, notes, ctx.quick), notes=notes, extra=extra)

@@ -1,0 +1,1 @@
+"""The critical path engine: dependency graph, calibrated weights, paths, attribution."""

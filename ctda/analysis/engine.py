@@ -1,0 +1,104 @@
+"""The analysis pipeline: table -> nodes -> edges -> graph -> weights -> replay -> charges.
+
+    analyze(table, options) = attribute(replay(calibrate(build(rules(select(table))))))
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+from ctda.analysis import attribution, graph, rules
+from ctda.analysis.calibrate import Calibration, calibrate
+from ctda.analysis.classify import event_classes
+from ctda.analysis.edges import EdgeBatch
+from ctda.analysis.graph import Graph
+from ctda.analysis.nodes import Nodes, select
+from ctda.analysis.propagate import Timing, replay
+from ctda.analysis.rules.context import RuleContext, RuleOptions
+from ctda.analysis.windows import Window, resolve
+from ctda.ingest.table import EventTable
+
+ALL_CROSS_THREAD = tuple(rules.CROSS_THREAD)
+
+
+class OptionError(ValueError):
+    """A bad analysis option (unknown rule name, empty window selection, ...)."""
+
+
+def parse_cross_thread(spec: str) -> tuple[str, ...]:
+    """``all``, ``none`` or a comma list of rule names."""
+    if spec == "all":
+        return ALL_CROSS_THREAD
+    if spec in ("none", ""):
+        return ()
+    names = tuple(s.strip() for s in spec.split(",") if s.strip())
+    unknown = [s for s in names if s not in rules.CROSS_THREAD]
+    if unknown:
+        raise OptionError(f"unknown cross-thread rule(s) {', '.join(unknown)}; choose from {', '.join(ALL_CROSS_THREAD)}")
+    return names
+
+
+@dataclass
+class AnalysisOptions:
+    """What to analyse and which rules to use."""
+
+    windows: str = "steps"  # "steps", "trace", or a regex over CPU event names
+    cross_thread: tuple[str, ...] = ALL_CROSS_THREAD
+    mode: str = "ctda"  # or "hta": HTA's rules and weights
+    rule_options: RuleOptions = field(default_factory=RuleOptions)
+
+
+@dataclass
+class Analysis:
+    """Everything computed for one trace; reports and stores read from here."""
+
+    table: EventTable
+    options: AnalysisOptions
+    nodes: Nodes
+    graph: Graph
+    calibration: Calibration
+    timing: Timing
+    windows: list[Window]
+    event_cls: npt.NDArray[np.int8]
+    charges: pd.DataFrame  # per window: its critical path edges, clipped, with charges
+
+    def window_bounds(self, timing: Timing | None = None) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        tm = timing or self.timing
+        starts = np.array([tm.time[w.start_node] for w in self.windows], dtype=np.int64)
+        ends = np.array([tm.time[w.end_node] for w in self.windows], dtype=np.int64)
+        return starts, ends
+
+
+def window_ends(windows: list[Window]) -> npt.NDArray[np.int64]:
+    return np.array([w.end_node for w in windows], dtype=np.int64)
+
+
+def edge_batches(ctx: RuleContext, options: AnalysisOptions) -> list[EdgeBatch]:
+    """Run the enabled rules in order (structural first, so deduplication keeps them)."""
+    if options.mode == "hta":
+        from ctda.analysis.rules import hta
+
+        return [r(ctx) for r in hta.RULES]
+    out = [r(ctx) for r in rules.STRUCTURAL]
+    out += [rules.CROSS_THREAD[name](ctx) for name in options.cross_thread]
+    return out
+
+
+def analyze(table: EventTable, options: AnalysisOptions | None = None) -> Analysis:
+    """Build, calibrate and replay the dependency graph of ``table``; attribute the path."""
+    options = options or AnalysisOptions()
+    nodes = select(table)
+    ctx = RuleContext(table, nodes, options.rule_options)
+    windows = resolve(table, nodes, options.windows)
+    if not windows:
+        raise OptionError(f"no analysis window matches {options.windows!r}")
+    g = graph.build(nodes, edge_batches(ctx, options))
+    cal = calibrate(g)
+    timing = replay(g, cal.weight, cal.binding, int(nodes.time[nodes.source]), window_ends(windows))
+    cls = event_classes(ctx)
+    charges = attribution.window_paths(g, timing, windows, cls)
+    return Analysis(table, options, nodes, g, cal, timing, windows, cls, charges)

@@ -1,0 +1,74 @@
+"""What every rule may read: the events table, the analysed nodes, and cached lookups."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from ctda.analysis.nodes import Nodes
+from ctda.analysis.rules.timeline import Timeline
+from ctda.analysis.rules.timeline import build as build_timeline
+from ctda.ingest.table import EventTable
+
+I64 = npt.NDArray[np.int64]
+
+
+@dataclass
+class RuleOptions:
+    """Tunables of the timestamp-based rules (ns)."""
+
+    gil_min_gap_ns: int = 20_000  # shorter pauses are the interpreter's own overhead
+    gil_max_lag_ns: int = 200_000  # a woken thread resumes within this of the release
+    lock_lookback: int = 8  # runtime calls examined backwards for lock holders
+
+
+@dataclass
+class RuleContext:
+    """Shared, lazily computed views used by several rules."""
+
+    table: EventTable
+    nodes: Nodes
+    options: RuleOptions = field(default_factory=RuleOptions)
+
+    @cached_property
+    def names(self) -> npt.NDArray[np.object_]:
+        """Name of each analysed event."""
+        return self.table.decoded("name", self.nodes.uid)
+
+    def name_mask(self, pattern: str) -> npt.NDArray[np.bool_]:
+        """Analysed events whose name matches ``pattern`` (evaluated once per distinct name)."""
+        codes = self.table.col("name")[self.nodes.uid]
+        values = self.table.strings("name")
+        rx = re.compile(pattern)
+        lut = np.array([bool(rx.search(v or "")) for v in values] or [False])
+        return lut[codes]
+
+    @cached_property
+    def lanes(self) -> Any:
+        return self.table.lanes
+
+    @cached_property
+    def lane_pid(self) -> npt.NDArray[np.object_]:
+        """Process label of every lane (GIL and runtime lock are per process)."""
+        return self.table.lanes.sort_values("lane")["pid"].to_numpy(dtype=object)
+
+    @cached_property
+    def by_lane_time(self) -> I64:
+        """Analysed indices sorted by (lane, start, longer first)."""
+        n = self.nodes
+        return np.lexsort((-(n.end - n.ts), n.ts, n.lane)).astype(np.int64)
+
+    @cached_property
+    def timeline(self) -> Timeline:
+        """Consecutive event boundaries on each CPU thread (shared by the CPU rules)."""
+        return build_timeline(self.nodes)
+
+    @cached_property
+    def n_children(self) -> I64:
+        p = self.nodes.parent
+        return np.bincount(p[p >= 0], minlength=self.nodes.n).astype(np.int64)

@@ -1,0 +1,249 @@
+"""Cross-thread rules: what makes one CPU thread wait for another (the "CTDA" part).
+
+Each rule can be switched off by name, so answers with and without cross-thread
+dependencies can be compared.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+from numba import njit
+
+from ctda.analysis.edges import EdgeBatch, EdgeType
+from ctda.analysis.rules.context import RuleContext
+from ctda.ingest.kinds import Kind
+
+I64 = npt.NDArray[np.int64]
+RULE_TYPE = EdgeType.CROSS_THREAD
+
+
+def _flow_pairs(ctx: RuleContext, category: str) -> tuple[I64, I64]:
+    """Analysed (src, dst) indices of bound flows of one category."""
+    t, n = ctx.table, ctx.nodes
+    cats = t.strings("cat")
+    if category not in cats:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    fl = t.flows
+    sel = fl[(fl.cat == int(np.flatnonzero(cats == category)[0])) & (fl.src_uid >= 0) & (fl.dst_uid >= 0)]
+    src = n.index_of_uid[sel.src_uid.to_numpy(dtype=np.int64)]
+    dst = n.index_of_uid[sel.dst_uid.to_numpy(dtype=np.int64)]
+    keep = (src >= 0) & (dst >= 0)
+    return src[keep], dst[keep]
+
+
+def _root(parent: I64, idx: I64) -> I64:
+    """Outermost enclosing event of each index on its own thread."""
+    root = idx.copy()
+    while True:
+        up = parent[root]
+        move = up >= 0
+        if not move.any():
+            return root
+        root[move] = up[move]
+
+
+def fwdbwd(ctx: RuleContext) -> EdgeBatch:
+    """forward op end -> start of the autograd task running its backward on another thread.
+
+    Reads Kineto ``fwdbwd`` flow events (``s`` on the forward op, ``f`` on the backward
+    op). The backward of an op needs the forward's outputs, so it cannot run before the
+    forward op finished. The flow lands on the backward op inside the engine's
+    ``evaluate_function`` task, so the edge goes to that task's outermost frame, which is
+    what the autograd thread starts. Same-thread pairs are already ordered by the thread's
+    own sequence and are skipped.
+    """
+    n = ctx.nodes
+    src, dst = _flow_pairs(ctx, "fwdbwd")
+    cross = n.lane[src] != n.lane[dst]
+    task = _root(n.parent, dst[cross])
+    return EdgeBatch.of(n.finish(src[cross]), n.start(task), RULE_TYPE, "fwdbwd")
+
+
+def _backward_lanes(ctx: RuleContext) -> tuple[int, I64]:
+    """The main thread (most fwdbwd sources) and the threads its backward ran on."""
+    n = ctx.nodes
+    src, dst = _flow_pairs(ctx, "fwdbwd")
+    cross = n.lane[src] != n.lane[dst]
+    if not cross.any():
+        return -1, np.zeros(0, dtype=np.int64)
+    main = int(np.bincount(n.lane[src[cross]]).argmax())
+    bwd = np.unique(n.lane[dst[cross]]).astype(np.int64)
+    return main, bwd[bwd != main]
+
+
+def backward_join(ctx: RuleContext) -> EdgeBatch:
+    """The ``backward()`` hand-off in both directions between the main and autograd threads.
+
+    Reads thread ids, ``ts``/``dur`` and ``fwdbwd`` flows (to tell which thread ran the
+    backward of which). ``loss.backward()`` wakes the autograd thread and then blocks the
+    calling thread until the engine is done. So (kick-off) an autograd task that starts
+    after the autograd thread sat idle waits for the main thread's latest event boundary
+    before it; and (join) the main thread's next event start, or the end of the main
+    call enclosing the burst, whichever comes first, waits for the autograd work that
+    ended last before it.
+    """
+    n = ctx.nodes
+    main, bwd = _backward_lanes(ctx)
+    if main < 0 or len(bwd) == 0:
+        return EdgeBatch.of([], [], RULE_TYPE, "backward_join")
+    join = _join_edges(ctx, main, bwd)
+    kick = _kickoff_edges(ctx, main, bwd)
+    return EdgeBatch.of(
+        np.concatenate([join[0], kick[0]]), np.concatenate([join[1], kick[1]]), RULE_TYPE, "backward_join"
+    )
+
+
+def _kickoff_edges(ctx: RuleContext, main: int, bwd: I64) -> tuple[I64, I64]:
+    n = ctx.nodes
+    top = np.flatnonzero(np.isin(n.lane, bwd) & (n.parent < 0))
+    top = top[np.lexsort((n.ts[top], n.lane[top]))]
+    if len(top) == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    idle = np.ones(len(top), dtype=bool)
+    same = n.lane[top[1:]] == n.lane[top[:-1]]
+    idle[1:] = ~same | (n.ts[top[1:]] - n.end[top[:-1]] >= ctx.options.gil_min_gap_ns)
+    starts = top[idle]
+    on_main = np.flatnonzero(n.lane == main)
+    mnodes = np.concatenate([n.start(on_main), n.finish(on_main)])
+    mnodes = mnodes[np.argsort(n.time[mnodes], kind="stable")]
+    pos = np.searchsorted(n.time[mnodes], n.ts[starts], side="right") - 1
+    ok = pos >= 0
+    return mnodes[pos[ok]], n.start(starts[ok])
+
+
+def _join_edges(ctx: RuleContext, main: int, bwd: I64) -> tuple[I64, I64]:
+    n = ctx.nodes
+    on_main = np.flatnonzero(n.lane == main)
+    main_by_start = on_main[np.argsort(n.ts[on_main], kind="stable")]
+    burst = np.flatnonzero(np.isin(n.lane, bwd) & (n.parent < 0))
+    nxt_pos = np.searchsorted(n.ts[main_by_start], n.end[burst], side="left")
+    has_next = nxt_pos < len(main_by_start)
+    nxt = np.where(has_next, main_by_start[np.minimum(nxt_pos, len(main_by_start) - 1)], -1)
+    target = np.where(has_next, n.start(np.maximum(nxt, 0)), -1)
+    encl = _enclosing_on_lane(ctx, main_by_start, burst)
+    use_end = (encl >= 0) & (~has_next | (n.end[np.maximum(encl, 0)] < n.ts[np.maximum(nxt, 0)]))
+    target = np.where(use_end, n.finish(np.maximum(encl, 0)), target)
+    ok = target >= 0
+    burst, target = burst[ok], target[ok]
+    # keep, per target, only the autograd event that ended last
+    order = np.lexsort((n.end[burst], target))
+    last = np.ones(len(order), dtype=bool)
+    last[:-1] = target[order][:-1] != target[order][1:]
+    pick = order[last]
+    return n.finish(burst[pick]), target[pick]
+
+
+def _enclosing_on_lane(ctx: RuleContext, lane_events: I64, probes: I64) -> I64:
+    """Deepest event among ``lane_events`` (sorted by start) that contains each probe,
+    excluding ProfilerStep annotations (they enclose everything and wait for nothing)."""
+    n = ctx.nodes
+    step = ctx.name_mask(r"^ProfilerStep#\d+$")
+    cand = lane_events[~step[lane_events]]
+    return _deepest_containing(n.ts[cand], n.end[cand], n.depth[cand].astype(np.int64), cand,
+                               n.ts[probes], n.end[probes])
+
+
+@njit(cache=True)  # type: ignore[misc]
+def _deepest_containing(ts, end, depth, ids, qs, qe):  # type: ignore[no-untyped-def]  # pragma: no cover
+    out = np.full(qs.shape[0], -1, dtype=np.int64)
+    for k in range(qs.shape[0]):
+        hi = np.searchsorted(ts, qs[k], side="right")
+        best_depth = -1
+        # walk back over events that started before the probe; stop once far outside
+        j = hi - 1
+        steps = 0
+        while j >= 0 and steps < 256:
+            if end[j] >= qe[k] and depth[j] > best_depth:
+                best_depth = depth[j]
+                out[k] = ids[j]
+            if depth[j] == 0 and end[j] >= qe[k]:
+                break
+            j -= 1
+            steps += 1
+    return out
+
+
+def gil_handoff(ctx: RuleContext) -> EdgeBatch:
+    """the last thing another thread of the process did -> this thread resuming after a gap.
+
+    Reads ``pid``/``tid`` and ``ts``/``dur`` only: no event or flow marks a GIL hand-off.
+    When a thread resumes after a pause (no event boundary for at least
+    ``gil_min_gap_ns``) and, within ``gil_max_lag_ns`` before that, another thread of the
+    same process reached an event boundary and then went quiet until after the resume,
+    the resuming thread was most likely waiting for that thread to release the GIL
+    (timestamp backtracking). Boundaries are event starts and ends at any depth, since a
+    thread can block inside an open Python frame.
+    """
+    n, opt = ctx.nodes, ctx.options
+    cpu = np.flatnonzero(~n.is_gpu)
+    if len(np.unique(n.lane[cpu])) < 2:
+        return EdgeBatch.of([], [], RULE_TYPE, "gil")
+    pid_of_lane = ctx.lane_pid
+    pid_codes = np.unique(pid_of_lane.astype(str), return_inverse=True)[1]
+    node = np.concatenate([n.start(cpu), n.finish(cpu)])
+    lane = np.concatenate([n.lane[cpu], n.lane[cpu]]).astype(np.int64)
+    time = n.time[node]
+    proc = pid_codes[lane]
+    order = np.lexsort((node % 2 == 0, time, proc))  # ends before starts at equal times
+    src, dst = _handoffs(node[order], lane[order], time[order], proc[order], opt.gil_min_gap_ns, opt.gil_max_lag_ns)
+    return EdgeBatch.of(src, dst, RULE_TYPE, "gil")
+
+
+@njit(cache=True)  # type: ignore[misc]
+def _handoffs(node, lane, time, proc, min_gap, max_lag):  # type: ignore[no-untyped-def]  # pragma: no cover
+    n = node.shape[0]
+    nl = lane.max() + 1 if n else 0
+    last_time = np.full(nl, -(2**62), dtype=np.int64)
+    src = np.empty(n, dtype=np.int64)
+    dst = np.empty(n, dtype=np.int64)
+    m = 0
+    for k in range(n):
+        v = node[k]
+        ln = lane[k]
+        prev = last_time[ln]
+        is_start = v % 2 == 0
+        if is_start and prev > -(2**62) and time[k] - prev >= min_gap:
+            # the latest boundary of another thread of this process inside our gap
+            j = k - 1
+            while j >= 0 and proc[j] == proc[k] and time[j] > prev and time[k] - time[j] <= max_lag:
+                if lane[j] != ln:
+                    src[m] = node[j]
+                    dst[m] = v
+                    m += 1
+                    break
+                j -= 1
+        last_time[ln] = time[k]
+    return src[:m], dst[:m]
+
+
+def cuda_runtime_lock(ctx: RuleContext) -> EdgeBatch:
+    """end of a runtime call on one thread -> end of an overlapping runtime call on another.
+
+    Reads runtime call ``ts``/``dur`` and thread ids. The CUDA runtime serialises many
+    calls on a process-wide lock: a call that started while another thread's call was in
+    flight and returned after it could not complete before that call released the lock.
+    """
+    n, opt = ctx.nodes, ctx.options
+    rt = np.flatnonzero(n.kind == Kind.RUNTIME)
+    if len(np.unique(n.lane[rt])) < 2:
+        return EdgeBatch.of([], [], RULE_TYPE, "cuda_lock")
+    rt = rt[np.argsort(n.ts[rt], kind="stable")]
+    src, dst = _lock_pairs(rt, n.ts[rt], n.end[rt], n.lane[rt].astype(np.int64), opt.lock_lookback)
+    return EdgeBatch.of(n.finish(src), n.finish(dst), RULE_TYPE, "cuda_lock")
+
+
+@njit(cache=True)  # type: ignore[misc]
+def _lock_pairs(ids, ts, end, lane, lookback):  # type: ignore[no-untyped-def]  # pragma: no cover
+    n = ids.shape[0]
+    src = np.empty(n, dtype=np.int64)
+    dst = np.empty(n, dtype=np.int64)
+    m = 0
+    for k in range(n):
+        for j in range(k - 1, max(k - 1 - lookback, -1), -1):
+            if lane[j] != lane[k] and ts[j] < ts[k] and ts[k] < end[j] and end[j] < end[k]:
+                src[m] = ids[j]
+                dst[m] = ids[k]
+                m += 1
+                break
+    return src[:m], dst[:m]

@@ -1,0 +1,243 @@
+"""Rules that involve GPU streams: stream order, launches, and CPU/GPU synchronisation."""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from ctda.analysis.edges import EdgeBatch, EdgeType
+from ctda.analysis.rules.context import RuleContext
+from ctda.ingest.columns import NA
+from ctda.ingest.kinds import Kind
+
+I64 = npt.NDArray[np.int64]
+
+#: runtime calls that block the calling thread until queued device work completes
+BLOCKING_CALLS = (
+    r"^(cuda|hip)(DeviceSynchronize|StreamSynchronize|EventSynchronize|CtxSynchronize)$"
+    r"|^cu(CtxSynchronize|StreamSynchronize|EventSynchronize)$"
+)
+#: synchronous copies and sets: the call returns only once its own device work is done
+SYNC_COPY_CALLS = r"^(cuda|hip)(Memcpy|Memset|MemcpyDtoH|MemcpyHtoD|Memcpy2D|MemcpyToSymbol|MemcpyFromSymbol)$"
+
+
+def _empty(rule: str) -> EdgeBatch:
+    return EdgeBatch.of([], [], EdgeType.SYNC, rule)
+
+
+def stream_sequence(ctx: RuleContext) -> EdgeBatch:
+    """end of one kernel/copy/set -> start of the next on the same GPU stream.
+
+    Reads ``args.device``/``args.stream`` (or pid/tid) and ``ts``/``dur``. A stream executes
+    its work in order, so each item waits for the previous one to finish.
+    """
+    n = ctx.nodes
+    order = ctx.by_lane_time
+    work = order[n.is_gpu[order]]
+    same = n.lane[work[1:]] == n.lane[work[:-1]]
+    prev, nxt = work[:-1][same], work[1:][same]
+    ordered = n.end[prev] <= n.ts[nxt]
+    src = np.where(ordered, n.finish(prev), n.start(prev))
+    return EdgeBatch.of(src, n.start(nxt), EdgeType.STREAM_SEQ, "stream_sequence")
+
+
+def _launcher_index(ctx: RuleContext) -> I64:
+    """Analysed index of each analysed event's launching runtime call (-1 when none)."""
+    n = ctx.nodes
+    launcher_uid = ctx.table.col("launcher")[n.uid]
+    return np.where(launcher_uid >= 0, n.index_of_uid[np.maximum(launcher_uid, 0)], -1)
+
+
+def launch(ctx: RuleContext) -> EdgeBatch:
+    """runtime call start -> start of the device work it enqueued.
+
+    Reads ``args.correlation`` on runtime/driver calls and device work (the reader's
+    ``launcher`` column), which also pairs ROCm ``hipGraphLaunch`` and every kernel of a
+    ``cudaGraphLaunch`` with no flow event needed. Work cannot start before it was
+    submitted; ac2g/async flows carry the same pairing and are not needed on top.
+    """
+    n = ctx.nodes
+    li = _launcher_index(ctx)
+    work = np.flatnonzero(n.is_gpu & (li >= 0))
+    return EdgeBatch.of(n.start(li[work]), n.start(work), EdgeType.LAUNCH, "launch")
+
+
+def _launched_near(ctx: RuleContext, lanes: I64, when_q: I64, after: bool) -> I64:
+    """Per (GPU lane, time) query: the work on that lane launched last before the time
+    (``after=False``) or first after it (``after=True``); -1 where there is none.
+    """
+    n = ctx.nodes
+    li = _launcher_index(ctx)
+    work = np.flatnonzero(n.is_gpu & (li >= 0))
+    if len(work) == 0 or len(lanes) == 0:
+        return np.full(len(lanes), -1, dtype=np.int64)
+    when = n.ts[li[work]]
+    order = np.lexsort((when, n.lane[work]))
+    work, when = work[order], when[order]
+    wl = n.lane[work].astype(np.int64)
+    # one sorted key over all lanes: lane blocks are spaced wider than the whole time span
+    t0 = int(n.time.min())
+    span = int(n.time.max()) - t0 + 1
+    key = wl * span + (when - t0)
+    q = lanes.astype(np.int64) * span + (when_q - t0)
+    if after:
+        pos = np.minimum(np.searchsorted(key, q, side="right"), len(work) - 1)
+        ok = (key[pos] > q) & (wl[pos] == lanes)
+    else:
+        pos = np.maximum(np.searchsorted(key, q, side="left") - 1, 0)
+        ok = (key[pos] < q) & (wl[pos] == lanes)
+    return np.where(ok, work[pos], -1)
+
+
+def _last_launched_before(ctx: RuleContext, lanes: I64, before: I64) -> I64:
+    return _launched_near(ctx, lanes, before, after=False)
+
+
+def _gpu_lanes_of_device(ctx: RuleContext) -> dict[int, I64]:
+    lanes = ctx.table.lanes
+    gpu = lanes[lanes.is_gpu]
+    return {int(d): g.lane.to_numpy(dtype=np.int64) for d, g in gpu.groupby("device")}
+
+
+def _sync_records(ctx: RuleContext) -> tuple[I64, I64]:
+    """cuda_sync records and the analysed runtime call each belongs to (by correlation)."""
+    t = ctx.table
+    rec = np.flatnonzero(t.col("kind") == Kind.SYNC)
+    lau = t.col("launcher")[rec]
+    call = np.where(lau >= 0, ctx.nodes.index_of_uid[np.maximum(lau, 0)], -1)
+    keep = call >= 0
+    return rec[keep], call[keep]
+
+
+def _lane_of(ctx: RuleContext, device: I64, stream: I64) -> I64:
+    lanes = ctx.table.lanes
+    gpu = lanes[lanes.is_gpu]
+    lut = {(int(d), int(s)): int(ln) for d, s, ln in zip(gpu.device, gpu.stream, gpu.lane)}
+    return np.array([lut.get((int(d), int(s)), -1) for d, s in zip(device, stream)], dtype=np.int64)
+
+
+def sync_recorded(ctx: RuleContext) -> EdgeBatch:
+    """device work end -> end of the runtime call a ``cuda_sync`` record says waited for it.
+
+    Reads ``cuda_sync`` events (``args.cuda_sync_kind``, ``stream``, ``device``,
+    ``correlation`` of the waiting call, ``wait_on_stream`` and
+    ``wait_on_cuda_event_record_corr_id``). Stream Sync waits for the last work queued on
+    its stream before the call; Context Sync for the last work on every stream of the
+    device; Event Sync for the last work queued on the recorded stream before the
+    matching ``cudaEventRecord``. The call cannot return before that work ends.
+    """
+    t, n = ctx.table, ctx.nodes
+    rec, call = _sync_records(ctx)
+    if len(rec) == 0:
+        return _empty("sync_recorded")
+    kinds = t.decoded("sync_kind", rec)
+    dev, strm = t.col("device")[rec], t.col("stream")[rec]
+    q_lane, q_time, q_call = [], [], []
+    ctx_sync = np.array([k == "Context Sync" for k in kinds])
+    for d, c in zip(dev[ctx_sync], call[ctx_sync]):
+        for ln in _gpu_lanes_of_device(ctx).get(int(d), np.zeros(0, dtype=np.int64)):
+            q_lane.append(ln)
+            q_time.append(n.ts[c])
+            q_call.append(c)
+    st = np.flatnonzero(np.array([k == "Stream Sync" for k in kinds]))
+    q_lane += list(_lane_of(ctx, dev[st], strm[st]))
+    q_time += list(n.ts[call[st]])
+    q_call += list(call[st])
+    ev = np.flatnonzero(np.array([k == "Event Sync" for k in kinds]))
+    rec_call = _event_record_calls(ctx, t.col("wait_on_event_corr")[rec[ev]])
+    ok = rec_call >= 0
+    q_lane += list(_lane_of(ctx, dev[ev][ok], t.col("wait_on_stream")[rec[ev]][ok]))
+    q_time += list(n.ts[rec_call[ok]])
+    q_call += list(call[ev][ok])
+    lanes_a = np.asarray(q_lane, dtype=np.int64)
+    work = _last_launched_before(ctx, lanes_a, np.asarray(q_time, dtype=np.int64))
+    calls = np.asarray(q_call, dtype=np.int64)
+    keep = (lanes_a >= 0) & (work >= 0)
+    return EdgeBatch.of(n.finish(work[keep]), n.finish(calls[keep]), EdgeType.SYNC, "sync_recorded")
+
+
+def _event_record_calls(ctx: RuleContext, corr: I64) -> I64:
+    """Analysed runtime calls (cudaEventRecord) with the given correlation ids."""
+    n = ctx.nodes
+    c = ctx.table.col("correlation")[n.uid]
+    runtime = np.flatnonzero((n.kind == Kind.RUNTIME) & (c != NA))
+    order = runtime[np.argsort(c[runtime], kind="stable")]
+    keys = c[order]
+    pos = np.clip(np.searchsorted(keys, corr), 0, max(len(keys) - 1, 0))
+    if len(keys) == 0:
+        return np.full(len(corr), -1, dtype=np.int64)
+    return np.where(keys[pos] == corr, order[pos], -1)
+
+
+def sync_inferred(ctx: RuleContext) -> EdgeBatch:
+    """device work end -> end of a blocking runtime call, for calls no cuda_sync record covers.
+
+    Reads runtime call names (cudaDeviceSynchronize, cudaStreamSynchronize,
+    cudaEventSynchronize and HIP equivalents) and ``ts``/``dur``, plus the launch pairing.
+    Such a call returns once previously queued work is done. The stream or event it waited
+    on is not in older traces, so every stream's last item queued before the call that
+    finished inside it is a predecessor; only the one that finished last binds.
+    """
+    n = ctx.nodes
+    covered = set(_sync_records(ctx)[1].tolist())
+    calls = np.flatnonzero(ctx.name_mask(BLOCKING_CALLS) & (n.kind == Kind.RUNTIME))
+    calls = np.array([c for c in calls if c not in covered], dtype=np.int64)
+    gpu_lanes = ctx.table.lanes.lane[ctx.table.lanes.is_gpu].to_numpy(dtype=np.int64)
+    if len(calls) == 0 or len(gpu_lanes) == 0:
+        return _empty("sync_inferred")
+    q_lane = np.tile(gpu_lanes, len(calls))
+    q_call = np.repeat(calls, len(gpu_lanes))
+    work = _last_launched_before(ctx, q_lane, n.ts[q_call])
+    ok = work >= 0
+    work, q_call = work[ok], q_call[ok]
+    inside = (n.end[work] > n.ts[q_call]) & (n.end[work] <= n.end[q_call])
+    return EdgeBatch.of(n.finish(work[inside]), n.finish(q_call[inside]), EdgeType.SYNC, "sync_inferred")
+
+
+def blocking_copy(ctx: RuleContext) -> EdgeBatch:
+    """copy/set end -> end of the synchronous call that issued it.
+
+    Reads launch pairing and names (cudaMemcpy, cudaMemset, hipMemcpy, ...), and also any
+    launching call whose own copy finished inside it (pageable-memory cudaMemcpyAsync is
+    synchronous in practice). The call cannot return before its copy is done.
+    """
+    n = ctx.nodes
+    li = _launcher_index(ctx)
+    work = np.flatnonzero(n.is_gpu & (li >= 0) & (n.kind != Kind.KERNEL))
+    call = li[work]
+    sync_name = ctx.name_mask(SYNC_COPY_CALLS)[call]
+    inside = (n.end[work] > n.ts[call]) & (n.end[work] <= n.end[call])
+    keep = sync_name & (n.end[work] <= n.end[call]) | inside
+    return EdgeBatch.of(n.finish(work[keep]), n.finish(call[keep]), EdgeType.SYNC, "blocking_copy")
+
+
+def stream_wait_event(ctx: RuleContext) -> EdgeBatch:
+    """last work on the recorded stream -> next work on the waiting stream (GPU -> GPU).
+
+    Reads ``cuda_sync`` records of kind "Stream Wait Event" (``stream`` = the waiting
+    stream, ``wait_on_stream`` and ``wait_on_cuda_event_record_corr_id`` = the
+    cudaEventRecord call). Work queued on the waiting stream after the
+    cudaStreamWaitEvent call cannot start before the event's work completed. Traces without
+    these records do not say which streams an event joined, so no edge is guessed.
+    """
+    t, n = ctx.table, ctx.nodes
+    rec, call = _sync_records(ctx)
+    kinds = t.decoded("sync_kind", rec)
+    sw = np.flatnonzero(np.array([k == "Stream Wait Event" for k in kinds], dtype=bool))
+    if len(sw) == 0:
+        return EdgeBatch.of([], [], EdgeType.STREAM_WAIT, "stream_wait_event")
+    r = rec[sw]
+    rec_call = _event_record_calls(ctx, t.col("wait_on_event_corr")[r])
+    ok = rec_call >= 0
+    dev = t.col("device")[r][ok]
+    src_lane = _lane_of(ctx, dev, t.col("wait_on_stream")[r][ok])
+    dst_lane = _lane_of(ctx, dev, t.col("stream")[r][ok])
+    before = _last_launched_before(ctx, src_lane, n.ts[rec_call[ok]])
+    wait_call = call[sw][ok]
+    after = _first_launched_after(ctx, dst_lane, n.ts[wait_call])
+    keep = (src_lane >= 0) & (dst_lane >= 0) & (before >= 0) & (after >= 0)
+    return EdgeBatch.of(n.finish(before[keep]), n.start(after[keep]), EdgeType.STREAM_WAIT, "stream_wait_event")
+
+
+def _first_launched_after(ctx: RuleContext, lanes: I64, after: I64) -> I64:
+    return _launched_near(ctx, lanes, after, after=True)

@@ -1,0 +1,63 @@
+"""``ctda analyze``: the critical path of each step, hotspots and bound-by breakdown."""
+
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+
+import typer
+
+from ctda.analysis.engine import AnalysisOptions, OptionError, analyze, parse_cross_thread
+from ctda.analysis.report import build
+from ctda.cli.common import app, console, fail, file_progress, guarded
+from ctda.ingest.reader import read_trace
+from ctda.render.analyze import render_json, render_markdown, render_table
+
+
+class Format(str, Enum):
+    table = "table"
+    json = "json"
+    md = "md"
+
+
+class Mode(str, Enum):
+    ctda = "ctda"
+    hta = "hta"
+
+
+@app.command("analyze")
+def analyze_cmd(
+    trace: Path = typer.Argument(..., help="Kineto trace (.json, .json.gz) or a ctda .parquet table."),
+    step: str = typer.Option("all", "--step", help="A ProfilerStep number, or 'all'."),
+    top: int = typer.Option(10, "--top", min=1, help="Rows in the hotspot and near-critical tables."),
+    fmt: Format = typer.Option(Format.table, "--format", help="Output format."),
+    cross_thread: str = typer.Option(
+        "all", "--cross-thread", help="Cross-thread rules: all, none, or a list of fwdbwd,backward_join,gil,cuda_lock."
+    ),
+    windows: str = typer.Option(
+        "steps", "--windows", help="'steps' (each ProfilerStep#N), 'trace' (whole trace), or a regex over CPU event names."
+    ),
+    mode: Mode = typer.Option(Mode.ctda, "--mode", help="'hta' reproduces HolisticTraceAnalysis's rules and weights."),
+) -> None:
+    """Critical path of each step through CPU threads, GPU streams and the waits between them."""
+    try:
+        ct = parse_cross_thread(cross_thread)
+    except OptionError as exc:
+        fail(str(exc))
+
+    def run() -> None:
+        with file_progress(trace, "reading") as progress:
+            table = read_trace(trace, progress)
+        try:
+            result = analyze(table, AnalysisOptions(windows=windows, cross_thread=ct, mode=mode.value))
+            report = build(result, step=step, top=top)
+        except (OptionError, ValueError) as exc:
+            fail(f"{trace}: {exc}")
+        if fmt is Format.json:
+            typer.echo(render_json(report))
+        elif fmt is Format.md:
+            typer.echo(render_markdown(report))
+        else:
+            render_table(report, console)
+
+    guarded(run)

@@ -1,0 +1,85 @@
+"""Shared CLI plumbing: the typer app, one-line errors, progress bars."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import NoReturn, TypeVar
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
+
+from ctda.ingest.errors import TraceError
+
+app = typer.Typer(
+    name="ctda",
+    help="Critical path analysis for PyTorch profiler (Kineto) traces, across threads and GPU streams.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+console = Console()
+err_console = Console(stderr=True)
+
+#: files at least this large get a progress bar while they are read
+PROGRESS_MIN_BYTES = 32 << 20
+T = TypeVar("T")
+
+
+def fail(message: str, code: int = 2) -> NoReturn:
+    """Print one line to stderr and exit: the contract for every user-facing error."""
+    err_console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    raise typer.Exit(code)
+
+
+def guarded(fn: Callable[[], T]) -> T:
+    """Run ``fn``; turn known input errors into one-line messages with exit code 2."""
+    try:
+        return fn()
+    except TraceError as exc:
+        fail(str(exc))
+    except MemoryError:
+        fail("out of memory")
+    except KeyboardInterrupt:
+        fail("interrupted", 130)
+
+
+@contextmanager
+def file_progress(path: Path, label: str) -> Iterator[Callable[[int], None] | None]:
+    """A progress callback over the compressed bytes of ``path`` (None for small files)."""
+    try:
+        size = path.stat().st_size
+    except OSError:
+        size = 0
+    if size < PROGRESS_MIN_BYTES or not sys.stderr.isatty() and not os.environ.get("CTDA_PROGRESS"):
+        yield None
+        return
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        DownloadColumn(),
+        TimeRemainingColumn(),
+        console=err_console,
+        transient=True,
+    ) as bar:
+        task = bar.add_task(f"{label} {path.name}", total=size)
+        yield lambda done: bar.update(task, completed=done)
+
+
+def _version(value: bool) -> None:
+    if value:
+        from ctda import __version__
+
+        typer.echo(f"ctda {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version."),
+) -> None:
+    """Critical path analysis for PyTorch profiler (Kineto) traces, across threads and GPU streams."""

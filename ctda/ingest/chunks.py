@@ -1,0 +1,97 @@
+"""Stage 1b: the event array's text cut into pieces of whole events, streamed.
+
+Decoding the document in one go keeps the whole text and every decoded event alive at
+once (about 10x the file size). Instead the text is streamed and the array is cut after
+roughly ``chunk_bytes`` at an event boundary, so only a few pieces exist at a time and
+they can be decoded in parallel.
+
+A candidate cut is a ``}`` followed by ``,`` and ``{``. Such a sequence can also occur
+inside a string or a nested object; then the piece before it fails to decode as a list
+(it ends inside an event), and :func:`merge` glues it back to the following piece.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from ctda.ingest import source
+from ctda.ingest.errors import TraceError
+
+CHUNK_BYTES = 4 << 20
+_CUT = re.compile(rb"}\s*,\s*{")
+
+
+@dataclass
+class Piece:
+    """Some consecutive events as a JSON array text ``[ev, ..., ev]``.
+
+    The last piece is ``[`` plus everything up to the end of the document: the array's
+    own ``]`` is somewhere in it, followed by the rest of the document.
+    """
+
+    index: int
+    offset: int  # position of text[1] in the decompressed document (for messages)
+    text: bytes
+    last: bool = False
+
+
+def merge(first: Piece, second: Piece) -> Piece:
+    """Rejoin two pieces whose cut fell inside an event (the cut's ``,`` is restored)."""
+    return Piece(first.index, first.offset, first.text[:-1] + b"," + second.text[1:], second.last)
+
+
+class Chunker:
+    """Streams one file into pieces; afterwards holds the document framing and its size."""
+
+    def __init__(self, path: Path, chunk_bytes: int = CHUNK_BYTES) -> None:
+        self.path = path
+        self.chunk_bytes = max(chunk_bytes, 1)
+        self.framing: source.Framing | None = None
+        self.n_bytes = 0
+
+    def pieces(self, progress: Callable[[int], None] | None = None) -> Iterator[Piece]:
+        """Pieces in document order; ``progress`` gets the compressed bytes consumed."""
+        head = b""  # document text until the array start is found
+        buf = b""  # buf[0] is the array's "[" or the "," of the last cut
+        base = 0  # document offset of buf[0]
+        index = 0
+        stream = source.open_stream(self.path)
+        with stream:
+            for block in source.read_blocks(self.path, stream, max(self.chunk_bytes, source.READ_BLOCK)):
+                self.n_bytes += len(block)
+                if self.framing is None:
+                    head += block
+                    found = source.find_array_start(self.path, head, at_eof=False)
+                    if found is None:
+                        continue
+                    self.framing, off = found
+                    buf, base, head = head[off:], off, b""
+                else:
+                    buf += block
+                start = 0
+                while (cut := _next_cut(buf, start + self.chunk_bytes)) is not None:
+                    view = memoryview(buf)
+                    yield Piece(index, base + start + 1, b"".join((b"[", view[start + 1 : cut], b"]")))
+                    index, start = index + 1, cut
+                if start:
+                    buf, base = buf[start:], base + start
+                if progress is not None:
+                    progress(source.compressed_position(stream))
+        if self.framing is None:
+            found = source.find_array_start(self.path, head, at_eof=True)
+            if found is None:  # pragma: no cover - at_eof always decides
+                raise TraceError(self.path, "no traceEvents array")
+            self.framing, off = found
+            buf, base = head[off:], off
+        yield Piece(index, base + 1, b"[" + buf[1:], last=True)
+
+
+def _next_cut(buf: bytes, target: int) -> int | None:
+    """Offset of the ``,`` between two events at or after ``target``; None if none yet."""
+    if target >= len(buf):
+        return None
+    m = _CUT.search(buf, target)
+    return None if m is None else m.start() + m.group().index(b",")

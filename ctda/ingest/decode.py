@@ -1,0 +1,98 @@
+"""Stage 2b: one piece of event-array text -> an Arrow batch, or why it could not be.
+
+This is the unit of work a decode worker runs, so its result is a small picklable value
+rather than an exception: the caller decides, in document order, whether a failure is a
+cut to undo (see :mod:`ctda.ingest.chunks`) or a problem with the file.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import msgspec
+import pyarrow as pa
+
+from ctda.ingest.columns import ChunkProblem, chunk_to_batch
+from ctda.ingest.events import EVENT_LIST
+
+_BYTE = re.compile(r"\(byte (\d+)\)")
+
+
+@dataclass
+class Decoded:
+    """The outcome of decoding one piece: a batch, or a problem at an event or a byte."""
+
+    batch: pa.RecordBatch | None = None
+    #: the text is not a list of whole events: it ends inside one (or the file is truncated)
+    ends_inside: bool = False
+    event: int = -1  # index within the piece of the event a problem is about
+    byte: int = -1  # offset within the piece's text of a syntax error
+    problem: str = ""
+
+
+def decode_piece(text: bytes) -> Decoded:
+    """Decode ``[ev, ..., ev]`` into a record batch of raw columns."""
+    try:
+        events = EVENT_LIST.decode(text)
+    except msgspec.ValidationError as exc:
+        return _invalid(exc)
+    except msgspec.DecodeError as exc:
+        return _malformed(exc, len(text))
+    try:
+        return Decoded(batch=chunk_to_batch(events, text))
+    except ChunkProblem as exc:
+        return Decoded(event=exc.index, problem=exc.problem)
+
+
+def decode_last(text: bytes, tail_ok: Callable[[bytes], bool]) -> tuple[Decoded, bytes]:
+    """Decode the final piece, which runs past the array's ``]`` to the document's end.
+
+    Candidate closing brackets are tried from the end; one qualifies when the text after
+    it completes the document (``tail_ok``) and the text before it decodes. Returns the
+    outcome and the document text after the array.
+    """
+    pos = len(text)
+    while (pos := text.rfind(b"]", 1, pos)) >= 0:
+        tail = text[pos + 1 :]
+        if not tail_ok(tail):
+            continue
+        decoded = decode_piece(text[: pos + 1])
+        if not decoded.ends_inside and decoded.byte < 0:
+            return decoded, tail
+    return _never_closed(text), b""
+
+
+def _never_closed(text: bytes) -> Decoded:
+    """Explain why no closing bracket worked: truncation, or a syntax error somewhere."""
+    try:
+        EVENT_LIST.decode(text)
+    except msgspec.ValidationError as exc:
+        return _invalid(exc)
+    except msgspec.DecodeError as exc:
+        found = _malformed(exc, len(text) + 1)
+        if found.byte >= 0:
+            return found
+    return Decoded(ends_inside=True, problem="truncated JSON: the event array is never closed")
+
+
+def _invalid(exc: msgspec.ValidationError) -> Decoded:
+    """Turn msgspec's ``$[12].ts`` path into (event 12, "field ts: ...")."""
+    msg = str(exc)
+    text, sep, at = msg.partition(" - at `$[")
+    if not sep:
+        return Decoded(event=0, problem=f"wrong field type: {msg}")
+    idx, _, rest = at.partition("]")
+    field = rest.rstrip("`").lstrip(".")
+    where = f"field {field}" if field else "the event itself"
+    return Decoded(event=int(idx), problem=f"{where}: {text}")
+
+
+def _malformed(exc: msgspec.DecodeError, length: int) -> Decoded:
+    """A syntax error before the last byte is real; at the end it means the piece ends inside an event."""
+    msg = str(exc)
+    m = _BYTE.search(msg)
+    if "truncated" in msg.lower() or m is None or int(m.group(1)) >= length - 1:
+        return Decoded(ends_inside=True, problem=msg)
+    return Decoded(byte=int(m.group(1)), problem=_BYTE.sub("", msg).strip())

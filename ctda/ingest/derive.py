@@ -1,0 +1,199 @@
+"""Stage 4: columns derived from the raw ones: lane, nesting, launcher, step; then flows.
+
+Each function reads the raw columns it names and returns new arrays; all are vectorised.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+import pyarrow as pa
+
+from ctda.ingest.checks import warnings_for
+from ctda.ingest.flows import bind_flows
+from ctda.ingest.kinds import CPU_KINDS, GPU_KINDS, GPU_WORK_KINDS, Kind, in_kinds
+from ctda.ingest.nesting import nest
+from ctda.ingest.table import EventTable, TraceMeta
+from ctda.ingest.timestamps import NA
+
+__all__ = ["bind_flows", "derive", "launchers", "lanes", "steps"]
+
+STEP_RE = re.compile(r"^ProfilerStep#(\d+)$")
+_STREAM_RE = re.compile(r"^(?:stream\s*)?(-?\d+)")
+I64 = npt.NDArray[np.int64]
+
+
+def derive(events: pa.Table, meta: TraceMeta) -> EventTable:
+    """Add lane, parent, depth, launcher and step columns; bind flows; count warnings."""
+    n = events.num_rows
+    kind = events.column("kind").to_numpy()
+    ts = events.column("ts_ns").to_numpy()
+    dur = events.column("dur_ns").to_numpy()
+    lane, lane_table = lanes(events, kind)
+    cpu_rows = np.flatnonzero(in_kinds(kind, CPU_KINDS) & (lane >= 0))
+    parent, depth, partial = nest(cpu_rows, lane, ts, np.where(dur == NA, 0, dur), n)
+    launcher = launchers(events, kind)
+    step, _ = steps(events, kind, lane, launcher)
+    for name, values in (
+        ("lane", lane),
+        ("parent", parent),
+        ("depth", depth),
+        ("launcher", launcher),
+        ("step", step),
+    ):
+        events = events.append_column(name, pa.array(values))
+    table = EventTable(events=events, lanes=lane_table, flows=pd.DataFrame(), meta=meta)
+    table.flows = bind_flows(table)
+    warnings_for(table, partial)
+    return table
+
+
+def dict_parts(events: pa.Table, name: str) -> tuple[npt.NDArray[np.int32], list[str]]:
+    """Codes and dictionary values of a dictionary-encoded string column."""
+    arr = events.column(name).combine_chunks()
+    return arr.indices.to_numpy(zero_copy_only=False), arr.dictionary.to_pylist()
+
+
+def _parse_num(label: str | None) -> int:
+    m = _STREAM_RE.match(label.strip()) if label else None
+    return int(m.group(1)) if m else int(NA)
+
+
+def _num_label(value: int) -> str:
+    return "?" if value == NA else str(value)
+
+
+def lanes(events: pa.Table, kind: npt.NDArray[np.int8]) -> tuple[npt.NDArray[np.int32], pd.DataFrame]:
+    """Lane (CPU thread or GPU stream) of every complete event; -1 for the rest.
+
+    CPU lanes are (pid, tid) as written. GPU lanes are (device, stream) from ``args`` when
+    present, else parsed from pid/tid ("stream 7"): GPU pids are device indices that may
+    equal a CPU pid, so GPU-ness comes from the category, never from the pid.
+    """
+    pid, pid_vals = dict_parts(events, "pid")
+    tid, tid_vals = dict_parts(events, "tid")
+    ph, ph_vals = dict_parts(events, "ph")
+    is_x = np.array([v == "X" for v in ph_vals] or [False])[ph]
+    lane = np.full(events.num_rows, -1, dtype=np.int32)
+    frames = []
+    rows = np.flatnonzero(in_kinds(kind, CPU_KINDS) | ((kind == Kind.OTHER) & is_x))
+    if len(rows):
+        ntid = max(len(tid_vals), 1)
+        keys, codes = np.unique(pid[rows].astype(np.int64) * ntid + tid[rows], return_inverse=True)
+        lane[rows] = codes
+        frames.append(
+            pd.DataFrame(
+                {
+                    "lane": np.arange(len(keys)),
+                    "is_gpu": False,
+                    "pid": [pid_vals[k // ntid] for k in keys],
+                    "tid": [tid_vals[k % ntid] for k in keys],
+                    "device": int(NA),
+                    "stream": int(NA),
+                    "n_events": np.bincount(codes, minlength=len(keys)),
+                }
+            )
+        )
+    rows = np.flatnonzero(in_kinds(kind, GPU_KINDS))
+    if len(rows):
+        device, stream = events.column("device").to_numpy(), events.column("stream").to_numpy()
+        pid_num = np.array([_parse_num(v) for v in pid_vals], dtype=np.int64)
+        tid_num = np.array([_parse_num(v) for v in tid_vals], dtype=np.int64)
+        dev = np.where(device[rows] != NA, device[rows], pid_num[pid[rows]])
+        strm = np.where(stream[rows] != NA, stream[rows], tid_num[tid[rows]])
+        udev, dev_code = np.unique(dev, return_inverse=True)
+        ustrm, strm_code = np.unique(strm, return_inverse=True)
+        keys, codes = np.unique(dev_code.astype(np.int64) * len(ustrm) + strm_code, return_inverse=True)
+        base = sum(len(f) for f in frames)
+        lane[rows] = codes + base
+        devs, strms = udev[keys // len(ustrm)], ustrm[keys % len(ustrm)]
+        frames.append(
+            pd.DataFrame(
+                {
+                    "lane": np.arange(len(keys)) + base,
+                    "is_gpu": True,
+                    "pid": [_num_label(d) for d in devs],
+                    "tid": [f"stream {_num_label(s)}" for s in strms],
+                    "device": devs,
+                    "stream": strms,
+                    "n_events": np.bincount(codes, minlength=len(keys)),
+                }
+            )
+        )
+    cols = ["lane", "is_gpu", "pid", "tid", "device", "stream", "n_events"]
+    table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=cols)
+    table["thread_name"] = _thread_names(events, table)
+    return lane, table
+
+
+def _thread_names(events: pa.Table, table: pd.DataFrame) -> list[str]:
+    """Names from ``thread_name`` metadata events, keyed by (pid, tid) labels."""
+    name_codes, name_vals = dict_parts(events, "name")
+    if "thread_name" not in name_vals:
+        return [""] * len(table)
+    rows = np.flatnonzero(name_codes == name_vals.index("thread_name"))
+    pid, pid_vals = dict_parts(events, "pid")
+    tid, tid_vals = dict_parts(events, "tid")
+    meta, meta_vals = dict_parts(events, "meta_name")
+    named = {(pid_vals[pid[r]], tid_vals[tid[r]]): meta_vals[meta[r]] or "" for r in rows}
+    return [named.get((p, t), "") for p, t in zip(table["pid"], table["tid"])]
+
+
+def steps(
+    events: pa.Table, kind: npt.NDArray[np.int8], lane: npt.NDArray[np.int32], launcher: I64
+) -> tuple[npt.NDArray[np.int32], pd.DataFrame]:
+    """Enclosing ProfilerStep number of each event (-1 outside every step), and the steps.
+
+    CPU events take the step whose CPU span contains their start, on any thread; device
+    work takes its launcher's step, since GPU work of step N often runs after step N ends.
+    """
+    n = events.num_rows
+    name, name_vals = dict_parts(events, "name")
+    step_of_code = np.array(
+        [int(m.group(1)) if (m := STEP_RE.match(v or "")) else -1 for v in name_vals] or [-1], dtype=np.int64
+    )
+    ts = events.column("ts_ns").to_numpy()
+    dur = events.column("dur_ns").to_numpy()
+    rows = np.flatnonzero((step_of_code[name] >= 0) & in_kinds(kind, CPU_KINDS))
+    rows = rows[np.argsort(ts[rows], kind="stable")]
+    table = pd.DataFrame(
+        {"step": step_of_code[name[rows]], "uid": rows, "ts_ns": ts[rows], "dur_ns": dur[rows], "lane": lane[rows]}
+    )
+    out = np.full(n, -1, dtype=np.int32)
+    if len(rows) == 0:
+        return out, table
+    starts, ends = ts[rows], ts[rows] + np.maximum(dur[rows], 0)
+    idx = np.searchsorted(starts, ts, side="right") - 1
+    inside = (lane >= 0) & (idx >= 0) & (ts < ends[np.clip(idx, 0, None)])
+    out[inside] = table["step"].to_numpy()[idx[inside]]
+    dev = in_kinds(kind, GPU_KINDS) & (launcher >= 0)
+    out[dev] = out[launcher[dev]]
+    return out, table
+
+
+def launchers(events: pa.Table, kind: npt.NDArray[np.int8]) -> I64:
+    """For GPU work and sync records, the uid of the runtime/driver call with its correlation.
+
+    This also pairs launches that have no flow event (ROCm ``hipGraphLaunch``): every
+    kernel of a graph carries the launch's correlation id.
+    """
+    corr = events.column("correlation").to_numpy()
+    out = np.full(events.num_rows, -1, dtype=np.int64)
+    host = np.flatnonzero(((kind == Kind.RUNTIME) | (kind == Kind.DRIVER)) & (corr != NA))
+    dev = np.flatnonzero(in_kinds(kind, GPU_WORK_KINDS | {Kind.SYNC}) & (corr != NA))
+    if len(host) == 0 or len(dev) == 0:
+        return out
+    # runtime calls win over driver calls sharing a correlation (cuLaunchKernel under cudaLaunchKernel)
+    pref = np.where(kind[host] == Kind.RUNTIME, 0, 1)
+    host = host[np.lexsort((pref, corr[host]))]
+    hc = corr[host]
+    first = np.ones(len(host), dtype=bool)
+    first[1:] = hc[1:] != hc[:-1]
+    host, hc = host[first], hc[first]
+    pos = np.clip(np.searchsorted(hc, corr[dev]), 0, len(hc) - 1)
+    hit = hc[pos] == corr[dev]
+    out[dev[hit]] = host[pos[hit]]
+    return out

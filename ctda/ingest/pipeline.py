@@ -1,0 +1,172 @@
+"""Stage 2: every piece decoded, in document order, with the work split over two cores.
+
+The main process decompresses and cuts the text; each piece is either sent to the decode
+worker (while it has fewer than ``DEPTH`` queued) or decoded on the spot, which balances
+the load without measuring it. Outcomes are then taken strictly in document order,
+because only then is it known whether a piece really starts at an event boundary: a
+piece that ends inside an event is merged with the next one and decoded again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import msgspec
+import pyarrow as pa
+
+from ctda.ingest.chunks import Chunker, Piece, merge
+from ctda.ingest.decode import Decoded, decode_last, decode_piece
+from ctda.ingest.errors import TraceError
+from ctda.ingest.events import METADATA
+from ctda.ingest.pool import DecodeWorker, WorkerLost, worker_available
+from ctda.ingest.source import Framing
+
+#: pieces queued at the worker; 2 keeps it busy while the main process decodes one
+DEPTH = 2
+
+
+def decode_pieces(
+    chunker: Chunker, progress: Callable[[int], None] | None = None, parallel: bool = True
+) -> tuple[list[pa.RecordBatch], bytes]:
+    """All event batches in document order, and the document text after the event array."""
+    order = _InOrder(chunker)
+    worker: DecodeWorker | None = None
+    try:
+        for piece in chunker.pieces(progress):
+            order.add(piece)
+            if piece.last:
+                order.decode_last_early()
+                break
+            if worker is None and parallel and worker_available():
+                worker = DecodeWorker()  # a second piece exists: the file is worth a process
+            if worker is not None and len(worker.inflight) < DEPTH:
+                worker.submit(piece.index, piece.text)
+            else:
+                order.outcome(piece.index, decode_piece(piece.text))
+            if worker is not None:
+                worker = _collect(worker, order, wait=False)
+            order.advance()
+        while worker is not None and worker.inflight:
+            worker = _collect(worker, order, wait=True)
+            order.advance()
+        order.advance()
+    finally:
+        if worker is not None:
+            worker.close()
+    return order.finish()
+
+
+def _collect(worker: DecodeWorker, order: _InOrder, wait: bool) -> DecodeWorker | None:
+    """Move the worker's results into ``order``; if it died, redo its pieces here."""
+    try:
+        for index, decoded in worker.results(wait):
+            order.outcome(index, decoded)
+    except WorkerLost:
+        for index in sorted(worker.inflight):
+            order.outcome(index, None)
+        worker.close()
+        return None
+    return worker
+
+
+@dataclass
+class _InOrder:
+    """Outcomes of pieces, accepted strictly in document order."""
+
+    chunker: Chunker
+    pieces: dict[int, Piece] = field(default_factory=dict)  # produced, not yet accepted
+    outcomes: dict[int, Decoded] = field(default_factory=dict)
+    absorbed: set[int] = field(default_factory=set)  # merged into the piece before them
+    batches: list[pa.RecordBatch] = field(default_factory=list)
+    tail: bytes | None = None
+    last: tuple[Piece, Decoded, bytes] | None = None  # decoded ahead of its turn
+    next: int = 0
+    n_events: int = 0
+
+    @property
+    def path(self) -> Path:
+        return self.chunker.path
+
+    def add(self, piece: Piece) -> None:
+        self.pieces[piece.index] = piece
+
+    def outcome(self, index: int, decoded: Decoded | None) -> None:
+        """Record a piece's outcome (None: the worker failed on it, so decode it here)."""
+        if index in self.absorbed:
+            return
+        self.outcomes[index] = decoded if decoded is not None else decode_piece(self.pieces[index].text)
+
+    def decode_last_early(self) -> None:
+        """Decode the last piece now, overlapping the worker; redone if a merge changes it."""
+        piece = self.pieces[max(self.pieces)]
+        self.last = (piece, *decode_last(piece.text, self._tail_ok))
+
+    def advance(self) -> None:
+        """Accept every outcome that is next in order; merge pieces that end inside an event."""
+        while self.tail is None and (piece := self.pieces.get(self.next)) is not None:
+            if piece.last:
+                if self.last is None or self.last[0] is not piece:  # merged since: redo
+                    self.last = (piece, *decode_last(piece.text, self._tail_ok))
+                _, decoded, tail = self.last
+                self._accept(piece, decoded)
+                self.tail = tail
+                return
+            decoded_or_none = self.outcomes.pop(self.next, None)
+            if decoded_or_none is None:
+                return  # still being decoded
+            if decoded_or_none.ends_inside:
+                if not self._merge_next(piece):
+                    self.outcomes[self.next] = decoded_or_none  # wait for the next piece
+                    return
+                continue
+            self._accept(piece, decoded_or_none)
+            self.next += 1
+            while self.next in self.absorbed:
+                self.next += 1
+
+    def _merge_next(self, piece: Piece) -> bool:
+        later = [i for i in self.pieces if i > piece.index]
+        if not later:
+            return False
+        following = self.pieces.pop(min(later))
+        self.absorbed.add(following.index)
+        self.outcomes.pop(following.index, None)
+        merged = merge(piece, following)
+        self.pieces[piece.index] = merged
+        if not merged.last:
+            self.outcomes[piece.index] = decode_piece(merged.text)
+        return True
+
+    def _accept(self, piece: Piece, decoded: Decoded) -> None:
+        if decoded.batch is None:
+            raise TraceError(self.path, self._explain(piece, decoded))
+        self.batches.append(decoded.batch)
+        self.n_events += decoded.batch.num_rows
+        del self.pieces[piece.index]
+
+    def _explain(self, piece: Piece, decoded: Decoded) -> str:
+        if decoded.event >= 0:
+            return f"event {self.n_events + decoded.event}: {decoded.problem}"
+        if decoded.byte >= 0:
+            return f"malformed JSON at byte {piece.offset + decoded.byte - 1}: {decoded.problem}"
+        if decoded.ends_inside:
+            return decoded.problem if "truncated" in decoded.problem else f"truncated JSON ({decoded.problem})"
+        return decoded.problem or "unreadable event array"
+
+    def _tail_ok(self, tail: bytes) -> bool:
+        """Whether ``tail`` correctly ends the document after the event array."""
+        framing = self.chunker.framing or Framing(head=b"", bare_list=True)
+        if framing.bare_list:
+            return not tail.strip()
+        try:
+            METADATA.decode(framing.head + b"[]" + tail)
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            return False
+        return True
+
+    def finish(self) -> tuple[list[pa.RecordBatch], bytes]:
+        if self.tail is None:  # pragma: no cover - the last piece always ends the loop
+            raise TraceError(self.path, "internal error: the event array was not fully decoded")
+        return self.batches, self.tail

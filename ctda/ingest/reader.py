@@ -1,0 +1,111 @@
+"""The trace reader pipeline: file -> pieces -> Arrow batches -> one table -> derived columns.
+
+    read_trace(path) = derive(assemble(decode_pieces(Chunker(path))))
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import numpy as np
+import pyarrow as pa
+
+from ctda.ingest import chunks
+from ctda.ingest.derive import derive
+from ctda.ingest.errors import TraceError
+from ctda.ingest.events import METADATA
+from ctda.ingest.pipeline import decode_pieces
+from ctda.ingest.source import Framing
+from ctda.ingest.table import EventTable, TraceMeta
+from ctda.ingest.timestamps import NA
+
+Progress = Callable[[int], None]
+_PARQUET_MAGIC = b"PAR1"
+
+
+def read_trace(path: str | Path, progress: Progress | None = None, *, parallel: bool = True) -> EventTable:
+    """Read a Kineto trace (``.json``, ``.json.gz``, or ctda ``.parquet``) into an EventTable.
+
+    ``progress`` is called with the number of (compressed) file bytes consumed so far.
+    ``parallel`` lets large files be decoded by a second process as well.
+    Raises :class:`TraceError` (one line: file and problem) for anything unreadable.
+    """
+    p = Path(path)
+    if _is_parquet(p):
+        try:
+            return EventTable.read_parquet(p)
+        except (OSError, ValueError, KeyError, TypeError, pa.ArrowException) as exc:
+            raise TraceError(p, f"not a readable ctda Parquet table ({exc})") from None
+    chunker = chunks.Chunker(p, chunks.CHUNK_BYTES)
+    batches, tail = decode_pieces(chunker, progress, parallel)
+    meta = TraceMeta(path=str(p), n_bytes=chunker.n_bytes)
+    assert chunker.framing is not None  # set before the last piece is produced
+    chunker.framing.tail = tail
+    read_document_meta(p, chunker.framing, meta)
+    events = assemble(p, batches)
+    check_complete_events(p, events)
+    return derive(events, meta)
+
+
+def _is_parquet(path: Path) -> bool:
+    if path.suffix == ".parquet":
+        return path.is_file()
+    try:
+        with path.open("rb") as fh:
+            return fh.read(4) == _PARQUET_MAGIC
+    except OSError:
+        return False  # the JSON path reports missing files and directories
+
+
+def read_document_meta(path: Path, framing: Framing, meta: TraceMeta) -> None:
+    """Fill ``meta`` from the document's top-level keys (absent in the 2020 bare list)."""
+    meta.bare_list = framing.bare_list
+    if framing.bare_list:
+        return
+    try:
+        raw = METADATA.decode(framing.head + b"[]" + framing.tail)
+        doc: dict[str, Any] = {k: msgspec.json.decode(v) for k, v in raw.items() if k != "traceEvents"}
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise TraceError(path, f"malformed JSON outside the event array ({exc})") from None
+    meta.top_level_keys = sorted([*doc, "traceEvents"])
+    sv = doc.get("schemaVersion")
+    meta.schema_version = sv if isinstance(sv, int) else None
+    di = doc.get("distributedInfo")
+    meta.distributed_info = di if isinstance(di, dict) else {}
+    dp = doc.get("deviceProperties")
+    meta.device_properties = [d for d in dp if isinstance(d, dict)] if isinstance(dp, list) else []
+    bt = doc.get("baseTimeNanoseconds")
+    meta.base_time_ns = bt if isinstance(bt, int) else None
+    name = doc.get("traceName")
+    meta.trace_name = name if isinstance(name, str) else None
+
+
+def assemble(path: Path, batches: list[pa.RecordBatch]) -> pa.Table:
+    """One single-chunk table of all batches, with ``uid`` = position in the event array.
+
+    Columns are combined one at a time and the per-batch copies dropped as we go, so the
+    peak is the table plus one column rather than twice the table.
+    """
+    n = sum(b.num_rows for b in batches)
+    if n == 0:
+        raise TraceError(path, "no events (traceEvents is empty)")
+    chunked = pa.Table.from_batches(batches).unify_dictionaries()
+    batches.clear()
+    columns: dict[str, pa.Array] = {"uid": pa.array(np.arange(n, dtype=np.int64))}
+    for name in list(chunked.column_names):
+        columns[name] = chunked.column(name).combine_chunks()
+        chunked = chunked.drop_columns([name])
+    return pa.table(columns)
+
+
+def check_complete_events(path: Path, events: pa.Table) -> None:
+    """Complete events (ph X) need ts and dur; the first one lacking either is an error."""
+    ph = events.column("ph").combine_chunks()
+    is_x = np.array([v == "X" for v in ph.dictionary.to_pylist()] or [False])[ph.indices.to_numpy()]
+    for field in ("ts", "dur"):
+        bad = np.flatnonzero(is_x & (events.column(f"{field}_ns").to_numpy() == NA))
+        if len(bad):
+            raise TraceError(path, f"event {int(bad[0])}: complete event (ph X) has no {field}")

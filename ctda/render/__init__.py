@@ -1,0 +1,1 @@
+"""Rendering of analysis results (rich tables, Markdown, JSON); no analysis here."""

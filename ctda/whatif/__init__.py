@@ -1,0 +1,1 @@
+"""What-if scenarios: change durations, re-time the calibrated model, compare runs."""

@@ -1,0 +1,115 @@
+"""Compare two results (runs, scenarios, or a scenario and the run it predicted).
+
+Step time and CP length, bound-by classes and hotspots side by side with deltas;
+operations are aligned by name and by call path (the chain of enclosing event names).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ctda.analysis.engine import Analysis
+from ctda.analysis.report import Report, build, display_names
+
+
+@dataclass
+class Side:
+    """One side of a comparison: a label, its report, and its analysis (for call paths)."""
+
+    label: str
+    analysis: Analysis
+    predicted: bool = False  # a scenario's prediction rather than a measurement
+
+    @property
+    def report(self) -> Report:
+        return build(self.analysis, top=10**6)
+
+
+@dataclass
+class Comparison:
+    a: str
+    b: str
+    summary: pd.DataFrame
+    by_class: pd.DataFrame
+    hotspots: pd.DataFrame
+    call_paths: pd.DataFrame
+    prediction_error: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        def rows(df: pd.DataFrame) -> list[dict[str, Any]]:
+            return json_ready(df.to_dict(orient="records"))
+
+        return {
+            "a": self.a,
+            "b": self.b,
+            "summary": rows(self.summary),
+            "bound_by": rows(self.by_class),
+            "hotspots": rows(self.hotspots),
+            "call_paths": rows(self.call_paths),
+            "prediction_error": self.prediction_error,
+        }
+
+
+def json_ready(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    out = []
+    for r in rows:
+        out.append({k: (v.item() if isinstance(v, np.generic) else v) for k, v in r.items()})
+    return out
+
+
+def call_paths(a: Analysis) -> pd.Series:
+    """CP time per call path ("outer/inner/op") over all windows."""
+    names = display_names(a)
+    paths = np.empty(a.nodes.n, dtype=object)
+    order = np.argsort(a.nodes.depth, kind="stable")
+    for i in order:
+        p = a.nodes.parent[i]
+        paths[i] = f"{paths[p]}/{names[i]}" if p >= 0 else str(names[i])
+    ev = a.charges[a.charges.event >= 0]
+    return pd.Series(ev.ns.to_numpy(), index=paths[ev.event.to_numpy()]).groupby(level=0).sum()
+
+
+def _mean_step(r: Report) -> float:
+    return float(r.steps.duration_ns.mean()) if len(r.steps) else 0.0
+
+
+def compare(a: Side, b: Side) -> Comparison:
+    """Side-by-side tables; a prediction error when exactly one side is a prediction."""
+    ra, rb = a.report, b.report
+    summary = pd.DataFrame(
+        {
+            "metric": ["windows", "mean step ns", "critical path ns"],
+            "a": [len(ra.steps), _mean_step(ra), ra.total_ns],
+            "b": [len(rb.steps), _mean_step(rb), rb.total_ns],
+        }
+    )
+    summary["delta"] = summary.b - summary.a
+    cls = _merge(ra.by_class.set_index("class").cp_ns, rb.by_class.set_index("class").cp_ns, "class")
+    hot = _merge(
+        ra.hotspots.set_index("name").cp_ns, rb.hotspots.set_index("name").cp_ns, "name"
+    )
+    cp = _merge(call_paths(a.analysis), call_paths(b.analysis), "call_path")
+    err: dict[str, Any] = {}
+    if a.predicted != b.predicted:
+        pred, meas = (ra, rb) if a.predicted else (rb, ra)
+        p, m = _mean_step(pred), _mean_step(meas)
+        err = {
+            "predicted_mean_step_ns": p,
+            "measured_mean_step_ns": m,
+            "error_ns": p - m,
+            "relative_error": (p - m) / m if m else float("nan"),
+        }
+    return Comparison(a.label, b.label, summary, cls, hot, cp, err)
+
+
+def _merge(sa: pd.Series, sb: pd.Series, key: str) -> pd.DataFrame:
+    df = pd.concat([sa.rename("a_ns"), sb.rename("b_ns")], axis=1).fillna(0)
+    df.index.name = key
+    df = df.reset_index()
+    df["delta_ns"] = df.b_ns - df.a_ns
+    df = df.astype({"a_ns": np.int64, "b_ns": np.int64, "delta_ns": np.int64})
+    return df.reindex(df.delta_ns.abs().sort_values(ascending=False).index).reset_index(drop=True)

@@ -1,0 +1,1 @@
+"""Test suite for ctda (a package so helpers import as ``tests.<module>``)."""
