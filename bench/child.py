@@ -51,6 +51,9 @@ _WARMUP_TRACE = {
 }
 
 
+_MAXRSS_SCALE = 1 if sys.platform == "darwin" else 1024  # ru_maxrss: bytes on macOS, KiB on Linux
+
+
 def rss_mb(field: str) -> float:
     """``VmRSS`` (now) or ``VmHWM`` (peak) in MB; ru_maxrss where /proc is missing."""
     try:
@@ -59,8 +62,12 @@ def rss_mb(field: str) -> float:
                 return int(line.split()[1]) * 1024 / 1e6
     except OSError:
         pass
-    scale = 1 if sys.platform == "darwin" else 1024  # ru_maxrss: bytes on macOS, KiB on Linux
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale / 1e6
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * _MAXRSS_SCALE / 1e6
+
+
+def children_peak_mb() -> float:
+    """Largest peak RSS of any finished helper process (e.g. a forked decode worker)."""
+    return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * _MAXRSS_SCALE / 1e6
 
 
 def _read(path: Path) -> dict[str, Any]:
@@ -103,7 +110,12 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     out = task(Path(args[1]))
     seconds = time.perf_counter() - t0
-    out.update(seconds=seconds, peak_rss_mb=rss_mb("VmHWM"), baseline_rss_mb=baseline)
+    out.update(
+        seconds=seconds,
+        peak_rss_mb=rss_mb("VmHWM"),
+        baseline_rss_mb=baseline,
+        children_peak_rss_mb=children_peak_mb(),
+    )
     print(json.dumps(out))
     return 0
 

@@ -64,6 +64,7 @@ def write_results(ctx: Context, suite: Suite, result: SuiteResult, machine: dict
     }
     (ctx.results / f"{suite.name}.json").write_text(json.dumps(payload, indent=1, default=str) + "\n")
     stamp = f"*{machine['date']}, {machine['cpus']} CPUs, Python {machine['python']}"
+    stamp += f", load {machine['loadavg_1m_at_start']} at start, best of {ctx.repeat}"
     stamp += f", ctda {machine['git_rev']}*" if machine.get("git_rev") else "*"
     update_readme(ctx.results / "README.md", suite.name, suite.title, f"{stamp}\n\n{result.markdown}")
 
@@ -87,6 +88,7 @@ def parse_args(argv: list[str] | None, names: list[str]) -> argparse.Namespace:
         default=None,
         help="trace corpus (default: $CTDA_TRACE_CORPUS or ../shared/traces)",
     )
+    ap.add_argument("--repeat", type=int, default=1, help="runs per measurement, fastest reported")
     ap.add_argument("--timeout", type=float, default=1800.0, help="seconds per measured subprocess")
     return ap.parse_args(argv)
 
@@ -111,6 +113,7 @@ def main(argv: list[str] | None = None) -> int:
         cache=args.cache,
         corpus=corpus.corpus_dir(REPO, args.corpus),
         quick=args.quick,
+        repeat=max(1, args.repeat),
         timeout_s=args.timeout,
     )
     machine = machine_info(REPO)

@@ -46,6 +46,7 @@ class Context:
     cache: Path
     corpus: Path | None
     quick: bool = False
+    repeat: int = 1  #: runs per measurement; suites report the fastest (noisy shared machines)
     timeout_s: float = 1800.0
     _t0: float = field(default_factory=time.perf_counter, repr=False)
 
@@ -104,6 +105,7 @@ def machine_info(repo: Path) -> dict[str, Any]:
         "machine": platform.machine(),
         "system": platform.system(),
         "python": platform.python_version(),
+        "loadavg_1m_at_start": round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None,
         "git_rev": rev or None,
         "date": time.strftime("%Y-%m-%d %H:%M:%S %z"),
     }

@@ -79,8 +79,11 @@ def test_partial_overlap_keeps_a_contiguous_path(tmp_path: Path) -> None:
     names = a.table.decoded("name", a.nodes.uid)
     per = {str(names[e]): int(ns) for e, ns in a.charges[a.charges.event >= 0].groupby("event").ns.sum().items()}
     assert per["work"] == 25_000
-    assert per["region"] == 10_000 + 5_000  # 30..35 and 60..65 are the region's own time
-    assert per["f2"] == 20_000  # region closes at 70 inside f2, which is innermost from 65 on
+    # between two boundaries the innermost open slice is the one opened last:
+    # region owns 20..35 (it opened inside f1) and 60..65; f2 owns 65..85
+    assert per["region"] == 15_000 + 5_000
+    assert per["f1"] == 10_000
+    assert per["f2"] == 20_000
 
 
 def test_gil_handoff_links_a_resuming_thread_to_the_other_thread(tmp_path: Path) -> None:

@@ -14,6 +14,8 @@ import pandas as pd
 from ctda.analysis import attribution, graph, rules
 from ctda.analysis.calibrate import Calibration, calibrate
 from ctda.analysis.classify import event_classes
+from ctda.analysis.contention import Contention
+from ctda.analysis.contention import estimate as estimate_contention
 from ctda.analysis.edges import EdgeBatch
 from ctda.analysis.graph import Graph
 from ctda.analysis.nodes import Nodes, select
@@ -65,6 +67,7 @@ class Analysis:
     windows: list[Window]
     event_cls: npt.NDArray[np.int8]
     charges: pd.DataFrame  # per window: its critical path edges, clipped, with charges
+    contention: Contention = field(default_factory=Contention.empty)
 
     def window_bounds(self, timing: Timing | None = None) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
         tm = timing or self.timing
@@ -101,4 +104,5 @@ def analyze(table: EventTable, options: AnalysisOptions | None = None) -> Analys
     timing = replay(g, cal.weight, cal.binding, int(nodes.time[nodes.source]), window_ends(windows))
     cls = event_classes(ctx)
     charges = attribution.window_paths(g, timing, windows, cls)
-    return Analysis(table, options, nodes, g, cal, timing, windows, cls, charges)
+    cont = estimate_contention(ctx, g) if "gil" in options.cross_thread and options.mode == "ctda" else Contention.empty()
+    return Analysis(table, options, nodes, g, cal, timing, windows, cls, charges, cont)

@@ -5,13 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ctda.ingest.flows import bind_points, flow_groups
 from ctda.ingest.kinds import Kind
 from ctda.ingest.table import EventTable
 from ctda.ingest.timestamps import NA
 
 
-def warnings_for(table: EventTable, partial: int) -> None:
+def warnings_for(table: EventTable, partial: int, odd_flows: dict[str, int]) -> None:
     """Count odd-but-valid events into ``table.meta.warnings``."""
     meta = table.meta
     kind, ts, dur, lane = table.col("kind"), table.col("ts_ns"), table.col("dur_ns"), table.col("lane")
@@ -31,16 +30,5 @@ def warnings_for(table: EventTable, partial: int) -> None:
         lo, hi = ts[span].min(), (ts[span] + dur[span]).max()
         on = np.flatnonzero(lane >= 0)
         meta.warn("events outside the profiler's trace span", int(np.sum((ts[on] < lo) | (ts[on] > hi))))
-    _flow_warnings(table)
-
-
-def _flow_warnings(table: EventTable) -> None:
-    flows = np.flatnonzero(table.col("kind") == Kind.FLOW)
-    if not len(flows):
-        return
-    meta = table.meta
-    is_start, group = flow_groups(table, flows)
-    start_groups = group[is_start]
-    meta.warn("flow finishes with no start (lone 'f')", int(np.sum(~np.isin(group[~is_start], start_groups))))
-    meta.warn("flow starts reusing the id of an earlier start", len(start_groups) - len(np.unique(start_groups)))
-    meta.warn("flow points not bound to any event", int(np.sum(bind_points(table, flows) < 0)))
+    for what, count in odd_flows.items():
+        meta.warn(what, count)

@@ -13,9 +13,10 @@ import pandas as pd
 import pyarrow as pa
 
 from ctda.ingest.checks import warnings_for
-from ctda.ingest.flows import bind_flows
+from ctda.ingest.flows import bind_flows, flow_table
 from ctda.ingest.kinds import CPU_KINDS, GPU_KINDS, GPU_WORK_KINDS, Kind, in_kinds
 from ctda.ingest.nesting import nest
+from ctda.ingest.npx import factorize
 from ctda.ingest.table import EventTable, TraceMeta
 from ctda.ingest.timestamps import NA
 
@@ -46,8 +47,8 @@ def derive(events: pa.Table, meta: TraceMeta) -> EventTable:
     ):
         events = events.append_column(name, pa.array(values))
     table = EventTable(events=events, lanes=lane_table, flows=pd.DataFrame(), meta=meta)
-    table.flows = bind_flows(table)
-    warnings_for(table, partial)
+    table.flows, odd_flows = flow_table(table)
+    warnings_for(table, partial, odd_flows)
     return table
 
 
@@ -82,7 +83,7 @@ def lanes(events: pa.Table, kind: npt.NDArray[np.int8]) -> tuple[npt.NDArray[np.
     rows = np.flatnonzero(in_kinds(kind, CPU_KINDS) | ((kind == Kind.OTHER) & is_x))
     if len(rows):
         ntid = max(len(tid_vals), 1)
-        keys, codes = np.unique(pid[rows].astype(np.int64) * ntid + tid[rows], return_inverse=True)
+        keys, codes = factorize(pid[rows].astype(np.int64) * ntid + tid[rows])
         lane[rows] = codes
         frames.append(
             pd.DataFrame(
@@ -104,9 +105,9 @@ def lanes(events: pa.Table, kind: npt.NDArray[np.int8]) -> tuple[npt.NDArray[np.
         tid_num = np.array([_parse_num(v) for v in tid_vals], dtype=np.int64)
         dev = np.where(device[rows] != NA, device[rows], pid_num[pid[rows]])
         strm = np.where(stream[rows] != NA, stream[rows], tid_num[tid[rows]])
-        udev, dev_code = np.unique(dev, return_inverse=True)
-        ustrm, strm_code = np.unique(strm, return_inverse=True)
-        keys, codes = np.unique(dev_code.astype(np.int64) * len(ustrm) + strm_code, return_inverse=True)
+        udev, dev_code = factorize(dev)
+        ustrm, strm_code = factorize(strm)
+        keys, codes = factorize(dev_code * len(ustrm) + strm_code)
         base = sum(len(f) for f in frames)
         lane[rows] = codes + base
         devs, strms = udev[keys // len(ustrm)], ustrm[keys % len(ustrm)]

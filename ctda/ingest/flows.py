@@ -7,6 +7,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from ctda.ingest.kinds import Kind
+from ctda.ingest.npx import factorize, first_of_each, unique
 from ctda.ingest.table import EventTable
 
 I64 = npt.NDArray[np.int64]
@@ -22,22 +23,31 @@ def bind_flows(table: EventTable) -> pd.DataFrame:
     (cudaGraphLaunch): one row per finish. An unmatched side is -1: lone ``f`` events
     occur in real traces, and a start without finish gets a row of its own.
     """
+    return flow_table(table)[0]
+
+
+def flow_table(table: EventTable) -> tuple[pd.DataFrame, dict[str, int]]:
+    """:func:`bind_flows`, plus counts of the odd cases for the trace's warnings."""
     flows = np.flatnonzero(table.col("kind") == Kind.FLOW)
     if len(flows) == 0:
-        return pd.DataFrame({c: pd.Series(dtype="int64") for c in FLOW_COLUMNS})
-    uid = bind_points(table, flows)
-    is_start, group = flow_groups(table, flows)
+        return pd.DataFrame({c: pd.Series(dtype="int64") for c in FLOW_COLUMNS}), {}
+    uid = _bind_points(table, flows)
+    is_start = (table.strings("ph") == "s")[table.col("ph")[flows]]
     cat, fid = table.col("cat")[flows].astype(np.int64), table.col("flow_id")[flows]
-    starts = np.flatnonzero(is_start)
+    ids, id_code = factorize(fid)
+    group = cat * len(ids) + id_code
+    starts, ends = np.flatnonzero(is_start), np.flatnonzero(~is_start)
     # a reused id keeps its first start; the later ones are counted in the warnings
-    groups, first = np.unique(group[starts], return_index=True)
-    src_of_group = uid[starts[first]]
-    ends = np.flatnonzero(~is_start)
-    pos = np.clip(np.searchsorted(groups, group[ends]), 0, max(len(groups) - 1, 0))
-    matched = (groups[pos] == group[ends]) if len(groups) else np.zeros(len(ends), dtype=np.bool_)
-    src = np.where(matched, src_of_group[pos] if len(groups) else -1, -1)
-    lonely = starts[first][~np.isin(groups, group[ends])]
-    return pd.DataFrame(
+    groups, first = first_of_each(group[starts])
+    first = starts[first]
+    if len(groups):
+        pos = np.clip(np.searchsorted(groups, group[ends]), 0, len(groups) - 1)
+        matched = groups[pos] == group[ends]
+        src = np.where(matched, uid[first[pos]], -1)
+    else:
+        matched, src = np.zeros(len(ends), dtype=np.bool_), np.full(len(ends), -1)
+    lonely = first[~np.isin(groups, group[ends])]
+    frame = pd.DataFrame(
         {
             "cat": np.concatenate([cat[ends], cat[lonely]]),
             "flow_id": np.concatenate([fid[ends], fid[lonely]]),
@@ -45,16 +55,15 @@ def bind_flows(table: EventTable) -> pd.DataFrame:
             "dst_uid": np.concatenate([uid[ends], np.full(len(lonely), -1)]).astype(np.int64),
         }
     )
+    odd = {
+        "flow finishes with no start (lone 'f')": int(np.sum(~matched)),
+        "flow starts reusing the id of an earlier start": len(starts) - len(groups),
+        "flow points not bound to any event": int(np.sum(uid < 0)),
+    }
+    return frame, odd
 
 
-def flow_groups(table: EventTable, flows: I64) -> tuple[npt.NDArray[np.bool_], I64]:
-    """Whether each flow row is a start (``s``), and a code for its (cat, id) pair."""
-    is_start = (table.strings("ph") == "s")[table.col("ph")[flows]]
-    ids, id_code = np.unique(table.col("flow_id")[flows], return_inverse=True)
-    return is_start, table.col("cat")[flows].astype(np.int64) * len(ids) + id_code
-
-
-def bind_points(table: EventTable, flows: I64) -> I64:
+def _bind_points(table: EventTable, flows: I64) -> I64:
     """uid of the deepest complete event with the flow point's pid, tid and ts; else -1."""
     slices = np.flatnonzero(table.col("lane") >= 0)
     if len(slices) == 0:
@@ -62,7 +71,7 @@ def bind_points(table: EventTable, flows: I64) -> I64:
     pid, tid, ts = table.col("pid").astype(np.int64), table.col("tid").astype(np.int64), table.col("ts_ns")
     ntid = int(tid.max()) + 1
     # ranks of the timestamps make one int64 key of (pid, tid, ts) without overflow
-    times = np.unique(np.concatenate([ts[slices], ts[flows]]))
+    times = unique(np.concatenate([ts[slices], ts[flows]]))
 
     def key(rows: I64) -> I64:
         return (pid[rows] * ntid + tid[rows]) * len(times) + np.searchsorted(times, ts[rows])

@@ -18,6 +18,8 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
+from ctda.ingest.npx import unique
+
 I64 = npt.NDArray[np.int64]
 
 
@@ -81,7 +83,7 @@ def _latest_open_before(start: I64, end: I64, lo: I64) -> I64:
 
 def _ranks(end: I64, start: I64) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.int32]]:
     """``end`` and ``start`` as int32 ranks in their joint order, to halve the table's memory."""
-    values = np.unique(np.concatenate([end, start]))
+    values = unique(np.concatenate([end, start]))
     if len(values) >= 2**31:  # pragma: no cover - beyond any real trace
         raise ValueError("too many distinct timestamps")
     return (

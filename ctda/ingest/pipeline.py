@@ -24,7 +24,7 @@ from ctda.ingest.pool import DecodeWorker, WorkerLost, worker_available
 from ctda.ingest.source import Framing
 
 #: pieces queued at the worker; 2 keeps it busy while the main process decodes one
-DEPTH = 2
+DEPTH = 6
 
 
 def decode_pieces(

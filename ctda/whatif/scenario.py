@@ -94,9 +94,12 @@ def run(a: Analysis, overrides: list[Override], name: str = "what-if") -> Scenar
     """Re-time ``a`` under ``overrides``: one compiled forward and backward pass."""
     f = factors_for(a, overrides)
     g = a.graph
-    w = a.calibration.weight.copy()
-    owned = np.flatnonzero(g.owner >= 0)
-    w[owned] = np.rint(w[owned] * f[g.owner[owned]]).astype(np.int64)
+    if len(a.contention):
+        w = a.contention.reweigh(a.calibration.weight, f, g.owner)
+    else:
+        w = a.calibration.weight.copy()
+        owned = np.flatnonzero(g.owner >= 0)
+        w[owned] = np.rint(w[owned] * f[g.owner[owned]]).astype(np.int64)
     timing = replay(g, w, a.calibration.binding, int(a.nodes.time[a.nodes.source]), window_ends(a.windows))
     charges = attribution.window_paths(g, timing, a.windows, a.event_cls)
     view = replace(a, timing=timing, charges=charges)

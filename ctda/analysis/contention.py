@@ -1,0 +1,136 @@
+"""GIL contention inside events: the part of a segment spent waiting for another thread.
+
+The hand-off rule (``gil``) sees a thread resume after a visible gap. But a thread also
+waits for the GIL *inside* open events: on return from a builtin, and, when the profiler
+records Python stacks, at every op start. Those waits are invisible as boundaries; they
+show up as inflated self time. We estimate them from timestamps: while another thread of
+the process was executing a Python frame (it held the GIL), a thread that needed the GIL
+made no progress. So each GIL-needing segment of a thread is split into its own work and
+the overlap with other threads' GIL-holding segments.
+
+A what-if then re-weighs a contended segment as
+``own * f(owner) + sum(overlap_b * f(owner of b))``: the wait shrinks with the work that
+caused it. The baseline is unchanged (all factors are 1).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+from numba import njit
+
+from ctda.analysis.edges import EdgeType
+from ctda.analysis.graph import Graph
+from ctda.analysis.rules.context import RuleContext
+from ctda.ingest.kinds import Kind
+
+I64 = npt.NDArray[np.int64]
+
+
+@dataclass
+class Contention:
+    """Sparse (waiting edge, holding edge, overlap ns) triples."""
+
+    wait_edge: I64
+    hold_edge: I64
+    overlap: I64
+
+    @classmethod
+    def empty(cls) -> Contention:
+        z = np.zeros(0, dtype=np.int64)
+        return cls(z, z, z)
+
+    def __len__(self) -> int:
+        return len(self.wait_edge)
+
+    def reweigh(self, weight: I64, owner_factor: npt.NDArray[np.float64], owner: I64) -> I64:
+        """Weights under per-edge owner factors, with contended waits scaled by their cause."""
+        if len(self) == 0:
+            return weight
+        f_edge = np.where(owner >= 0, owner_factor[np.maximum(owner, 0)], 1.0)
+        waited = np.bincount(self.wait_edge, weights=self.overlap, minlength=len(weight))
+        caused = np.bincount(self.wait_edge, weights=self.overlap * f_edge[self.hold_edge], minlength=len(weight))
+        own = np.maximum(weight - waited, 0)
+        return np.rint(own * f_edge + caused).astype(np.int64)
+
+
+def _timeline_edges(g: Graph) -> I64:
+    n = g.nodes.n
+    t = (g.etype == EdgeType.DURATION) | (g.etype == EdgeType.SEGMENT) | (g.etype == EdgeType.THREAD_SEQ)
+    return np.flatnonzero(t & (g.src < 2 * n) & (g.dst < 2 * n) & ~g.nodes.is_gpu[np.minimum(g.src, 2 * n - 1) // 2])
+
+
+def estimate(ctx: RuleContext, g: Graph) -> Contention:
+    """Overlaps between GIL-needing segments of each thread and GIL-holding ones of others."""
+    n = ctx.nodes
+    e = _timeline_edges(g)
+    if len(e) == 0:
+        return Contention.empty()
+    lane = n.lane[g.src[e] // 2].astype(np.int64)
+    if len(np.unique(lane)) < 2:
+        return Contention.empty()
+    own = g.owner[e]
+    builtin = ctx.name_mask(r"^<built-in")
+    is_py = np.zeros(len(e), dtype=bool)
+    has = own >= 0
+    is_py[has] = n.kind[own[has]] == Kind.PYTHON
+    holds = is_py & ~np.where(has, builtin[np.maximum(own, 0)], False)
+    # needs the GIL: Python frames, gaps, and anything that ends in an op start (stack capture)
+    needs = is_py | ~has | (g.dst[e] % 2 == 0)
+    t0, t1 = n.time[g.src[e]], n.time[g.dst[e]]
+    pid = np.unique(ctx.lane_pid.astype(str), return_inverse=True)[1]
+    waits, holds_e, ovs = [], [], []
+    for a_lane in np.unique(lane):
+        a = np.flatnonzero((lane == a_lane) & needs & (t1 > t0))
+        b = np.flatnonzero((lane != a_lane) & holds & (pid[lane] == pid[a_lane]) & (t1 > t0))
+        if len(a) == 0 or len(b) == 0:
+            continue
+        a = a[np.argsort(t0[a], kind="stable")]
+        b = b[np.argsort(t0[b], kind="stable")]
+        wa, wb, ov = _intersect(t0[a], t1[a], t0[b], t1[b])
+        waits.append(e[a[wa]])
+        holds_e.append(e[b[wb]])
+        ovs.append(ov)
+    if not waits:
+        return Contention.empty()
+    c = Contention(np.concatenate(waits), np.concatenate(holds_e), np.concatenate(ovs))
+    return _cap(c, g)
+
+
+def _cap(c: Contention, g: Graph) -> Contention:
+    """Several other threads may overlap one segment; never attribute more than its length."""
+    span = g.nodes.time[g.dst] - g.nodes.time[g.src]
+    total = np.bincount(c.wait_edge, weights=c.overlap, minlength=len(span))
+    scale = np.where(total > span, span / np.maximum(total, 1), 1.0)
+    return Contention(c.wait_edge, c.hold_edge, np.floor(c.overlap * scale[c.wait_edge]).astype(np.int64))
+
+
+@njit(cache=True)  # type: ignore[misc]
+def _intersect(a0, a1, b0, b1):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """All overlapping pairs of two start-sorted interval lists (B may overlap itself)."""
+    cap = a0.shape[0] + b0.shape[0] + 16
+    wa = np.empty(cap, dtype=np.int64)
+    wb = np.empty(cap, dtype=np.int64)
+    ov = np.empty(cap, dtype=np.int64)
+    m = 0
+    j0 = 0
+    for i in range(a0.shape[0]):
+        while j0 < b0.shape[0] and b1[j0] <= a0[i]:
+            j0 += 1
+        j = j0
+        while j < b0.shape[0] and b0[j] < a1[i]:
+            lo = max(a0[i], b0[j])
+            hi = min(a1[i], b1[j])
+            if hi > lo:
+                if m == wa.shape[0]:
+                    wa = np.concatenate((wa, np.empty(m, dtype=np.int64)))
+                    wb = np.concatenate((wb, np.empty(m, dtype=np.int64)))
+                    ov = np.concatenate((ov, np.empty(m, dtype=np.int64)))
+                wa[m] = i
+                wb[m] = j
+                ov[m] = hi - lo
+                m += 1
+            j += 1
+    return wa[:m], wb[:m], ov[:m]

@@ -1,0 +1,994 @@
+"""HTA-compatible mode: HolisticTraceAnalysis' critical-path graph, weights and path.
+
+HolisticTraceAnalysis (``hta.analyzers.critical_path_analysis``) builds a graph with the
+same node model as ctda (a start and an end node per event) but fixed weights, and takes
+its critical path as the *longest* weighted path through that DAG. This module rebuilds
+HTA's edges over ctda's nodes (event ``i`` owns nodes ``2i``/``2i+1``) so a user can
+reproduce HTA's answer and compare it with ctda's replay-calibrated one.
+
+HTA's graph, as implemented here (weights are observed time gaps unless said otherwise):
+
+* Events: CPU operators and runtime/driver calls (cats ``cpu_op``, ``cuda_runtime``,
+  ``cuda_driver``) with ``dur > 0`` that start inside the window, and the GPU work they
+  launched (kernels, copies, sets paired by ``args.correlation``).
+* **operator** edges walk each CPU thread's call stack: parent start -> first child start,
+  child end -> next child start, last child end -> parent end, a leaf's start -> end. The
+  edge into the end of a blocking call (``cudaDeviceSynchronize``, ``cudaStreamSynchronize``,
+  ``cudaEventQuery``, ``cudaEventSynchronize``, ``cudaMemcpy``, ``cudaMemcpyAsync``) weighs
+  0: its wait is expressed by a sync edge instead. A GPU work item's start -> end is an
+  operator edge too.
+* **dependency** edges (weight 0) chain consecutive top-level operators of a thread: the
+  time a thread spends outside any operator (Python, data loading, idling) is never on
+  HTA's path ("CPU gaps weigh 0").
+* **kernel launch delay**: runtime call start -> its kernel's start, only when the stream
+  was idle at the launch (the stream's queue length, +1 per launch, -1 per kernel start,
+  over the whole trace, is 1 right after the launch and 0 right after the kernel starts)
+  and the previous kernel on the stream (and a stream-wait source, if any) ended before
+  the launch.
+* **kernel-kernel delay**: otherwise, previous kernel end -> kernel start on the stream.
+* **sync dependency** (weight 0): from the ``cuda_sync`` records. Stream Sync: last
+  kernel started on that stream (kernels ordered by start, sync records by end) -> end of
+  the runtime call; Context Sync: the last kernel of every stream seen so far -> end of the
+  call; Event Sync: the kernel launched last on the recorded stream before the matching
+  ``cudaEventRecord`` -> end of the call; Stream Wait Event: that kernel -> start of the
+  next kernel launched from the same thread onto the waiting stream.
+* Cross-thread: none, except (newer HTA, after the 0.5.0 release) the backward thread is
+  merged into the forward thread before the call stacks are walked, and calls that take
+  the CUDA runtime lock (``cudaLaunchKernel``, ``cudaMemcpyAsync``, ``cudaHostAlloc``) are
+  chained by completion order across threads; that rule also gives those calls their full
+  duration (``cudaMemcpyAsync`` is no longer zeroed). :class:`HtaOptions` selects these.
+
+The path is networkx' ``dag_longest_path`` with HTA's weights, reproduced with its tie
+rules (first maximal predecessor in edge insertion order; the first node in networkx'
+topological order among those of maximal distance ends the path), so the set of events on
+the path matches HTA's ``args.critical`` marks exactly. Its length is HTA's critical path
+length, usually shorter than the window since CPU gaps and waits weigh nothing.
+
+Use :func:`hta_analysis` for the whole answer, :data:`RULES` to put HTA's edges into a
+ctda :class:`~ctda.analysis.graph.Graph`, and :func:`graph_weights` for their HTA weights.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import numpy.typing as npt
+from numba import njit
+
+from ctda.analysis.edges import EdgeBatch, EdgeType
+from ctda.analysis.nodes import Nodes, select
+from ctda.analysis.rules.context import RuleContext
+from ctda.ingest.columns import NA
+from ctda.ingest.kinds import Kind, in_kinds
+from ctda.ingest.table import EventTable
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from ctda.analysis.engine import Analysis
+    from ctda.analysis.graph import Graph
+
+I64 = npt.NDArray[np.int64]
+B = npt.NDArray[np.bool_]
+
+
+class HtaEdge(IntEnum):
+    """HTA's edge types (``CPEdgeType``); ``str(HtaEdge.X)`` is HTA's name for it."""
+
+    OPERATOR = 0
+    DEPENDENCY = 1
+    KERNEL_LAUNCH_DELAY = 2
+    KERNEL_KERNEL_DELAY = 3
+    SYNC_DEPENDENCY = 4
+
+    def __str__(self) -> str:
+        return HTA_NAMES[self]
+
+
+HTA_NAMES = {
+    HtaEdge.OPERATOR: "critical_path_operator",
+    HtaEdge.DEPENDENCY: "critical_path_dependency",
+    HtaEdge.KERNEL_LAUNCH_DELAY: "critical_path_kernel_launch_delay",
+    HtaEdge.KERNEL_KERNEL_DELAY: "critical_path_kernel_kernel_delay",
+    HtaEdge.SYNC_DEPENDENCY: "critical_path_sync_dependency",
+}
+
+#: HTA's ``BLOCKING_SYNC_CALLS``: the edge into their end weighs 0 (exact names)
+BLOCKING_SYNC_CALLS = frozenset(
+    {"cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventQuery", "cudaEventSynchronize", "cudaMemcpy", "cudaMemcpyAsync"}
+)
+#: HTA's kernel/copy launching calls (queue length, event record/wait matching)
+LAUNCH_CALLS = frozenset(
+    {
+        "cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel", "cudaMemcpyAsync", "cudaMemsetAsync",
+        "runFunction - job_prep_and_submit_for_execution", "hipLaunchKernel", "hipExtModuleLaunchKernel",
+        "hipMemsetAsync", "hipMemcpyAsync", "hipMemcpyWithStream",
+    }
+)  # fmt: skip
+#: calls that take the CUDA runtime lock (HTA after 0.5.0)
+RUNTIME_LOCK_CALLS = frozenset({"cudaHostAlloc", "cudaLaunchKernel", "cudaMemcpyAsync"})
+
+_GRAPH_CPU_KINDS = frozenset({Kind.CPU_OP, Kind.RUNTIME, Kind.DRIVER})
+_GPU_WORK = frozenset({Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET})
+
+
+@dataclass(frozen=True)
+class HtaOptions:
+    """Which HTA to reproduce, and over which window.
+
+    The defaults reproduce current HTA (the version that wrote the overlaid trace in
+    ``tests/data/hta``). :meth:`release_0_5` gives the 0.5.0 release's rules.
+    """
+
+    #: HTA's ``annotation``: substring of event names bounding the window; "" = whole trace
+    annotation: str = ""
+    #: HTA's ``instance_id``: which match(es), by position in file order, inclusive range
+    instance: int | tuple[int, int] = 0
+    #: chain CUDA-runtime-lock calls across threads (HTA after 0.5.0)
+    runtime_lock: bool = True
+    #: walk the autograd thread's events as part of the forward thread (HTA after 0.5.0)
+    merge_backward_thread: bool = True
+    #: HTA's CRITICAL_PATH_ADD_ZERO_WEIGHT_LAUNCH_EDGE: a 0-weight launch edge when the
+    #: launch delay edge was not added (off by default in HTA)
+    zero_weight_launch_edges: bool = False
+
+    @classmethod
+    def release_0_5(cls, **kw: Any) -> HtaOptions:
+        """The rules of the HolisticTraceAnalysis 0.5.0 release (no cross-thread edges)."""
+        return cls(runtime_lock=False, merge_backward_thread=False, **kw)
+
+
+DEFAULT_OPTIONS = HtaOptions()
+
+
+@dataclass
+class HtaEdges:
+    """HTA's edges over ctda node ids, in HTA's insertion order (which decides ties)."""
+
+    src: I64
+    dst: I64
+    htype: npt.NDArray[np.int8]  # HtaEdge code
+    weight: I64  # HTA's weight in ns (observed gap, or 0), never negative
+    attributed: I64  # analysed event HTA charges the edge to (operator, kernel-kernel), else -1
+    cross_thread: B  # lock-rule dependency between threads
+    events: I64  # analysed indices of the events HTA's graph has nodes for
+    negative_clamped: int = 0  # edges HTA would weigh negative (timestamp skew), set to 0
+
+    def __len__(self) -> int:
+        return len(self.src)
+
+
+@dataclass
+class HtaResult:
+    """HTA's critical path over one trace, on ctda's analysed events."""
+
+    nodes: Nodes
+    edges: HtaEdges
+    path_nodes: I64  # ctda node ids, SOURCE side first
+    path_edges: I64  # indices into ``edges`` (len(path_nodes) - 1)
+    path_events: I64  # sorted analysed indices of the events owning a path node (HTA's args.critical)
+    length_ns: int  # HTA's critical path length (sum of path edge weights)
+    per_event_cp_ns: I64  # per analysed event: weight of path edges HTA attributes to it
+    bound_by_ns: dict[str, int] = field(default_factory=dict)  # HTA's summary() classes
+
+    @property
+    def path_uids(self) -> I64:
+        """Trace uids (indices in the file's event array) of the critical events."""
+        return self.nodes.uid[self.path_events]
+
+    @property
+    def span_ns(self) -> int:
+        """Time from the path's first node to its last (HTA's length counts only weights)."""
+        if len(self.path_nodes) == 0:
+            return 0
+        t = self.nodes.time
+        return int(t[self.path_nodes[-1]] - t[self.path_nodes[0]])
+
+
+# --- entry points --------------------------------------------------------------------------
+
+
+def hta_analysis(table: EventTable, options: HtaOptions | None = None) -> HtaResult:
+    """HTA's critical path of ``table``: edges, weights, longest path, attribution."""
+    nodes = select(table)
+    return _analyse(RuleContext(table, nodes), options or DEFAULT_OPTIONS)
+
+
+def hta_critical_path(analysis: Analysis, options: HtaOptions | None = None) -> HtaResult:
+    """HTA's critical path over the nodes of an existing ctda analysis (same event indices)."""
+    return _analyse(RuleContext(analysis.table, analysis.nodes), options or DEFAULT_OPTIONS)
+
+
+def _analyse(ctx: RuleContext, options: HtaOptions) -> HtaResult:
+    edges = build_edges(ctx, options)
+    path_nodes, path_edges, length = longest_path(ctx.nodes.n_nodes, edges.src, edges.dst, edges.weight)
+    n = ctx.nodes.n
+    events = np.unique(path_nodes // 2) if len(path_nodes) else np.zeros(0, dtype=np.int64)
+    per_event = np.zeros(n, dtype=np.int64)
+    att = edges.attributed[path_edges]
+    ok = att >= 0
+    np.add.at(per_event, att[ok], edges.weight[path_edges][ok])
+    return HtaResult(
+        nodes=ctx.nodes,
+        edges=edges,
+        path_nodes=path_nodes,
+        path_edges=path_edges,
+        path_events=events.astype(np.int64),
+        length_ns=int(length),
+        per_event_cp_ns=per_event,
+        bound_by_ns=_bound_by(ctx, edges, path_edges),
+    )
+
+
+def _bound_by(ctx: RuleContext, edges: HtaEdges, path: I64) -> dict[str, int]:
+    """HTA's ``summary()`` classes: launch/kernel-kernel overheads, CPU, GPU compute, comm."""
+    from ctda.analysis.classify import COMM_RE
+
+    out = {"cpu_bound": 0, "gpu_compute_bound": 0, "gpu_communication_bound": 0,
+           "gpu_kernel_kernel_overhead": 0, "gpu_kernel_launch_overhead": 0}  # fmt: skip
+    comm = ctx.name_mask(COMM_RE)
+    for e in path:
+        t, w, ev = HtaEdge(int(edges.htype[e])), int(edges.weight[e]), int(edges.attributed[e])
+        if t == HtaEdge.KERNEL_KERNEL_DELAY:
+            out["gpu_kernel_kernel_overhead"] += w
+        elif t == HtaEdge.KERNEL_LAUNCH_DELAY:
+            out["gpu_kernel_launch_overhead"] += w
+        elif t == HtaEdge.OPERATOR and ev >= 0:
+            if not ctx.nodes.is_gpu[ev]:
+                out["cpu_bound"] += w
+            elif comm[ev]:
+                out["gpu_communication_bound"] += w
+            else:
+                out["gpu_compute_bound"] += w
+    return out
+
+
+# --- rules (EdgeBatches for a ctda Graph) ---------------------------------------------------
+
+
+def _cached(ctx: RuleContext) -> HtaEdges:
+    """HTA edges with default options, computed once per rule context."""
+    key = "_hta_edges"
+    if key not in ctx.__dict__:
+        ctx.__dict__[key] = build_edges(ctx, DEFAULT_OPTIONS)
+    out: HtaEdges = ctx.__dict__[key]
+    return out
+
+
+def _batch(ctx: RuleContext, htype: HtaEdge, rule: str, etype: Callable[[HtaEdges, I64], Any]) -> EdgeBatch:
+    e = _cached(ctx)
+    sel = np.flatnonzero(e.htype == int(htype))
+    owner = e.attributed[sel] if htype == HtaEdge.OPERATOR else None
+    return EdgeBatch.of(e.src[sel], e.dst[sel], etype(e, sel), rule, owner=owner)
+
+
+def operator(ctx: RuleContext) -> EdgeBatch:
+    """HTA operator edges: call-stack segments of CPU ops and GPU work start -> end.
+
+    Reads ``ts``/``dur``, ``pid``/``tid``, ``cat`` and names (blocking calls weigh 0; see
+    :func:`graph_weights`). An event's own time; charged to the event HTA attributes it to.
+    """
+
+    def etype(e: HtaEdges, sel: I64) -> I64:
+        own = (e.src[sel] // 2 == e.dst[sel] // 2) & (e.src[sel] % 2 == 0)
+        return np.where(own, int(EdgeType.DURATION), int(EdgeType.SEGMENT))
+
+    return _batch(ctx, HtaEdge.OPERATOR, "hta_operator", etype)
+
+
+def dependency(ctx: RuleContext) -> EdgeBatch:
+    """HTA dependency edges (weight 0): previous top-level op end -> next top-level op start.
+
+    Reads ``ts``/``dur`` and ``pid``/``tid`` (and, for the runtime-lock chain, the names of
+    lock-taking CUDA calls on every thread). The thread's gap between operators weighs 0.
+    """
+
+    def etype(e: HtaEdges, sel: I64) -> I64:
+        return np.where(e.cross_thread[sel], int(EdgeType.CROSS_THREAD), int(EdgeType.THREAD_SEQ))
+
+    return _batch(ctx, HtaEdge.DEPENDENCY, "hta_dependency", etype)
+
+
+def launch_delay(ctx: RuleContext) -> EdgeBatch:
+    """HTA kernel launch delay: runtime call start -> kernel start when the stream was idle.
+
+    Reads ``args.correlation`` pairing, ``args.stream`` and ``ts`` of launches and kernels
+    over the whole trace (the stream queue length).
+    """
+    return _batch(ctx, HtaEdge.KERNEL_LAUNCH_DELAY, "hta_launch_delay", lambda e, s: int(EdgeType.LAUNCH))
+
+
+def kernel_kernel_delay(ctx: RuleContext) -> EdgeBatch:
+    """HTA kernel-kernel delay: previous kernel end -> kernel start on the same stream.
+
+    Reads ``args.stream`` and ``ts``/``dur`` of GPU work.
+    """
+    return _batch(ctx, HtaEdge.KERNEL_KERNEL_DELAY, "hta_kernel_kernel_delay", lambda e, s: int(EdgeType.STREAM_SEQ))
+
+
+def sync_dependency(ctx: RuleContext) -> EdgeBatch:
+    """HTA sync dependency (weight 0): GPU work end -> end of the CPU call waiting for it,
+    or -> start of the kernel a ``cudaStreamWaitEvent`` held back.
+
+    Reads ``cuda_sync`` records (name, ``args.stream``, ``args.correlation``,
+    ``args.wait_on_stream``, ``args.wait_on_cuda_event_record_corr_id``) and
+    ``cudaEventRecord``/``cudaStreamWaitEvent`` calls.
+    """
+
+    def etype(e: HtaEdges, sel: I64) -> I64:
+        to_start = e.dst[sel] % 2 == 0
+        return np.where(to_start, int(EdgeType.STREAM_WAIT), int(EdgeType.SYNC))
+
+    return _batch(ctx, HtaEdge.SYNC_DEPENDENCY, "hta_sync_dependency", etype)
+
+
+RULES: tuple[Callable[[RuleContext], EdgeBatch], ...] = (
+    operator,
+    dependency,
+    launch_delay,
+    kernel_kernel_delay,
+    sync_dependency,
+)
+
+
+def graph_weights(g: Graph, edges: HtaEdges | None = None) -> I64:
+    """HTA's weight of every edge of a Graph built from :data:`RULES` (0 for release/terminal).
+
+    ``edges`` defaults to the HTA edges of the graph's nodes with default options.
+    """
+    if edges is None:
+        raise ValueError("pass the HtaEdges the graph was built from (hta_critical_path(...).edges)")
+    m = g.nodes.n_nodes
+    key = edges.src * m + edges.dst
+    order = np.argsort(key, kind="stable")
+    k_sorted = key[order]
+    # networkx keeps the last weight given to a repeated edge
+    last = np.ones(len(k_sorted), dtype=bool)
+    last[:-1] = k_sorted[:-1] != k_sorted[1:]
+    k_sorted, w_sorted = k_sorted[last], edges.weight[order][last]
+    q = g.src * m + g.dst
+    pos = np.clip(np.searchsorted(k_sorted, q), 0, max(len(k_sorted) - 1, 0))
+    hit = (k_sorted[pos] == q) if len(k_sorted) else np.zeros(len(q), dtype=bool)
+    return np.where(hit, w_sorted[pos] if len(k_sorted) else 0, 0).astype(np.int64)
+
+
+# --- edge construction ----------------------------------------------------------------------
+
+
+def _name_lut(table: EventTable, names: frozenset[str]) -> npt.NDArray[np.bool_]:
+    values = table.strings("name")
+    return np.array([v in names for v in values] + [False], dtype=bool)
+
+
+def _names_in(table: EventTable, rows: I64, names: frozenset[str]) -> B:
+    codes = table.col("name")[rows]
+    lut = _name_lut(table, names)
+    return lut[np.where(codes >= 0, codes, len(lut) - 1)]
+
+
+def _window(table: EventTable, options: HtaOptions) -> tuple[int, int]:
+    """HTA's window in ns: the whole trace, or the span of the selected annotation matches."""
+    ts = table.col("ts_ns")
+    dur = table.col("dur_ns")
+    valid = ts != NA
+    end = np.where(dur != NA, ts + np.maximum(dur, 0), ts)
+    if options.annotation == "":
+        return int(ts[valid].min()), int(end[valid].max())
+    values = table.strings("name")
+    lut = np.array([options.annotation in (v or "") for v in values] + [False], dtype=bool)
+    codes = table.col("name")
+    hits = np.flatnonzero(lut[np.where(codes >= 0, codes, len(lut) - 1)] & valid & (dur != NA))
+    lo, hi = (options.instance, options.instance) if isinstance(options.instance, int) else options.instance
+    sel = hits[lo : hi + 1]
+    if len(sel) == 0:
+        raise ValueError(f"no instance {options.instance} of annotation {options.annotation!r}")
+    return int(ts[sel].min()), int(end[sel].max())
+
+
+def build_edges(ctx: RuleContext, options: HtaOptions = DEFAULT_OPTIONS) -> HtaEdges:
+    """HTA's edges over ctda's nodes, in HTA's insertion order.
+
+    Order: runtime-lock chain (if enabled), then each CPU thread's call stack (threads in
+    (pid, tid) order), then the GPU pass over kernels and sync records in time order.
+    """
+    t, n = ctx.table, ctx.nodes
+    lo, hi = _window(t, options)
+    dur = n.end - n.ts
+    cpu = ~n.is_gpu
+    in_win = cpu & (n.ts >= lo) & (n.ts <= hi) & (dur > 0)
+    graph_cpu = in_win & in_kinds(n.kind, _GRAPH_CPU_KINDS)
+    launcher_uid = t.col("launcher")[n.uid]
+    li = np.where(launcher_uid >= 0, n.index_of_uid[np.maximum(launcher_uid, 0)], -1)
+    graph_gpu = in_kinds(n.kind, _GPU_WORK) & (li >= 0) & graph_cpu[np.maximum(li, 0)]
+    in_graph = graph_cpu | graph_gpu
+
+    parts: list[tuple[I64, I64, npt.NDArray[np.int8], B, I64, B]] = []
+    lock = _names_in(t, n.uid, RUNTIME_LOCK_CALLS) & graph_cpu
+    if options.runtime_lock:
+        parts.append(_lock_edges(n, lock))
+    groups = _thread_groups(ctx, in_win, options)
+    parts.append(_call_stack_edges(ctx, in_win, graph_cpu, groups, lock if options.runtime_lock else None))
+    parts.append(_gpu_edges(ctx, graph_cpu, graph_gpu, li, lo, hi, options))
+
+    src = np.concatenate([p[0] for p in parts])
+    dst = np.concatenate([p[1] for p in parts])
+    ht = np.concatenate([p[2] for p in parts]).astype(np.int8)
+    zero = np.concatenate([p[3] for p in parts])
+    att = np.concatenate([p[4] for p in parts])
+    cross = np.concatenate([p[5] for p in parts])
+    gap = n.time[dst] - n.time[src]
+    weighted = ~zero & ((ht == HtaEdge.OPERATOR) | (ht == HtaEdge.KERNEL_LAUNCH_DELAY) | (ht == HtaEdge.KERNEL_KERNEL_DELAY))
+    weight = np.where(weighted, gap, 0)
+    negative = int((weight < 0).sum())
+    return HtaEdges(
+        src=src.astype(np.int64),
+        dst=dst.astype(np.int64),
+        htype=ht,
+        weight=np.maximum(weight, 0).astype(np.int64),
+        attributed=att.astype(np.int64),
+        cross_thread=cross,
+        events=np.flatnonzero(in_graph).astype(np.int64),
+        negative_clamped=negative,
+    )
+
+
+def _empty_part() -> tuple[I64, I64, npt.NDArray[np.int8], B, I64, B]:
+    z = np.zeros(0, dtype=np.int64)
+    return z, z, np.zeros(0, dtype=np.int8), np.zeros(0, dtype=bool), z, np.zeros(0, dtype=bool)
+
+
+def _lock_edges(n: Nodes, lock: B) -> tuple[I64, I64, npt.NDArray[np.int8], B, I64, B]:
+    """CUDA runtime lock chain (HTA after 0.5.0): calls that take the lock, in (time, uid)
+    order of their boundaries; each end closes every call started since the previous end
+    (its own start -> end is an operator edge, another's a dependency), and follows the
+    previous boundary when that was an end."""
+    ev = np.flatnonzero(lock)
+    if len(ev) == 0:
+        return _empty_part()
+    node = np.concatenate([2 * ev, 2 * ev + 1])
+    order = np.lexsort((n.uid[node // 2], n.time[node]))
+    src, dst, own = _lock_walk(node[order].astype(np.int64))
+    ht = np.where(own, int(HtaEdge.OPERATOR), int(HtaEdge.DEPENDENCY)).astype(np.int8)
+    att = np.where(own, dst // 2, -1)
+    cross = ~own & (n.lane[src // 2] != n.lane[dst // 2])
+    return src, dst, ht, np.zeros(len(src), dtype=bool), att, cross
+
+
+@njit(cache=True)  # type: ignore[misc]
+def _lock_walk(nodes):  # type: ignore[no-untyped-def]  # pragma: no cover
+    m = nodes.shape[0]
+    src = np.empty(2 * m, dtype=np.int64)
+    dst = np.empty(2 * m, dtype=np.int64)
+    own = np.empty(2 * m, dtype=np.bool_)
+    pending = np.empty(m, dtype=np.int64)
+    sp = 0
+    k = 0
+    last = -1
+    for i in range(m):
+        v = nodes[i]
+        if v % 2 == 0:
+            pending[sp] = v
+            sp += 1
+        else:
+            while sp > 0:
+                sp -= 1
+                u = pending[sp]
+                src[k] = u
+                dst[k] = v
+                own[k] = u // 2 == v // 2
+                k += 1
+            if last >= 0 and last % 2 == 1:
+                src[k] = last
+                dst[k] = v
+                own[k] = False
+                k += 1
+        last = v
+    return src[:k], dst[:k], own[:k]
+
+
+def _label_key(values: npt.NDArray[np.object_]) -> list[tuple[int, float, str]]:
+    """Sort key for pid/tid labels: numbers numerically, then text (pandas groupby order)."""
+    out = []
+    for v in values:
+        try:
+            out.append((0, float(v), ""))
+        except (TypeError, ValueError):
+            out.append((1, 0.0, str(v)))
+    return out
+
+
+def _thread_groups(ctx: RuleContext, in_win: B, options: HtaOptions) -> I64:
+    """Call-stack group of every analysed CPU event: its (pid, tid), with HTA's backward
+    thread merged into the forward thread when enabled; groups numbered in (pid, tid) order.
+
+    HTA finds the forward (backward) thread as the only thread with a ``cpu_op`` or
+    ``user_annotation`` whose name contains "forward" ("autograd") in the window.
+    """
+    n, t = ctx.nodes, ctx.table
+    lanes = ctx.lanes.sort_values("lane")
+    pid = lanes["pid"].to_numpy(dtype=object)
+    tid = lanes["tid"].to_numpy(dtype=object)
+    if options.merge_backward_thread:
+        fwd = _only_thread(ctx, in_win, "forward")
+        bwd = _only_thread(ctx, in_win, "autograd")
+        if fwd is not None and bwd is not None and fwd != bwd:
+            tid = np.where(tid == bwd, fwd, tid)
+    keys = list(zip(_label_key(pid), _label_key(tid)))
+    uniq = sorted(set(keys))
+    code = {k: i for i, k in enumerate(uniq)}
+    lane_group = np.array([code[k] for k in keys], dtype=np.int64)
+    _ = t
+    return np.where(n.lane >= 0, lane_group[np.maximum(n.lane, 0)], -1)
+
+
+def _only_thread(ctx: RuleContext, in_win: B, needle: str) -> object | None:
+    n = ctx.nodes
+    named = ctx.name_mask(rf"(?s).*{needle}") & in_win & ((n.kind == Kind.CPU_OP) | (n.kind == Kind.USER_ANNOTATION))
+    if not named.any():
+        return None
+    tids = set(ctx.lanes.sort_values("lane")["tid"].to_numpy(dtype=object)[n.lane[named]].tolist())
+    return next(iter(tids)) if len(tids) == 1 else None
+
+
+def _call_stack_edges(
+    ctx: RuleContext, in_win: B, graph_cpu: B, groups: I64, lock: B | None
+) -> tuple[I64, I64, npt.NDArray[np.int8], B, I64, B]:
+    """HTA's call-stack walk on every CPU thread (``CallStackGraph`` + DFS callbacks).
+
+    Boundaries are ordered as HTA's ``compare_events``: by time; at one instant ends
+    before starts, ends shorter-first (then higher uid first), starts longer-first (then
+    lower uid first). A start's parent is the top of the stack; an end pops the top of the
+    stack, whichever event that is. Only graph events emit edges; annotations and Python
+    frames shape the stack and are otherwise transparent.
+    """
+    n = ctx.nodes
+    ev = np.flatnonzero(in_win)
+    if len(ev) == 0:
+        return _empty_part()
+    dur = n.end[ev] - n.ts[ev]
+    uid = n.uid[ev]
+    k = len(ev)
+    node = np.concatenate([2 * ev, 2 * ev + 1])
+    time = np.concatenate([n.ts[ev], n.end[ev]])
+    kind = np.concatenate([np.ones(k, np.int64), np.zeros(k, np.int64)])  # end (0) first
+    k3 = np.concatenate([-dur, dur])
+    k4 = np.concatenate([uid, -uid])
+    grp = np.concatenate([groups[ev], groups[ev]])
+    order = np.lexsort((k4, k3, kind, time, grp))
+    blocking = _names_in(ctx.table, n.uid, BLOCKING_SYNC_CALLS)
+    lk = lock if lock is not None else np.zeros(n.n, dtype=bool)
+    src, dst, ht, zero, att = _stack_walk(
+        node[order].astype(np.int64), grp[order].astype(np.int64), graph_cpu, blocking, lk, lock is not None
+    )
+    return src, dst, ht.astype(np.int8), zero, att, np.zeros(len(src), dtype=bool)
+
+
+@njit(cache=True)  # type: ignore[misc]
+def _stack_walk(nodes, grp, is_op, blocking, lock, newer):  # type: ignore[no-untyped-def]  # pragma: no cover
+    m = nodes.shape[0]
+    src = np.empty(2 * m, dtype=np.int64)
+    dst = np.empty(2 * m, dtype=np.int64)
+    ht = np.empty(2 * m, dtype=np.int64)
+    zero = np.zeros(2 * m, dtype=np.bool_)
+    att = np.empty(2 * m, dtype=np.int64)
+    parent = np.full(is_op.shape[0], -1, dtype=np.int64)
+    stack = np.empty(m, dtype=np.int64)
+    sp = 0
+    k = 0
+    last = -1  # last node visited on this thread
+    last_top = -1  # end node of the previous top-level op (HTA 0.5 names it last_highlevel_op)
+    last_parent = -1
+    depth = 0
+    for i in range(m):
+        if i == 0 or grp[i] != grp[i - 1]:
+            sp = 0
+            last = -1
+            last_top = -1
+            last_parent = -1
+            depth = 0
+        v = nodes[i]
+        if v % 2 == 0:
+            e = v // 2
+            parent[e] = stack[sp - 1] if sp > 0 else -1
+            stack[sp] = e
+            sp += 1
+            if not is_op[e]:
+                continue
+            # enter
+            if newer:
+                if last >= 0 and not (lock[last // 2] and lock[e] and (last % 2 == 0 or v % 2 == 1)):
+                    src[k] = last
+                    dst[k] = v
+                    ht[k] = 1 if depth == 0 else 0
+                    att[k] = -1 if depth == 0 else _attr(last, v, last_parent)
+                    k += 1
+            else:
+                if depth == 0 and last_top >= 0:
+                    src[k] = last_top
+                    dst[k] = v
+                    ht[k] = 1
+                    att[k] = -1
+                    k += 1
+                if last >= 0:
+                    src[k] = last
+                    dst[k] = v
+                    ht[k] = 0
+                    att[k] = _attr(last, v, last_parent)
+                    k += 1
+            last = v
+            last_parent = parent[e]
+            depth += 1
+        else:
+            if sp == 0:
+                continue
+            sp -= 1
+            e = stack[sp]  # HTA pops the top, whichever event ended
+            if not is_op[e]:
+                continue
+            w = 2 * e + 1
+            depth -= 1
+            if last >= 0 and not (newer and lock[last // 2] and lock[e] and (last % 2 == 0 or w % 2 == 1)):
+                src[k] = last
+                dst[k] = w
+                ht[k] = 0
+                zero[k] = blocking[e]
+                att[k] = _attr(last, w, last_parent)
+                k += 1
+            if not newer and depth == 0:
+                last = -1
+                last_top = w
+            else:
+                last = w
+                last_parent = parent[e]
+    return src[:k], dst[:k], ht[:k], zero[:k], att[:k]
+
+
+@njit(cache=True)  # type: ignore[misc]
+def _attr(a, b, parent):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """HTA's attribution of an operator edge a -> b: a start's event, else b's if b is an
+    end, else (end -> start) the parent of a's event."""
+    if a % 2 == 0:
+        return a // 2
+    if b % 2 == 1:
+        return b // 2
+    return parent
+
+
+def _gpu_edges(
+    ctx: RuleContext, graph_cpu: B, graph_gpu: B, li: I64, lo: int, hi: int, options: HtaOptions
+) -> tuple[I64, I64, npt.NDArray[np.int8], B, I64, B]:
+    """HTA's GPU pass: kernels (by start) and cuda_sync records (by end) in time order."""
+    t, n = ctx.table, ctx.nodes
+    kind = t.col("kind")
+    names = t.strings("name")
+    name_code = t.col("name")
+    lane_stream = ctx.lanes.sort_values("lane")["stream"].to_numpy(dtype=np.int64)
+    lane = t.col("lane")
+    launcher = t.col("launcher")
+    ts_all = t.col("ts_ns")
+    dur_all = t.col("dur_ns")
+    stream_all = np.where(lane >= 0, lane_stream[np.maximum(lane, 0)], NA)
+
+    q_run, q_kern = _queue_lengths(t, stream_all)
+    src_of_record = _event_record_sources(ctx, stream_all)
+    next_launch = _stream_wait_targets(t, stream_all)
+
+    # rows: graph GPU work + cuda_sync records whose call is a graph event (Stream Wait
+    # Event records are kept by HTA whatever their call)
+    work_uid = n.uid[graph_gpu]
+    sync_uid = np.flatnonzero((kind == Kind.SYNC) & (launcher >= 0))
+    call_idx = n.index_of_uid[launcher[sync_uid]]
+    sync_name = np.array([names[c] if c >= 0 else "" for c in name_code[sync_uid]], dtype=object)
+    keep = (call_idx >= 0) & (graph_cpu[np.maximum(call_idx, 0)] | (sync_name == "Stream Wait Event"))
+    sync_uid, sync_name, call_idx = sync_uid[keep], sync_name[keep], call_idx[keep]
+    uid = np.concatenate([work_uid, sync_uid])
+    is_sync = np.concatenate([np.zeros(len(work_uid), bool), np.ones(len(sync_uid), bool)])
+    sort_by = np.where(is_sync, ts_all[uid] + np.maximum(dur_all[uid], 0), ts_all[uid])
+    order = np.lexsort((uid, sort_by))
+
+    out_s: list[int] = []
+    out_d: list[int] = []
+    out_t: list[int] = []
+    out_z: list[bool] = []
+    out_a: list[int] = []
+
+    def add(a: int, b: int, ht: HtaEdge, zero: bool = False, attr: int = -1) -> None:
+        out_s.append(a)
+        out_d.append(b)
+        out_t.append(int(ht))
+        out_z.append(zero)
+        out_a.append(attr)
+
+    sync_pos = {int(u): j for j, u in enumerate(sync_uid)}
+    last_node: dict[int, int] = {}  # stream -> end node of its last kernel (insertion ordered)
+    kernel_sync: dict[int, int] = {}  # dest kernel uid -> source kernel uid
+    time = n.time
+    for r in order:
+        u = int(uid[r])
+        if is_sync[r]:
+            j = sync_pos[u]
+            name = sync_name[j]
+            call = int(call_idx[j])
+            if name in ("Stream Wait Event", "Event Sync"):
+                corr = int(t.col("wait_on_event_corr")[u])
+                src_k = src_of_record.get(corr, -1) if corr != NA else -1
+                if src_k < 0:
+                    continue
+                if name == "Stream Wait Event":
+                    dest_launch = next_launch.get(int(launcher[u]), -1)
+                    dest_k = _gpu_of_launch(t, dest_launch)
+                    if dest_k >= 0:
+                        kernel_sync[dest_k] = src_k
+                else:
+                    ki = int(n.index_of_uid[src_k])
+                    if ki >= 0 and graph_gpu[ki]:
+                        add(2 * ki + 1, 2 * call + 1, HtaEdge.SYNC_DEPENDENCY)
+                continue
+            if name == "Context Sync":
+                for end_node in list(last_node.values()):
+                    add(end_node, 2 * call + 1, HtaEdge.SYNC_DEPENDENCY)
+            elif name == "Stream Sync":
+                end_node = last_node.get(int(stream_all[u]), -1)
+                if end_node >= 0:
+                    add(end_node, 2 * call + 1, HtaEdge.SYNC_DEPENDENCY)
+            continue
+        i = int(n.index_of_uid[u])
+        stream = int(stream_all[u])
+        runtime = int(li[i])
+        add(2 * i, 2 * i + 1, HtaEdge.OPERATOR, attr=i)
+        sync_end = -1
+        src_k = kernel_sync.pop(u, -1)
+        if src_k >= 0:
+            ki = int(n.index_of_uid[src_k])
+            if ki >= 0 and graph_gpu[ki]:
+                sync_end = 2 * ki + 1
+                add(sync_end, 2 * i, HtaEdge.SYNC_DEPENDENCY)
+        prev = last_node.get(stream, -1)
+        run_ts = time[2 * runtime]
+        launch_added = False
+        if (
+            q_run.get(u, -1) == 1
+            and q_kern.get(u, -1) == 0
+            and (prev < 0 or time[prev] < run_ts)
+            and (sync_end < 0 or time[sync_end] < run_ts)
+        ):
+            add(2 * runtime, 2 * i, HtaEdge.KERNEL_LAUNCH_DELAY)
+            launch_added = True
+        elif prev >= 0 and (sync_end < 0 or time[sync_end] < time[prev]):
+            add(prev, 2 * i, HtaEdge.KERNEL_KERNEL_DELAY, attr=prev // 2)
+        if options.zero_weight_launch_edges and not launch_added:
+            add(2 * runtime, 2 * i, HtaEdge.KERNEL_LAUNCH_DELAY, zero=True)
+        last_node[stream] = 2 * i + 1
+    _ = (lo, hi)
+    k = len(out_s)
+    return (
+        np.asarray(out_s, dtype=np.int64),
+        np.asarray(out_d, dtype=np.int64),
+        np.asarray(out_t, dtype=np.int8),
+        np.asarray(out_z, dtype=bool),
+        np.asarray(out_a, dtype=np.int64),
+        np.zeros(k, dtype=bool),
+    )
+
+
+def _launch_rows(t: EventTable) -> tuple[I64, I64]:
+    """(launch call uid, its GPU event uid) for HTA's launching calls, over the whole trace."""
+    kind = t.col("kind")
+    launcher = t.col("launcher")
+    gpu = np.flatnonzero(in_kinds(kind, _GPU_WORK | {Kind.SYNC}) & (launcher >= 0))
+    call = launcher[gpu]
+    ok = _names_in(t, call, LAUNCH_CALLS)
+    return call[ok], gpu[ok]
+
+
+def _queue_lengths(t: EventTable, stream_all: I64) -> tuple[dict[int, int], dict[int, int]]:
+    """HTA's queue length per stream (whole trace): +1 at a launch, -1 at its work's start.
+
+    Returns, per GPU event uid, the value right after its launch and right after it starts.
+    """
+    call, gpu = _launch_rows(t)
+    if len(call) == 0:
+        return {}, {}
+    ts = t.col("ts_ns")
+    stream = np.concatenate([stream_all[gpu], stream_all[gpu]])
+    time = np.concatenate([ts[call], ts[gpu]])
+    delta = np.concatenate([np.ones(len(call), np.int64), -np.ones(len(gpu), np.int64)])
+    tag = np.concatenate([gpu, gpu])
+    order = np.lexsort((np.arange(len(time)), time, stream))
+    s, d = stream[order], delta[order]
+    csum = np.cumsum(d)
+    first = np.ones(len(s), dtype=bool)
+    first[1:] = s[1:] != s[:-1]
+    base = np.maximum.accumulate(np.where(first, np.arange(len(s)), 0))
+    before = np.concatenate([[0], csum[:-1]])
+    ql = csum - before[base]
+    is_call = order < len(call)
+    q_run = dict(zip(tag[order][is_call].tolist(), ql[is_call].tolist()))
+    q_kern = dict(zip(tag[order][~is_call].tolist(), ql[~is_call].tolist()))
+    return q_run, q_kern
+
+
+def _gpu_of_launch(t: EventTable, call_uid: int) -> int:
+    if call_uid < 0:
+        return -1
+    call, gpu = _launch_rows(t)
+    hit = np.flatnonzero(call == call_uid)
+    return int(gpu[hit[0]]) if len(hit) else -1
+
+
+def _launch_table(t: EventTable, stream_all: I64) -> tuple[I64, I64, I64, I64]:
+    """Launch calls sorted by time: (call uid, GPU uid, device, stream)."""
+    call, gpu = _launch_rows(t)
+    ts = t.col("ts_ns")
+    order = np.lexsort((call, ts[call]))
+    call, gpu = call[order], gpu[order]
+    dev = _devices(t)[gpu]
+    return call, gpu, dev, stream_all[gpu]
+
+
+def _devices(t: EventTable) -> I64:
+    lanes = t.lanes.sort_values("lane")
+    dev = lanes["device"].to_numpy(dtype=np.int64)
+    lane = t.col("lane")
+    return np.where(lane >= 0, dev[np.maximum(lane, 0)], NA)
+
+
+def _event_record_sources(ctx: RuleContext, stream_all: I64) -> dict[int, int]:
+    """cudaEventRecord correlation -> uid of the GPU work launched last before the record
+    on the recorded (device, stream), as named by sync records' ``wait_on_stream``."""
+    t = ctx.table
+    wait_stream = t.col("wait_on_stream")
+    wait_corr = t.col("wait_on_event_corr")
+    rows = np.flatnonzero((wait_stream != NA) & (wait_stream > -1) & (wait_corr != NA))
+    if len(rows) == 0:
+        return {}
+    dev = _devices(t)
+    recorded: dict[int, tuple[int, int]] = {}
+    for r in rows:
+        recorded.setdefault(int(wait_corr[r]), (int(dev[r]), int(wait_stream[r])))
+    rec = np.flatnonzero(_names_in(t, np.arange(len(t), dtype=np.int64), frozenset({"cudaEventRecord"})))
+    call, gpu, ldev, lstream = _launch_table(t, stream_all)
+    ts = t.col("ts_ns")
+    corr = t.col("correlation")
+    out: dict[int, int] = {}
+    for r in rec:
+        c = int(corr[r])
+        if c not in recorded:
+            continue
+        d, s = recorded[c]
+        cand = np.flatnonzero((ldev == d) & (lstream == s) & (ts[call] <= ts[r]))
+        if len(cand):
+            out[c] = int(gpu[cand[-1]])
+    return out
+
+
+def _stream_wait_targets(t: EventTable, stream_all: I64) -> dict[int, int]:
+    """cudaStreamWaitEvent call uid -> the next launch call from its thread onto the stream
+    it made wait (the stream of its Stream Wait Event record)."""
+    kind = t.col("kind")
+    launcher = t.col("launcher")
+    recs = np.flatnonzero((kind == Kind.SYNC) & (launcher >= 0))
+    waits = recs[_names_in(t, launcher[recs], frozenset({"cudaStreamWaitEvent"}))]
+    if len(waits) == 0:
+        return {}
+    call, _gpu, _dev, lstream = _launch_table(t, stream_all)
+    ts = t.col("ts_ns")
+    pid, tid = t.col("pid"), t.col("tid")
+    out: dict[int, int] = {}
+    for rec in waits:
+        w = int(launcher[rec])
+        cand = np.flatnonzero(
+            (pid[call] == pid[w]) & (tid[call] == tid[w]) & (lstream == stream_all[rec]) & (ts[call] > ts[w])
+        )
+        if len(cand):
+            out[w] = int(call[cand[0]])
+    return out
+
+
+# --- longest path (networkx.dag_longest_path semantics) -------------------------------------
+
+
+def longest_path(n_nodes: int, src: I64, dst: I64, weight: I64) -> tuple[I64, I64, int]:
+    """networkx' ``dag_longest_path`` over edges given in insertion order.
+
+    Nodes exist only through edges and are ordered by first appearance; a repeated edge
+    keeps its first position and its last weight; the topological order is networkx'
+    (generations, FIFO); each node takes its first maximal predecessor; the path ends at
+    the first node (in that order) of maximal distance. Returns (path nodes, path edge
+    indices into the given arrays, length).
+    """
+    if len(src) == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), 0
+    flat = np.empty(2 * len(src), dtype=np.int64)
+    flat[0::2], flat[1::2] = src, dst
+    uniq, first = np.unique(flat, return_index=True)
+    ids = uniq[np.argsort(first, kind="stable")]  # compact id -> node, insertion order
+    compact = np.full(n_nodes, -1, dtype=np.int64)
+    compact[ids] = np.arange(len(ids))
+    cs, cd = compact[src], compact[dst]
+    key = cs * len(ids) + cd
+    order = np.argsort(key, kind="stable")
+    ks = key[order]
+    grp_first = np.ones(len(ks), dtype=bool)
+    grp_first[1:] = ks[1:] != ks[:-1]
+    grp_last = np.ones(len(ks), dtype=bool)
+    grp_last[:-1] = ks[1:] != ks[:-1]
+    keep = np.sort(order[grp_first])  # first position of each distinct edge
+    last_of = np.empty(len(ks), dtype=np.int64)
+    last_of[grp_first] = order[grp_last]  # edge index carrying the last weight
+    rep = np.empty(len(key), dtype=np.int64)
+    rep[order[grp_first]] = last_of[grp_first]
+    e_src, e_dst, e_w = cs[keep], cd[keep], weight[rep[keep]]
+    m = len(ids)
+    in_order = np.argsort(e_dst, kind="stable")
+    in_ptr = np.zeros(m + 1, dtype=np.int64)
+    np.cumsum(np.bincount(e_dst, minlength=m), out=in_ptr[1:])
+    out_order = np.argsort(e_src, kind="stable")
+    out_ptr = np.zeros(m + 1, dtype=np.int64)
+    np.cumsum(np.bincount(e_src, minlength=m), out=out_ptr[1:])
+    path_c, path_e, length, ok = _nx_longest(m, e_src, e_dst, e_w.astype(np.int64), in_ptr, in_order, out_ptr, out_order)
+    if not ok:
+        raise ValueError("HTA graph has a cycle")
+    return ids[path_c], keep[path_e], int(length)
+
+
+@njit(cache=True)  # type: ignore[misc]
+def _nx_longest(m, src, dst, w, in_ptr, in_order, out_ptr, out_order):  # type: ignore[no-untyped-def]  # pragma: no cover
+    indeg = in_ptr[1:] - in_ptr[:-1]
+    deg = indeg.copy()
+    topo = np.empty(m, dtype=np.int64)
+    tail = 0
+    for v in range(m):
+        if deg[v] == 0:
+            topo[tail] = v
+            tail += 1
+    head = 0
+    while head < tail:
+        v = topo[head]
+        head += 1
+        for j in range(out_ptr[v], out_ptr[v + 1]):
+            c = dst[out_order[j]]
+            deg[c] -= 1
+            if deg[c] == 0:
+                topo[tail] = c
+                tail += 1
+    if tail < m:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), 0, False
+    dist = np.zeros(m, dtype=np.int64)
+    via = np.full(m, -1, dtype=np.int64)  # edge taken into the node, -1 at a path start
+    for k in range(m):
+        v = topo[k]
+        best = -1
+        best_e = -1
+        for j in range(in_ptr[v], in_ptr[v + 1]):
+            e = in_order[j]
+            d = dist[src[e]] + w[e]
+            if best_e < 0 or d > best:
+                best = d
+                best_e = e
+        if best_e >= 0 and best >= 0:
+            dist[v] = best
+            via[v] = best_e
+    end = topo[0]
+    for k in range(m):
+        if dist[topo[k]] > dist[end]:
+            end = topo[k]
+    n_path = 1
+    v = end
+    while via[v] >= 0:
+        v = src[via[v]]
+        n_path += 1
+    nodes = np.empty(n_path, dtype=np.int64)
+    edges = np.empty(n_path - 1, dtype=np.int64)
+    v = end
+    i = n_path - 1
+    nodes[i] = v
+    while via[v] >= 0:
+        edges[i - 1] = via[v]
+        v = src[via[v]]
+        i -= 1
+        nodes[i] = v
+    return nodes, edges, dist[end], True
