@@ -11,7 +11,9 @@ PID = 100
 MAIN, AUX = 1, 2
 
 
-def cpu(name: str, ts: float, dur: float, tid: int = MAIN, cat: str = "cpu_op", **args: Any) -> dict[str, Any]:
+def cpu(
+    name: str, ts: float, dur: float, tid: int = MAIN, cat: str = "cpu_op", **args: Any
+) -> dict[str, Any]:
     return {"ph": "X", "cat": cat, "name": name, "pid": PID, "tid": tid, "ts": ts, "dur": dur, "args": args}
 
 
@@ -21,7 +23,13 @@ def runtime(name: str, ts: float, dur: float, corr: int, tid: int = MAIN) -> dic
 
 def kernel(name: str, ts: float, dur: float, corr: int, stream: int = 7) -> dict[str, Any]:
     return {
-        "ph": "X", "cat": "kernel", "name": name, "pid": 0, "tid": stream, "ts": ts, "dur": dur,
+        "ph": "X",
+        "cat": "kernel",
+        "name": name,
+        "pid": 0,
+        "tid": stream,
+        "ts": ts,
+        "dur": dur,
         "args": {"device": 0, "stream": stream, "correlation": corr},
     }
 

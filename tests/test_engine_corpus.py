@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from ctda.analysis.engine import Analysis, AnalysisOptions, analyze
+from ctda.analysis.propagate import path_to
 from ctda.ingest.reader import read_trace
 from tests.conftest import SKIP_CORPUS, corpus_traces
 
@@ -54,7 +55,9 @@ def test_path_spans_each_window(path: Path) -> None:
         assert abs(int(c.ns.sum()) - duration) <= max(duration * 1e-3, 1), w.label
         if duration == 0:
             continue
-        e = c.edge.to_numpy()
+        e = path_to(tm, g, w.end_node, int(starts[i]))
+        # the charged edges are that path's edges of non-zero length
+        assert set(c.edge.to_numpy()) <= set(e.tolist())
         # a connected chain: each edge starts where the previous one ended
         assert np.array_equal(g.src[e[1:]], g.dst[e[:-1]]), w.label
         assert g.dst[e[-1]] == w.end_node
@@ -89,11 +92,15 @@ def test_backward_thread_traces_cross_threads(rel: str) -> None:
     names = a.graph.rule_names
     rules_on_path = {names[r] for r in a.graph.rule[a.charges.edge.to_numpy()]}
     assert rules_on_path & {"fwdbwd", "backward_join"}, rules_on_path
-    cpu_lanes = {int(x) for x in a.nodes.lane[a.charges.event[a.charges.event >= 0]] if not a.table.lanes.is_gpu[x]}
+    cpu_lanes = {
+        int(x) for x in a.nodes.lane[a.charges.event[a.charges.event >= 0]] if not a.table.lanes.is_gpu[x]
+    }
     assert len(cpu_lanes) >= 2
     # without cross-thread edges the path never leaves the thread it ends on
     b = analyze(table, AnalysisOptions(cross_thread=()))
-    cpu_lanes_b = {int(x) for x in b.nodes.lane[b.charges.event[b.charges.event >= 0]] if not b.table.lanes.is_gpu[x]}
+    cpu_lanes_b = {
+        int(x) for x in b.nodes.lane[b.charges.event[b.charges.event >= 0]] if not b.table.lanes.is_gpu[x]
+    }
     assert len(cpu_lanes_b) == 1
     on_a = set(a.charges.event[a.charges.event >= 0])
     on_b = set(b.charges.event[b.charges.event >= 0])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import tempfile
+from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
@@ -30,11 +31,18 @@ def timelines(draw: st.DrawFn) -> list[dict]:
                 corr += 1
                 launch_ts = t + min(1.0, dur)
                 events.append(synth.runtime("cudaLaunchKernel", launch_ts, max(dur - 1, 0.5), corr=corr))
-                events.append(synth.kernel(f"k{corr}", launch_ts + draw(st.integers(1, 10)), float(draw(st.integers(1, 40))), corr=corr))
+                events.append(
+                    synth.kernel(
+                        f"k{corr}",
+                        launch_ts + draw(st.integers(1, 10)),
+                        float(draw(st.integers(1, 40))),
+                        corr=corr,
+                    )
+                )
             t += dur + draw(st.integers(0, 15))
     # kernels on one stream must not overlap: push each after the previous
     kernels = sorted((e for e in events if e["cat"] == "kernel"), key=lambda e: e["ts"])
-    for prev, nxt in zip(kernels, kernels[1:]):
+    for prev, nxt in pairwise(kernels):
         nxt["ts"] = max(nxt["ts"], prev["ts"] + prev["dur"])
     return events
 

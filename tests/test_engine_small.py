@@ -77,7 +77,9 @@ def test_partial_overlap_keeps_a_contiguous_path(tmp_path: Path) -> None:
     assert a.table.meta.warnings.get("slices partially overlapping their parent on a thread", 0) >= 1
     assert int(a.charges.ns.sum()) == 100_000
     names = a.table.decoded("name", a.nodes.uid)
-    per = {str(names[e]): int(ns) for e, ns in a.charges[a.charges.event >= 0].groupby("event").ns.sum().items()}
+    per = {
+        str(names[e]): int(ns) for e, ns in a.charges[a.charges.event >= 0].groupby("event").ns.sum().items()
+    }
     assert per["work"] == 25_000
     # between two boundaries the innermost open slice is the one opened last:
     # region owns 20..35 (it opened inside f1) and 60..65; f2 owns 65..85
@@ -97,7 +99,10 @@ def test_gil_handoff_links_a_resuming_thread_to_the_other_thread(tmp_path: Path)
     with_ct = _analyze(tmp_path, events)
     by = _class_ns(with_ct)
     names = with_ct.table.decoded("name", with_ct.nodes.uid)
-    per = {str(names[e]): int(ns) for e, ns in with_ct.charges[with_ct.charges.event >= 0].groupby("event").ns.sum().items()}
+    per = {
+        str(names[e]): int(ns)
+        for e, ns in with_ct.charges[with_ct.charges.event >= 0].groupby("event").ns.sum().items()
+    }
     assert per["bg_work"] == 43_000 - 0  # 15..58 is on the path
     assert by["cross_thread"] == 2_000  # 58 -> 60 hand-off latency
     without = _analyze(tmp_path, events, cross_thread=parse_cross_thread("none"))

@@ -49,7 +49,9 @@ def path_frame(g: Graph, timing: Timing, edges: I64, event_cls: npt.NDArray[np.i
     )
 
 
-def window_paths(g: Graph, timing: Timing, windows: list[Window], event_cls: npt.NDArray[np.int8]) -> pd.DataFrame:
+def window_paths(
+    g: Graph, timing: Timing, windows: list[Window], event_cls: npt.NDArray[np.int8]
+) -> pd.DataFrame:
     """Each window's critical path, clipped to the window: (window, edge, ..., ns).
 
     A window's path is the chain of binding edges back from its end node to its start

@@ -23,16 +23,27 @@ CLASSES = (
 )
 CLASS_CODE = {c: i for i, c in enumerate(CLASSES)}
 
-COMM_RE = r"(?i)nccl|rccl|gloo|c10d::|record_param_comms|all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|broadcast"
+COMM_RE = (
+    r"(?i)nccl|rccl|gloo|c10d::|record_param_comms"
+    r"|all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|broadcast"
+)
 DATA_RE = (
     r"(?i)dataloader|_next_data|_MultiProcessingDataLoaderIter|_SingleProcessDataLoaderIter"
     r"|fetch\.py|collate|__getitem__"
 )
-LAUNCH_RE = r"(?i)^(cuda|hip|cu)(LaunchKernel|LaunchKernelExC|LaunchCooperativeKernel|GraphLaunch|ModuleLaunch|ExtLaunchKernel|MemcpyAsync|MemsetAsync|Memcpy2DAsync|MemsetD\d+Async)"
-SYNC_RE = r"(?i)^(cuda|hip|cu)(DeviceSynchronize|StreamSynchronize|EventSynchronize|CtxSynchronize|StreamWaitEvent|Memcpy|Memset|EventQuery)$"
+LAUNCH_RE = (
+    r"(?i)^(cuda|hip|cu)(LaunchKernel|LaunchKernelExC|LaunchCooperativeKernel|GraphLaunch"
+    r"|ModuleLaunch|ExtLaunchKernel|ExtModuleLaunchKernel|MemcpyAsync|MemsetAsync|Memcpy2DAsync|MemsetD\d+Async)"
+)
+SYNC_RE = (
+    r"(?i)^(cuda|hip|cu)(DeviceSynchronize|StreamSynchronize|EventSynchronize|CtxSynchronize"
+    r"|StreamWaitEvent|Memcpy|Memset|EventQuery)$"
+)
 
 
-def _inherit(flag: npt.NDArray[np.bool_], parent: npt.NDArray[np.int64], depth: npt.NDArray[np.int16]) -> npt.NDArray[np.bool_]:
+def _inherit(
+    flag: npt.NDArray[np.bool_], parent: npt.NDArray[np.int64], depth: npt.NDArray[np.int16]
+) -> npt.NDArray[np.bool_]:
     """Propagate a flag from ancestors to descendants, one depth level at a time."""
     out = flag.copy()
     for d in range(1, int(depth.max(initial=0)) + 1):

@@ -51,7 +51,9 @@ class Contention:
             return weight
         f_edge = np.where(owner >= 0, owner_factor[np.maximum(owner, 0)], 1.0)
         waited = np.bincount(self.wait_edge, weights=self.overlap, minlength=len(weight))
-        caused = np.bincount(self.wait_edge, weights=self.overlap * f_edge[self.hold_edge], minlength=len(weight))
+        caused = np.bincount(
+            self.wait_edge, weights=self.overlap * f_edge[self.hold_edge], minlength=len(weight)
+        )
         own = np.maximum(weight - waited, 0)
         return np.rint(own * f_edge + caused).astype(np.int64)
 
@@ -59,7 +61,9 @@ class Contention:
 def _timeline_edges(g: Graph) -> I64:
     n = g.nodes.n
     t = (g.etype == EdgeType.DURATION) | (g.etype == EdgeType.SEGMENT) | (g.etype == EdgeType.THREAD_SEQ)
-    return np.flatnonzero(t & (g.src < 2 * n) & (g.dst < 2 * n) & ~g.nodes.is_gpu[np.minimum(g.src, 2 * n - 1) // 2])
+    return np.flatnonzero(
+        t & (g.src < 2 * n) & (g.dst < 2 * n) & ~g.nodes.is_gpu[np.minimum(g.src, 2 * n - 1) // 2]
+    )
 
 
 def estimate(ctx: RuleContext, g: Graph) -> Contention:

@@ -1,6 +1,6 @@
 """The analysis pipeline: table -> nodes -> edges -> graph -> weights -> replay -> charges.
 
-    analyze(table, options) = attribute(replay(calibrate(build(rules(select(table))))))
+analyze(table, options) = attribute(replay(calibrate(build(rules(select(table))))))
 """
 
 from __future__ import annotations
@@ -40,7 +40,9 @@ def parse_cross_thread(spec: str) -> tuple[str, ...]:
     names = tuple(s.strip() for s in spec.split(",") if s.strip())
     unknown = [s for s in names if s not in rules.CROSS_THREAD]
     if unknown:
-        raise OptionError(f"unknown cross-thread rule(s) {', '.join(unknown)}; choose from {', '.join(ALL_CROSS_THREAD)}")
+        raise OptionError(
+            f"unknown cross-thread rule(s) {', '.join(unknown)}; choose from {', '.join(ALL_CROSS_THREAD)}"
+        )
     return names
 
 
@@ -69,7 +71,9 @@ class Analysis:
     charges: pd.DataFrame  # per window: its critical path edges, clipped, with charges
     contention: Contention = field(default_factory=Contention.empty)
 
-    def window_bounds(self, timing: Timing | None = None) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    def window_bounds(
+        self, timing: Timing | None = None
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
         tm = timing or self.timing
         starts = np.array([tm.time[w.start_node] for w in self.windows], dtype=np.int64)
         ends = np.array([tm.time[w.end_node] for w in self.windows], dtype=np.int64)
@@ -104,5 +108,9 @@ def analyze(table: EventTable, options: AnalysisOptions | None = None) -> Analys
     timing = replay(g, cal.weight, cal.binding, int(nodes.time[nodes.source]), window_ends(windows))
     cls = event_classes(ctx)
     charges = attribution.window_paths(g, timing, windows, cls)
-    cont = estimate_contention(ctx, g) if "gil" in options.cross_thread and options.mode == "ctda" else Contention.empty()
+    cont = (
+        estimate_contention(ctx, g)
+        if "gil" in options.cross_thread and options.mode == "ctda"
+        else Contention.empty()
+    )
     return Analysis(table, options, nodes, g, cal, timing, windows, cls, charges, cont)

@@ -97,7 +97,9 @@ def from_arrays(
     dropped: dict[str, int],
 ) -> Graph:
     """Re-index a graph saved earlier (same nodes, same edges, no rules run)."""
-    g = Graph(nodes, src, dst, etype.astype(np.int8), owner, rule.astype(np.int16), rule_names, dropped=dropped)
+    g = Graph(
+        nodes, src, dst, etype.astype(np.int8), owner, rule.astype(np.int16), rule_names, dropped=dropped
+    )
     _index(g)
     return g
 
@@ -122,8 +124,12 @@ def _close(
     names = [*names, "release", "terminal"]
     src = np.concatenate([src, np.full(len(rel), nodes.source), ter])
     dst = np.concatenate([dst, rel, np.full(len(ter), nodes.sink)])
-    et = np.concatenate([et, np.full(len(rel), EdgeType.RELEASE, np.int8), np.full(len(ter), EdgeType.TERMINAL, np.int8)])
-    rl = np.concatenate([rl, np.full(len(rel), len(names) - 2, np.int16), np.full(len(ter), len(names) - 1, np.int16)])
+    et = np.concatenate(
+        [et, np.full(len(rel), EdgeType.RELEASE, np.int8), np.full(len(ter), EdgeType.TERMINAL, np.int8)]
+    )
+    rl = np.concatenate(
+        [rl, np.full(len(rel), len(names) - 2, np.int16), np.full(len(ter), len(names) - 1, np.int16)]
+    )
     if nodes.n == 0:  # an empty window still has a SOURCE -> SINK path
         src, dst = np.array([nodes.source]), np.array([nodes.sink])
         et, rl = np.array([EdgeType.TERMINAL], np.int8), np.array([len(names) - 1], np.int16)
@@ -141,7 +147,9 @@ def _index(g: Graph) -> None:
     n = g.nodes.n_nodes
     g.in_ptr, g.in_edges = _csr(g.dst, n)
     g.out_ptr, g.out_edges = _csr(g.src, n)
-    order, seen = _kahn(g.out_ptr, g.out_edges, g.dst, np.bincount(g.dst, minlength=n).astype(np.int64), g.nodes.time)
+    order, seen = _kahn(
+        g.out_ptr, g.out_edges, g.dst, np.bincount(g.dst, minlength=n).astype(np.int64), g.nodes.time
+    )
     if seen < n:
         raise GraphCycleError(_describe_cycle(g, order[:seen]))
     g.order = order

@@ -13,6 +13,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from ctda.analysis.advice import recommend
 from ctda.analysis.classify import CLASSES
 from ctda.analysis.edges import EdgeType
 from ctda.analysis.engine import Analysis
@@ -130,7 +131,12 @@ def build(a: Analysis, step: str = "all", top: int = 10) -> Report:
     hot = _hotspots(ch, names, kinds, selfns, inside, a.event_cls, total)
     return Report(
         trace=a.table.meta.path,
-        options={"windows": a.options.windows, "cross_thread": list(a.options.cross_thread), "mode": a.options.mode, "step": step},
+        options={
+            "windows": a.options.windows,
+            "cross_thread": list(a.options.cross_thread),
+            "mode": a.options.mode,
+            "step": step,
+        },
         steps=_steps(a, sel),
         by_class=_by_class(ch, total),
         hotspots=hot.head(top).reset_index(drop=True),
@@ -188,14 +194,23 @@ def _hotspots(
     by_cp = cp.groupby("name").agg(cp_ns=("ns", "sum"), on_cp=("event", "nunique"))
     idx = np.flatnonzero(inside)
     tot = pd.DataFrame({"name": names[idx], "self": selfns[idx], "cat": cats[idx], "cls": event_cls[idx]})
-    by_tot = tot.groupby("name").agg(total_ns=("self", "sum"), count=("self", "size"), category=("cat", "first"), cls=("cls", "first"))
+    by_tot = tot.groupby("name").agg(
+        total_ns=("self", "sum"), count=("self", "size"), category=("cat", "first"), cls=("cls", "first")
+    )
     df = by_cp.join(by_tot, how="outer").fillna({"cp_ns": 0, "on_cp": 0, "total_ns": 0, "count": 0})
     df["category"] = df.category.fillna("")
     df["class"] = [CLASSES[int(c)] if c == c else "" for c in df.cls]
     gaps = ch[ch.event < 0].groupby("cls").ns.sum()
     for c, ns in gaps.items():
         label = GAP_NAMES.get(CLASSES[int(c)], f"({CLASSES[int(c)]})")
-        df.loc[label, ["cp_ns", "on_cp", "total_ns", "count", "category", "class"]] = [ns, 0, 0, 0, "wait", CLASSES[int(c)]]
+        df.loc[label, ["cp_ns", "on_cp", "total_ns", "count", "category", "class"]] = [
+            ns,
+            0,
+            0,
+            0,
+            "wait",
+            CLASSES[int(c)],
+        ]
     self_total = max(int(tot.self.sum()), 1)
     df["cp_share"] = df.cp_ns / max(total, 1)
     df["total_share"] = df.total_ns / self_total
@@ -241,7 +256,9 @@ def _by_lane(a: Analysis, ch: pd.DataFrame, total: int) -> pd.DataFrame:
     return df.sort_values("cp_ns", ascending=False).reset_index(drop=True)
 
 
-def _near_critical(a: Analysis, ch: pd.DataFrame, names: npt.NDArray[np.object_], inside: npt.NDArray[np.bool_], top: int) -> pd.DataFrame:
+def _near_critical(
+    a: Analysis, ch: pd.DataFrame, names: npt.NDArray[np.object_], inside: npt.NDArray[np.bool_], top: int
+) -> pd.DataFrame:
     """Off-path events that could grow by little before they move the step."""
     on = np.zeros(a.nodes.n + 1, dtype=bool)
     g = a.graph
@@ -291,35 +308,3 @@ def graph_summary(a: Analysis) -> dict[str, Any]:
         "dropped_acausal_edges": dict(g.dropped),
         "binding_cross_thread_edges": int(np.sum(a.calibration.binding & (g.etype == EdgeType.CROSS_THREAD))),
     }
-
-
-def recommend(by_class: pd.DataFrame, hot: pd.DataFrame, has_gpu: bool) -> list[str]:
-    """Short advice keyed on the dominant bound-by classes."""
-    share = dict(zip(by_class["class"], by_class.share))
-    top_of = {c: hot[(hot["class"] == c) & ~hot.name.str.startswith("(")].name.head(3).tolist() for c in CLASSES}
-    out: list[tuple[float, str]] = []
-
-    def named(c: str) -> str:
-        return f" (top: {', '.join(map(str, top_of[c]))})" if top_of.get(c) else ""
-
-    def pct(*cs: str) -> float:
-        return sum(share.get(c, 0.0) for c in cs)
-
-    if pct("data_loading") > 0.10:
-        out.append((pct("data_loading"), f"Data loading is {pct('data_loading'):.0%} of the critical path: use more DataLoader workers, pin_memory and prefetching, or move decoding off the training process{named('data_loading')}."))
-    if pct("gpu_comm", "communication") > 0.15:
-        out.append((pct("gpu_comm", "communication"), f"Communication is {pct('gpu_comm', 'communication'):.0%} of the critical path: overlap it with compute (DDP bucket size, gradient accumulation, async collectives){named('gpu_comm') or named('communication')}."))
-    if pct("launch_overhead") > 0.15:
-        out.append((pct("launch_overhead"), f"Kernel launch overhead is {pct('launch_overhead'):.0%} of the critical path: capture CUDA graphs, use torch.compile, or fuse small ops{named('launch_overhead')}."))
-    if pct("sync_wait") > 0.10:
-        out.append((pct("sync_wait"), f"CPU/GPU synchronisation is {pct('sync_wait'):.0%} of the critical path: remove .item(), .cpu() and explicit synchronize calls from the step{named('sync_wait')}."))
-    if pct("cross_thread") > 0.10:
-        out.append((pct("cross_thread"), f"Cross-thread waits are {pct('cross_thread'):.0%} of the critical path: another thread holds the GIL or the runtime lock; make background Python work cheaper or move it to a process."))
-    if pct("gpu_compute", "gpu_memcpy") > 0.5:
-        out.append((pct("gpu_compute", "gpu_memcpy"), f"The step is GPU-bound ({pct('gpu_compute', 'gpu_memcpy'):.0%}): speed up the top kernels{named('gpu_compute')} (mixed precision, better kernels, larger fusion)."))
-    if pct("cpu", "cpu_gap") > 0.5:
-        fix = "reduce Python and framework overhead, or give the GPU more work per launch" if has_gpu else (
-            "speed up the top CPU work, or spread it over more cores or processes"
-        )
-        out.append((pct("cpu", "cpu_gap"), f"The step is CPU-bound ({pct('cpu', 'cpu_gap'):.0%} CPU work and unrecorded CPU time){named('cpu')}: {fix}."))
-    return [text for _, text in sorted(out, reverse=True)]

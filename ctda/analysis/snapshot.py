@@ -68,7 +68,14 @@ def load(blob: bytes) -> Analysis:
         arr = np.load(io.BytesIO(z.read("graph.npz")))
     nodes = select(table)
     g = graph.from_arrays(
-        nodes, *(arr[k] for k in ARRAYS), rule_names=list(meta["rule_names"]), dropped=dict(meta["dropped"])
+        nodes,
+        arr["src"],
+        arr["dst"],
+        arr["etype"],
+        arr["owner"],
+        arr["rule"],
+        rule_names=list(meta["rule_names"]),
+        dropped=dict(meta["dropped"]),
     )
     cal = Calibration(weight=arr["weight"], binding=arr["binding"], gap=arr["gap"])
     opts = meta["options"]

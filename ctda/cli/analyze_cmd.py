@@ -32,12 +32,18 @@ def analyze_cmd(
     top: int = typer.Option(10, "--top", min=1, help="Rows in the hotspot and near-critical tables."),
     fmt: Format = typer.Option(Format.table, "--format", help="Output format."),
     cross_thread: str = typer.Option(
-        "all", "--cross-thread", help="Cross-thread rules: all, none, or a list of fwdbwd,backward_join,gil,cuda_lock."
+        "all",
+        "--cross-thread",
+        help="Cross-thread rules: all, none, or a list of fwdbwd,backward_join,gil,cuda_lock.",
     ),
     windows: str = typer.Option(
-        "steps", "--windows", help="'steps' (each ProfilerStep#N), 'trace' (whole trace), or a regex over CPU event names."
+        "steps",
+        "--windows",
+        help="'steps' (each ProfilerStep#N), 'trace' (whole trace), or a regex over CPU event names.",
     ),
-    mode: Mode = typer.Option(Mode.ctda, "--mode", help="'hta' reproduces HolisticTraceAnalysis's rules and weights."),
+    mode: Mode = typer.Option(
+        Mode.ctda, "--mode", help="'hta' reproduces HolisticTraceAnalysis's rules and weights."
+    ),
 ) -> None:
     """Critical path of each step through CPU threads, GPU streams and the waits between them."""
     try:

@@ -55,7 +55,7 @@ def file_progress(path: Path, label: str) -> Iterator[Callable[[int], None] | No
         size = path.stat().st_size
     except OSError:
         size = 0
-    if size < PROGRESS_MIN_BYTES or not sys.stderr.isatty() and not os.environ.get("CTDA_PROGRESS"):
+    if size < PROGRESS_MIN_BYTES or (not sys.stderr.isatty() and not os.environ.get("CTDA_PROGRESS")):
         yield None
         return
     with Progress(
@@ -80,6 +80,8 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _root(
-    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version."),
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version."
+    ),
 ) -> None:
     """Critical path analysis for PyTorch profiler (Kineto) traces, across threads and GPU streams."""

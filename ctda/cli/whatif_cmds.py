@@ -27,7 +27,9 @@ class Format(str, Enum):
     json = "json"
 
 
-def _overrides(a: Analysis, scale: list[str], remove: list[str], cypher: str | None, rows_for: object) -> list[Override]:
+def _overrides(
+    a: Analysis, scale: list[str], remove: list[str], cypher: str | None, rows_for: object
+) -> list[Override]:
     out = [parse_scale(a, s) for s in scale] + [parse_remove(a, r) for r in remove]
     if cypher:
         from ctda.whatif.select import from_rows
@@ -42,10 +44,18 @@ def _overrides(a: Analysis, scale: list[str], remove: list[str], cypher: str | N
 @app.command("whatif")
 def whatif_cmd(
     run_or_trace: str = typer.Argument(..., help="A stored run name, or a trace file to analyse on the fly."),
-    scale: list[str] = typer.Option([], "--scale", help="name~REGEX=F, cat=CATEGORY=F, class=CLASS=F or thread=TID=F."),
-    remove: list[str] = typer.Option([], "--remove", help="Events whose name matches REGEX take no time (dependencies kept)."),
-    cypher: str | None = typer.Option(None, "--cypher", help="Cypher file or text returning (uid, factor) or (uid, dur) rows."),
-    name: str | None = typer.Option(None, "--name", help="Scenario name (default: derived from the selection)."),
+    scale: list[str] = typer.Option(
+        [], "--scale", help="name~REGEX=F, cat=CATEGORY=F, class=CLASS=F or thread=TID=F."
+    ),
+    remove: list[str] = typer.Option(
+        [], "--remove", help="Events whose name matches REGEX take no time (dependencies kept)."
+    ),
+    cypher: str | None = typer.Option(
+        None, "--cypher", help="Cypher file or text returning (uid, factor) or (uid, dur) rows."
+    ),
+    name: str | None = typer.Option(
+        None, "--name", help="Scenario name (default: derived from the selection)."
+    ),
     dry_run: bool = typer.Option(False, "--dry-run", help="Do not store the scenario."),
     perfetto: Path | None = typer.Option(None, "--perfetto", help="Also export the predicted timeline here."),
     db: str | None = typer.Option(None, "--db", envvar="CTDA_DB", help="Store path or bolt:// URI."),
@@ -57,7 +67,9 @@ def whatif_cmd(
     def go() -> None:
         a, store_run = load_analysis(run_or_trace, db)
         try:
-            ovs = _overrides(a, scale, remove, cypher, lambda q: store_run.query_rows(q) if store_run else _no_store())
+            ovs = _overrides(
+                a, scale, remove, cypher, lambda q: store_run.query_rows(q) if store_run else _no_store()
+            )
         except SelectionError as exc:
             fail(f"{run_or_trace}: {exc}")
         label = name or "; ".join(o.label for o in ovs)
@@ -94,8 +106,12 @@ def opportunities_cmd(
 @app.command("export")
 def export_cmd(
     run_or_trace: str = typer.Argument(..., help="A stored run name, or a trace file."),
-    perfetto: Path = typer.Option(..., "--perfetto", help="Output .json or .json.gz for Perfetto / chrome://tracing."),
-    scenario: str | None = typer.Option(None, "--scenario", help="A stored scenario of the run (default: the baseline)."),
+    perfetto: Path = typer.Option(
+        ..., "--perfetto", help="Output .json or .json.gz for Perfetto / chrome://tracing."
+    ),
+    scenario: str | None = typer.Option(
+        None, "--scenario", help="A stored scenario of the run (default: the baseline)."
+    ),
     db: str | None = typer.Option(None, "--db", envvar="CTDA_DB"),
 ) -> None:
     """Export the (re-timed) timeline with the critical path drawn, for Perfetto."""

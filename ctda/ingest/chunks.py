@@ -60,7 +60,7 @@ class Chunker:
         index = 0
         stream = source.open_stream(self.path)
         with stream:
-            for block in source.read_blocks(self.path, stream, max(self.chunk_bytes, source.READ_BLOCK)):
+            for block in source.read_blocks(self.path, stream):
                 self.n_bytes += len(block)
                 if self.framing is None:
                     head += block

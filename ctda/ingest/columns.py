@@ -1,10 +1,11 @@
-"""Stage 3: one chunk of decoded events -> one Arrow record batch of raw columns.
+"""Stage 3: one piece of decoded events -> its raw columns.
 
 Pulling attributes out of msgspec structs is the only per-event Python work in the
 reader, so it is kept to the minimum: one list comprehension per top-level field, and the
-``args`` fields only for the events whose kind uses them (e.g. ``Python id`` is read from
-python_function events only). That skips most passes on the largest event classes, and
-the kind is known per chunk because it depends on (ph, cat) alone. Everything else is
+``args`` fields only from the events whose kind carries them (``Python id`` is read from
+python_function events only, ``correlation`` from launches and device work, ...). The
+kind is known per piece because it depends on (ph, cat) alone. Each event's ``args`` is
+gathered at most once, since the kind groups below are disjoint. Everything else is
 vectorised. Missing integers use the ``NA`` sentinel rather than Arrow nulls so columns
 convert to numpy without copies or masks.
 """
@@ -12,145 +13,145 @@ convert to numpy without copies or masks.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
-import pyarrow.compute as pc
 
+from ctda.ingest.encode import flow_ids, ints, labels, strings
 from ctda.ingest.events import RAW_TS_LIST, Args, Event
-from ctda.ingest.kinds import CPU_KINDS, GPU_KINDS, GPU_WORK_KINDS, Kind, kind_lut
+from ctda.ingest.kinds import GPU_KINDS, Kind, kind_lut
 from ctda.ingest.timestamps import NA, TimestampError, exact_micros_to_ns, micros_to_ns
 
 _EMPTY = Args()
-I64 = npt.NDArray[np.int64]
+Rows = npt.NDArray[np.int32]
 Extract = Callable[[Sequence[Args]], list[object]]
+
+#: disjoint groups of kinds whose events carry args we keep
+GROUPS: dict[str, frozenset[Kind]] = {
+    "python": frozenset({Kind.PYTHON}),
+    "cpu_span": frozenset({Kind.CPU_OP, Kind.USER_ANNOTATION}),
+    "device_side": frozenset({Kind.RUNTIME, Kind.DRIVER}) | GPU_KINDS,  # launches, GPU work, syncs
+    "metadata": frozenset({Kind.METADATA}),
+}
+#: integer args: column -> (groups that carry it, extractor over those events' args).
+#: Aliases of one key are read in the same pass, the first spelling winning.
+INT_ARGS: dict[str, tuple[tuple[str, ...], Extract]] = {
+    "correlation": (("device_side",), lambda a: [x.correlation for x in a]),
+    "external_id": (
+        ("cpu_span", "device_side"),
+        lambda a: [x.external_id if x.external_id is not None else x.external_id_old for x in a],
+    ),
+    "ev_idx": (("cpu_span", "python"), lambda a: [x.ev_idx if x.ev_idx is not None else x.ev_idx_new for x in a]),
+    "device": (("device_side",), lambda a: [x.device for x in a]),
+    "stream": (("device_side",), lambda a: [x.stream if x.stream is not None else x.stream_id for x in a]),
+    "wait_on_stream": (("device_side",), lambda a: [x.wait_on_stream for x in a]),
+    "wait_on_event_corr": (("device_side",), lambda a: [x.wait_on_event_corr for x in a]),
+    "python_id": (("python",), lambda a: [x.python_id for x in a]),
+    "python_parent_id": (("python",), lambda a: [x.python_parent_id for x in a]),
+    "fwd_thread_id": (("cpu_span",), lambda a: [x.fwd_thread_id for x in a]),
+    "sequence_nr": (("cpu_span",), lambda a: [x.sequence_nr for x in a]),
+    "nbytes": (("device_side",), lambda a: [x.nbytes for x in a]),
+}
+#: string args, same scheme; metadata events carry names in ``name`` or ``labels``
+STR_ARGS: dict[str, tuple[tuple[str, ...], Extract]] = {
+    "sync_kind": (("device_side",), lambda a: [x.sync_kind for x in a]),
+    "meta_name": (("metadata",), lambda a: [x.name if x.name is not None else x.labels for x in a]),
+}
 
 
 class ChunkProblem(Exception):
-    """A field value the table cannot hold; ``index`` is the event's position in the chunk."""
+    """A field value the table cannot hold; ``index`` is the event's position in the piece."""
 
     def __init__(self, index: int, problem: str) -> None:
         self.index, self.problem = index, problem
         super().__init__(problem)
 
 
-def _kinds(*members: Kind) -> frozenset[Kind]:
-    return frozenset(members)
+@dataclass
+class Sparse:
+    """Values of a column at some rows of a piece; every other row is NA (or "")."""
+
+    rows: Rows
+    values: npt.NDArray[np.int64] | pa.DictionaryArray
 
 
-_HOST = _kinds(Kind.RUNTIME, Kind.DRIVER)
-_CPU_SPANS = _kinds(Kind.CPU_OP, Kind.USER_ANNOTATION)
+@dataclass
+class PieceColumns:
+    """The raw columns of one piece of events, ready to be stacked with the others.
 
-#: integer args: column -> (kinds that carry it, extractor over those events' args).
-#: Aliases of one key are read in the same pass, the first spelling winning.
-INT_ARGS: dict[str, tuple[frozenset[Kind], Extract]] = {
-    "correlation": (_HOST | GPU_KINDS, lambda a: [x.correlation for x in a]),
-    "external_id": (
-        _CPU_SPANS | _HOST | GPU_KINDS,
-        lambda a: [x.external_id if x.external_id is not None else x.external_id_old for x in a],
-    ),
-    "ev_idx": (CPU_KINDS, lambda a: [x.ev_idx if x.ev_idx is not None else x.ev_idx_new for x in a]),
-    "device": (GPU_KINDS | _HOST, lambda a: [x.device for x in a]),
-    "stream": (GPU_KINDS | _HOST, lambda a: [x.stream if x.stream is not None else x.stream_id for x in a]),
-    "wait_on_stream": (GPU_WORK_KINDS | {Kind.SYNC}, lambda a: [x.wait_on_stream for x in a]),
-    "wait_on_event_corr": (_kinds(Kind.SYNC), lambda a: [x.wait_on_event_corr for x in a]),
-    "python_id": (_kinds(Kind.PYTHON), lambda a: [x.python_id for x in a]),
-    "python_parent_id": (_kinds(Kind.PYTHON), lambda a: [x.python_parent_id for x in a]),
-    "fwd_thread_id": (_CPU_SPANS, lambda a: [x.fwd_thread_id for x in a]),
-    "sequence_nr": (_CPU_SPANS, lambda a: [x.sequence_nr for x in a]),
-    "nbytes": (_kinds(Kind.MEMCPY, Kind.MEMSET) | _HOST, lambda a: [x.nbytes for x in a]),
-}
-#: string args, same scheme; metadata events carry names in ``name`` or ``labels``
-STR_ARGS: dict[str, tuple[frozenset[Kind], Extract]] = {
-    "sync_kind": (_kinds(Kind.SYNC), lambda a: [x.sync_kind for x in a]),
-    "meta_name": (_kinds(Kind.METADATA), lambda a: [x.name if x.name is not None else x.labels for x in a]),
-}
-STR_COLUMNS = ("ph", "name", "cat", "pid", "tid", "sync_kind", "meta_name")
+    Columns that only some event kinds carry stay sparse until the whole table is built,
+    which keeps the pieces small to ship between processes and avoids filling NA twice.
+    """
+
+    n: int
+    dense: dict[str, pa.Array | npt.NDArray[np.generic]]
+    sparse: dict[str, Sparse]
 
 
-def chunk_to_batch(events: list[Event], text: bytes) -> pa.RecordBatch:
-    """Columns of one chunk (``text`` is the chunk's JSON, reread only for exact timestamps)."""
-    ph, cat = _strings([e.ph for e in events]), _strings([e.cat for e in events])
+def piece_columns(events: list[Event], text: bytes) -> PieceColumns:
+    """Columns of one piece (``text`` is its JSON, reread only for exact timestamps)."""
+    ph, cat = strings([e.ph for e in events]), strings([e.cat for e in events])
     kind = kind_lut(ph.dictionary.to_pylist(), cat.dictionary.to_pylist())[
         ph.indices.to_numpy(), cat.indices.to_numpy()
     ]
-    cols: dict[str, pa.Array | npt.NDArray[np.generic]] = {
+    dense: dict[str, pa.Array | npt.NDArray[np.generic]] = {
         "ph": ph,
-        "name": _strings([e.name for e in events]),
+        "name": strings([e.name for e in events]),
         "cat": cat,
-        "pid": _labels([e.pid for e in events]),
-        "tid": _labels([e.tid for e in events]),
+        "pid": labels([e.pid for e in events]),
+        "tid": labels([e.tid for e in events]),
         "ts_ns": _timestamps(events, text),
         "dur_ns": _durations([e.dur for e in events]),
+        "kind": kind,
     }
-    flows = np.flatnonzero(kind == Kind.FLOW)
+    flows = _rows_of(kind, frozenset({Kind.FLOW}))
     flow_events = [events[i] for i in flows.tolist()]
-    cols["flow_id"] = _scatter(len(events), flows, _flow_ids([e.id for e in flow_events]))
-    enclosing = np.zeros(len(events), dtype=np.bool_)
-    enclosing[flows] = np.array([e.bp == "e" for e in flow_events], dtype=np.bool_)
-    cols["flow_enclosing"] = enclosing
-    args = _ArgsByKind([e.args for e in events], kind)
-    for col, (kinds, extract) in INT_ARGS.items():
-        rows, sub = args.of(kinds)
-        cols[col] = _scatter(len(events), rows, _ints(extract(sub)))
-    for col, (kinds, extract) in STR_ARGS.items():
-        rows, sub = args.of(kinds)
-        cols[col] = _sparse_strings(len(events), rows, extract(sub))
-    cols["kind"] = kind
-    return pa.RecordBatch.from_pydict({k: pa.array(v) if isinstance(v, np.ndarray) else v for k, v in cols.items()})
+    sparse = {
+        "flow_id": _sparse_ints(flows, flow_ids([e.id for e in flow_events])),
+        "flow_enclosing": Sparse(flows, np.array([e.bp == "e" for e in flow_events], dtype=np.int64)),
+    }
+    groups = {name: _gather_args(events, _rows_of(kind, kinds)) for name, kinds in GROUPS.items()}
+    for col, (names, extract) in INT_ARGS.items():
+        sparse[col] = _joined([_sparse_ints(groups[g][0], ints(extract(groups[g][1]))) for g in names])
+    for col, (names, extract) in STR_ARGS.items():
+        sparse[col] = _joined([_sparse_strings(groups[g][0], extract(groups[g][1])) for g in names])
+    return PieceColumns(len(events), dense, sparse)
 
 
-class _ArgsByKind:
-    """The ``args`` of the events of some kinds, gathered once per distinct kind set."""
-
-    def __init__(self, args: list[Args | None], kind: npt.NDArray[np.int8]) -> None:
-        self._args, self._kind = args, kind
-        self._cache: dict[frozenset[Kind], tuple[I64, list[Args]]] = {}
-
-    def of(self, kinds: frozenset[Kind]) -> tuple[I64, list[Args]]:
-        if kinds not in self._cache:
-            lut = np.zeros(max(Kind) + 1, dtype=np.bool_)
-            lut[[int(k) for k in kinds]] = True
-            rows = np.flatnonzero(lut[self._kind])
-            args = self._args
-            self._cache[kinds] = rows, [args[i] or _EMPTY for i in rows.tolist()]
-        return self._cache[kinds]
+def _rows_of(kind: npt.NDArray[np.int8], kinds: frozenset[Kind]) -> Rows:
+    lut = np.zeros(max(Kind) + 1, dtype=np.bool_)
+    lut[[int(k) for k in kinds]] = True
+    return np.flatnonzero(lut[kind]).astype(np.int32)
 
 
-def _scatter(n: int, rows: I64, values: I64) -> I64:
-    out = np.full(n, NA, dtype=np.int64)
-    out[rows] = values
-    return out
+def _gather_args(events: list[Event], rows: Rows) -> tuple[Rows, list[Args]]:
+    return rows, [events[i].args or _EMPTY for i in rows.tolist()]
 
 
-def _ints(values: Sequence[object]) -> I64:
-    """Loosely typed integer args ("4096", 4096.0, 4096) as int64; anything else is NA."""
-    try:
-        # no target type: pyarrow would silently truncate 2.5 to 2 when asked for int64
-        arr = pa.array(values)
-    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
-        arr = pa.array([], pa.null())
-    if not (pa.types.is_integer(arr.type) or pa.types.is_null(arr.type)) or len(arr) != len(values):
-        arr = pa.array([_as_int(v) for v in values], type=pa.int64())
-    return arr.cast(pa.int64()).fill_null(NA).to_numpy(zero_copy_only=False)
+def _sparse_ints(rows: Rows, values: npt.NDArray[np.int64]) -> Sparse:
+    keep = values != NA
+    return Sparse(rows[keep], values[keep])
 
 
-def _as_int(value: object) -> int | None:
-    """Coerce one loosely typed integer arg; anything that is not an integer is missing."""
-    if value is None or isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value if -(2**63) < value < 2**63 else None
-    if isinstance(value, float):
-        return int(value) if value.is_integer() and abs(value) < 2**63 else None
-    try:
-        return _as_int(int(str(value), 0))
-    except ValueError:
-        return None
+def _sparse_strings(rows: Rows, values: list[object]) -> Sparse:
+    if values.count(None) == len(values):
+        return Sparse(rows[:0], strings([]))
+    keep = np.array([isinstance(v, str) for v in values], dtype=np.bool_)
+    return Sparse(rows[keep], strings([v for v in values if isinstance(v, str)]))
 
 
-def _timestamps(events: list[Event], text: bytes) -> I64:
+def _joined(parts: list[Sparse]) -> Sparse:
+    if len(parts) == 1:
+        return parts[0]
+    if isinstance(parts[0].values, np.ndarray):
+        return Sparse(np.concatenate([p.rows for p in parts]), np.concatenate([p.values for p in parts]))
+    joined = pa.chunked_array([p.values for p in parts]).unify_dictionaries().combine_chunks()
+    return Sparse(np.concatenate([p.rows for p in parts]), joined)
+
+
+def _timestamps(events: list[Event], text: bytes) -> npt.NDArray[np.int64]:
     """``ts`` in ns; epoch-scale float microseconds are reparsed from the text to stay exact."""
     try:
         ns, exact = micros_to_ns([e.ts for e in events])
@@ -161,64 +162,9 @@ def _timestamps(events: list[Event], text: bytes) -> I64:
     return ns
 
 
-def _durations(values: Sequence[int | float | None]) -> I64:
+def _durations(values: Sequence[int | float | None]) -> npt.NDArray[np.int64]:
     try:
         # durations are small, so float64 holds them to the ns; no text reparse needed
         return micros_to_ns(values)[0]
     except TimestampError as exc:
         raise ChunkProblem(exc.index, f"field dur: {exc.problem}") from None
-
-
-def _strings(values: Sequence[str]) -> pa.DictionaryArray:
-    return pc.dictionary_encode(pa.array(values, pa.string()))
-
-
-def _sparse_strings(n: int, rows: I64, values: Sequence[object]) -> pa.DictionaryArray:
-    """A string column set only at ``rows``; the rest are "" (code 0)."""
-    indices = np.zeros(n, dtype=np.int32)
-    if not len(rows):
-        return pa.DictionaryArray.from_arrays(pa.array(indices), pa.array([""]))
-    sub = pc.dictionary_encode(pa.array([v if isinstance(v, str) else "" for v in values], pa.string()))
-    indices[rows] = sub.indices.to_numpy() + 1
-    return pa.DictionaryArray.from_arrays(pa.array(indices), pa.array([""] + sub.dictionary.to_pylist()))
-
-
-def _labels(values: Sequence[int | str]) -> pa.DictionaryArray:
-    """Dictionary-encode pid/tid labels as strings; the all-int case avoids per-event str()."""
-    try:
-        ints = pc.dictionary_encode(pa.array(values, type=pa.int64()))
-        return pa.DictionaryArray.from_arrays(ints.indices, ints.dictionary.cast(pa.string()))
-    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
-        pass
-    # mixed: 7 and "7" name the same thread, so codes follow the label, not the value
-    label_code: dict[str, int] = {}
-    value_code = {v: label_code.setdefault(str(v), len(label_code)) for v in dict.fromkeys(values)}
-    codes = np.fromiter(map(value_code.__getitem__, values), dtype=np.int32, count=len(values))
-    return pa.DictionaryArray.from_arrays(pa.array(codes), pa.array(list(label_code), pa.string()))
-
-
-def _flow_ids(values: Sequence[int | str | None]) -> I64:
-    """Flow ids are ints in every known trace; strings (hex or text) and huge ints are hashed stably."""
-    try:
-        return pa.array(values, type=pa.int64()).fill_null(NA).to_numpy(zero_copy_only=False)
-    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
-        pass
-    return np.array([_flow_id(v) for v in values], dtype=np.int64)
-
-
-def _flow_id(value: int | str | None) -> int:
-    if value is None:
-        return int(NA)
-    if isinstance(value, str):
-        try:
-            value = int(value, 0)
-        except ValueError:
-            return hash_label(value)
-    return value if -(2**63) < value < 2**63 else hash_label(str(value))
-
-
-def hash_label(text: str) -> int:
-    """A stable 62-bit id for a non-numeric label (Python's hash() is salted per run)."""
-    import hashlib
-
-    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little") >> 2

@@ -1,4 +1,4 @@
-"""Stage 2b: one piece of event-array text -> an Arrow batch, or why it could not be.
+"""Stage 2b: one piece of event-array text -> its columns, or why it could not be.
 
 This is the unit of work a decode worker runs, so its result is a small picklable value
 rather than an exception: the caller decides, in document order, whether a failure is a
@@ -12,9 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import msgspec
-import pyarrow as pa
 
-from ctda.ingest.columns import ChunkProblem, chunk_to_batch
+from ctda.ingest.columns import ChunkProblem, PieceColumns, piece_columns
 from ctda.ingest.events import EVENT_LIST
 
 _BYTE = re.compile(r"\(byte (\d+)\)")
@@ -22,9 +21,9 @@ _BYTE = re.compile(r"\(byte (\d+)\)")
 
 @dataclass
 class Decoded:
-    """The outcome of decoding one piece: a batch, or a problem at an event or a byte."""
+    """The outcome of decoding one piece: its columns, or a problem at an event or a byte."""
 
-    batch: pa.RecordBatch | None = None
+    columns: PieceColumns | None = None
     #: the text is not a list of whole events: it ends inside one (or the file is truncated)
     ends_inside: bool = False
     event: int = -1  # index within the piece of the event a problem is about
@@ -33,7 +32,7 @@ class Decoded:
 
 
 def decode_piece(text: bytes) -> Decoded:
-    """Decode ``[ev, ..., ev]`` into a record batch of raw columns."""
+    """Decode ``[ev, ..., ev]`` into raw columns."""
     try:
         events = EVENT_LIST.decode(text)
     except msgspec.ValidationError as exc:
@@ -41,7 +40,7 @@ def decode_piece(text: bytes) -> Decoded:
     except msgspec.DecodeError as exc:
         return _malformed(exc, len(text))
     try:
-        return Decoded(batch=chunk_to_batch(events, text))
+        return Decoded(columns=piece_columns(events, text))
     except ChunkProblem as exc:
         return Decoded(event=exc.index, problem=exc.problem)
 

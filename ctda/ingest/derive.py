@@ -20,7 +20,7 @@ from ctda.ingest.npx import factorize
 from ctda.ingest.table import EventTable, TraceMeta
 from ctda.ingest.timestamps import NA
 
-__all__ = ["bind_flows", "derive", "launchers", "lanes", "steps"]
+__all__ = ["bind_flows", "derive", "lanes", "launchers", "steps"]
 
 STEP_RE = re.compile(r"^ProfilerStep#(\d+)$")
 _STREAM_RE = re.compile(r"^(?:stream\s*)?(-?\d+)")
@@ -161,7 +161,13 @@ def steps(
     rows = np.flatnonzero((step_of_code[name] >= 0) & in_kinds(kind, CPU_KINDS))
     rows = rows[np.argsort(ts[rows], kind="stable")]
     table = pd.DataFrame(
-        {"step": step_of_code[name[rows]], "uid": rows, "ts_ns": ts[rows], "dur_ns": dur[rows], "lane": lane[rows]}
+        {
+            "step": step_of_code[name[rows]],
+            "uid": rows,
+            "ts_ns": ts[rows],
+            "dur_ns": dur[rows],
+            "lane": lane[rows],
+        }
     )
     out = np.full(n, -1, dtype=np.int32)
     if len(rows) == 0:

@@ -9,16 +9,14 @@ stack walk has a closed form, which lets it run vectorised instead of event by e
   walk stops at the topmost open one, which is the latest open one);
 * depth[k] = depth[parent] + 1, since nothing below the parent is popped while it is open.
 
-"Latest earlier j with end[j] > x" is answered for all k at once by binary lifting over a
-sparse table of range maxima of ``end``.
+"Latest earlier j with end[j] > x" is answered for all k at once by walking a max-tree of
+``end`` over aligned power-of-two blocks (2n values), O(log n) vector steps in all.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import numpy.typing as npt
-
-from ctda.ingest.npx import unique
 
 I64 = npt.NDArray[np.int64]
 
@@ -39,16 +37,38 @@ def nest(
     depth = np.zeros(n, dtype=np.int16)
     if len(rows) == 0:
         return parent, depth, 0
-    dur0 = np.maximum(dur[rows], 0)
-    order = np.lexsort((-dur0, ts[rows], lane[rows]))
-    uid = rows[order]
-    start, end, seg = ts[uid], ts[uid] + dur0[order], lane[uid]
+    uid = rows[_walk_order(lane[rows], ts[rows], np.maximum(dur[rows], 0))]
+    start, seg = ts[uid], lane[uid]
+    end = start + np.maximum(dur[uid], 0)
     up = _latest_open_before(start, end, _segment_starts(seg))
     has = up >= 0
     parent[uid[has]] = uid[up[has]]
     depth[uid] = np.minimum(_depths(up), np.iinfo(np.int16).max)
     partial = int(np.sum(end[has] > end[up[has]]))
     return parent, depth, partial
+
+
+def _walk_order(lane: npt.NDArray[np.int32], ts: I64, dur: I64) -> I64:
+    """Order by (lane, ts, longer first), using cheap sorts where the data allows.
+
+    Events mostly come in time order, so a stable argsort on ts is nearly free, and lanes
+    fit a 16-bit radix sort. Equal (lane, ts) runs are then reordered by duration.
+    """
+    if len(lane) and int(lane.max()) >= 2**16:
+        return np.lexsort((-dur, ts, lane))
+    order = np.argsort(ts, kind="stable")
+    order = order[np.argsort(lane[order].astype(np.uint16), kind="stable")]
+    t, ln = ts[order], lane[order]
+    tie = np.zeros(len(order), dtype=np.bool_)
+    tie[1:] = (t[1:] == t[:-1]) & (ln[1:] == ln[:-1])
+    if tie.any():
+        tie[:-1] |= tie[1:]  # include the first member of each run
+        pos = np.flatnonzero(tie)
+        run = np.cumsum(
+            ~np.concatenate([[False], (t[pos[1:]] == t[pos[:-1]]) & (ln[pos[1:]] == ln[pos[:-1]])])
+        )
+        order[pos] = order[pos][np.lexsort((-dur[order[pos]], run))]
+    return order
 
 
 def _segment_starts(seg: npt.NDArray[np.int32]) -> I64:
@@ -58,44 +78,66 @@ def _segment_starts(seg: npt.NDArray[np.int32]) -> I64:
     return np.maximum.accumulate(np.where(first, np.arange(len(seg)), 0))
 
 
+def _floor_log2(x: I64) -> I64:
+    """floor(log2(x)) for positive ints below 2**53, exactly (frexp, not float log2)."""
+    return np.frexp(x.astype(np.float64))[1].astype(np.int64) - 1
+
+
 def _latest_open_before(start: I64, end: I64, lo: I64) -> I64:
     """Per k: the largest j in [lo[k], k) with end[j] > start[k], else -1.
 
-    Binary lifting from k downwards: skip a block [cur - 2**t, cur) when all its ends are
-    <= start[k]; the blocks skipped add up to the longest closed run before k.
+    ``tree`` holds max(end) over every aligned block [b * 2**t, (b + 1) * 2**t). Walking
+    left from k, whole blocks whose max is <= start[k] are skipped, taking the largest
+    aligned block that fits each time; the first block that cannot be skipped contains
+    the answer and is then halved down to one position, keeping the right half when it
+    holds a value > start[k].
     """
     n = len(start)
-    rank_end, rank_start = _ranks(end, start)
-    levels = [rank_end]
-    while (1 << len(levels)) <= n:
-        prev, half = levels[-1], 1 << (len(levels) - 1)
-        levels.append(np.maximum(prev[:-half], prev[half:]))  # max of end over [x, x + 2**t)
-    cur = np.arange(n)
-    for t in range(len(levels) - 1, -1, -1):
-        cand = cur - (1 << t)
-        ok = cand >= lo
-        idx = np.flatnonzero(ok)
-        ok[idx] = levels[t][cand[idx]] <= rank_start[idx]
-        cur = np.where(ok, cand, cur)
-    found = cur - 1
-    return np.where(found >= lo, found, -1)
+    levels = [end]
+    while len(levels[-1]) > 1:
+        prev = levels[-1]
+        half = len(prev) // 2
+        levels.append(np.maximum(prev[0 : 2 * half : 2], prev[1 : 2 * half : 2]))
+    offset = np.cumsum([0] + [len(level) for level in levels[:-1]])
+    tree = np.concatenate(levels)
+    # per position p: trailing zeros of p and floor(log2(p)), looked up instead of recomputed
+    pos = np.arange(n + 1, dtype=np.int64)
+    pos[0] = 1
+    log2 = _floor_log2(pos)
+    tz = _floor_log2(pos & -pos)
+
+    def block_max(t: I64, stop: I64) -> I64:  # max over [stop - 2**t, stop); stop % 2**t == 0
+        return tree[offset[t] + (stop >> t) - 1]
+
+    cur = np.arange(n, dtype=np.int64)  # exclusive right end of the unexplored part
+    size = np.full(n, -1, dtype=np.int64)  # log2 size of the block holding the answer
+    # the previous slice still open is the commonest case: settle it without the walk
+    direct = np.zeros(n, dtype=np.bool_)
+    direct[1:] = (lo[1:] < pos[1:n]) & (end[:-1] > start[1:])
+    size[direct] = 0
+    live = np.flatnonzero(~direct & (cur > lo))
+    while len(live):
+        c = cur[live]
+        t = np.minimum(tz[c], log2[c - lo[live]])
+        skip = block_max(t, c) <= start[live]
+        size[live[~skip]] = t[~skip]
+        live, c = live[skip], c[skip] - (1 << t[skip])
+        cur[live] = c
+        live = live[c > lo[live]]
+    live = np.flatnonzero(size > 0)
+    while len(live):
+        t = size[live] - 1
+        c = cur[live]
+        cur[live] = np.where(block_max(t, c) <= start[live], c - (1 << t), c)
+        size[live] = t
+        live = live[t > 0]
+    return np.where(size >= 0, cur - 1, -1)
 
 
-def _ranks(end: I64, start: I64) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.int32]]:
-    """``end`` and ``start`` as int32 ranks in their joint order, to halve the table's memory."""
-    values = unique(np.concatenate([end, start]))
-    if len(values) >= 2**31:  # pragma: no cover - beyond any real trace
-        raise ValueError("too many distinct timestamps")
-    return (
-        np.searchsorted(values, end).astype(np.int32),
-        np.searchsorted(values, start).astype(np.int32),
-    )
-
-
-def _depths(up: I64) -> I64:
+def _depths(up: I64) -> npt.NDArray[np.int32]:
     """Number of ancestors of each position, by pointer doubling over ``up`` (parent position)."""
-    depth = (up >= 0).astype(np.int64)
-    jump = up.copy()
+    depth = (up >= 0).astype(np.int32)
+    jump = up.astype(np.int32)
     while True:
         live = np.flatnonzero(jump >= 0)
         if not len(live):

@@ -14,61 +14,67 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import msgspec
-import pyarrow as pa
 
 from ctda.ingest.chunks import Chunker, Piece, merge
+from ctda.ingest.columns import PieceColumns
 from ctda.ingest.decode import Decoded, decode_last, decode_piece
 from ctda.ingest.errors import TraceError
 from ctda.ingest.events import METADATA
-from ctda.ingest.pool import DecodeWorker, WorkerLost, worker_available
+from ctda.ingest.pool import DecodePool, WorkerLost, pool_available, usable_cpus
 from ctda.ingest.source import Framing
 
-#: pieces queued at the worker; 2 keeps it busy while the main process decodes one
-DEPTH = 6
+#: pieces in flight per worker: enough to keep each busy, few enough to bound memory
+DEPTH = 2
 
 
 def decode_pieces(
     chunker: Chunker, progress: Callable[[int], None] | None = None, parallel: bool = True
-) -> tuple[list[pa.RecordBatch], bytes]:
-    """All event batches in document order, and the document text after the event array."""
+) -> tuple[list[PieceColumns], bytes]:
+    """The columns of every piece in document order, and the document text after the event array."""
     order = _InOrder(chunker)
-    worker: DecodeWorker | None = None
+    pool: DecodePool | None = None
     try:
         for piece in chunker.pieces(progress):
             order.add(piece)
             if piece.last:
-                order.decode_last_early()
+                order.decode_last_early()  # while the workers finish the rest
                 break
-            if worker is None and parallel and worker_available():
-                worker = DecodeWorker()  # a second piece exists: the file is worth a process
-            if worker is not None and len(worker.inflight) < DEPTH:
-                worker.submit(piece.index, piece.text)
-            else:
-                order.outcome(piece.index, decode_piece(piece.text))
-            if worker is not None:
-                worker = _collect(worker, order, wait=False)
+            if pool is None and parallel and piece.index == 0 and pool_available():
+                pool = DecodePool(usable_cpus(), DEPTH)  # more than one piece: worth the processes
+            pool = _dispatch(pool, order, piece)
             order.advance()
-        while worker is not None and worker.inflight:
-            worker = _collect(worker, order, wait=True)
+        while pool is not None and pool.inflight:
+            pool = _collect(pool, order, wait=True)
             order.advance()
         order.advance()
     finally:
-        if worker is not None:
-            worker.close()
+        if pool is not None:
+            pool.close()
     return order.finish()
 
 
-def _collect(worker: DecodeWorker, order: _InOrder, wait: bool) -> DecodeWorker | None:
-    """Move the worker's results into ``order``; if it died, redo its pieces here."""
+def _dispatch(pool: DecodePool | None, order: _InOrder, piece: Piece) -> DecodePool | None:
+    """Queue ``piece`` for the workers (once one has room), or decode it here if there are none."""
+    while pool is not None and pool.full:
+        pool = _collect(pool, order, wait=True)
+    if pool is None:
+        order.outcome(piece.index, decode_piece(piece.text))
+        return None
+    pool.submit(piece.index, piece.text)
+    return _collect(pool, order, wait=False)
+
+
+def _collect(pool: DecodePool, order: _InOrder, wait: bool) -> DecodePool | None:
+    """Move the pool's results into ``order``; if a worker died, redo its pieces here."""
     try:
-        for index, decoded in worker.results(wait):
+        for index, decoded in pool.results(wait):
             order.outcome(index, decoded)
     except WorkerLost:
-        for index in sorted(worker.inflight):
+        for index in sorted(pool.inflight):
             order.outcome(index, None)
-        worker.close()
+        pool.close()
         return None
-    return worker
+    return pool
 
 
 @dataclass
@@ -79,7 +85,7 @@ class _InOrder:
     pieces: dict[int, Piece] = field(default_factory=dict)  # produced, not yet accepted
     outcomes: dict[int, Decoded] = field(default_factory=dict)
     absorbed: set[int] = field(default_factory=set)  # merged into the piece before them
-    batches: list[pa.RecordBatch] = field(default_factory=list)
+    pieces_done: list[PieceColumns] = field(default_factory=list)
     tail: bytes | None = None
     last: tuple[Piece, Decoded, bytes] | None = None  # decoded ahead of its turn
     next: int = 0
@@ -140,10 +146,10 @@ class _InOrder:
         return True
 
     def _accept(self, piece: Piece, decoded: Decoded) -> None:
-        if decoded.batch is None:
+        if decoded.columns is None:
             raise TraceError(self.path, self._explain(piece, decoded))
-        self.batches.append(decoded.batch)
-        self.n_events += decoded.batch.num_rows
+        self.pieces_done.append(decoded.columns)
+        self.n_events += decoded.columns.n
         del self.pieces[piece.index]
 
     def _explain(self, piece: Piece, decoded: Decoded) -> str:
@@ -152,7 +158,9 @@ class _InOrder:
         if decoded.byte >= 0:
             return f"malformed JSON at byte {piece.offset + decoded.byte - 1}: {decoded.problem}"
         if decoded.ends_inside:
-            return decoded.problem if "truncated" in decoded.problem else f"truncated JSON ({decoded.problem})"
+            return (
+                decoded.problem if "truncated" in decoded.problem else f"truncated JSON ({decoded.problem})"
+            )
         return decoded.problem or "unreadable event array"
 
     def _tail_ok(self, tail: bytes) -> bool:
@@ -166,7 +174,7 @@ class _InOrder:
             return False
         return True
 
-    def finish(self) -> tuple[list[pa.RecordBatch], bytes]:
+    def finish(self) -> tuple[list[PieceColumns], bytes]:
         if self.tail is None:  # pragma: no cover - the last piece always ends the loop
             raise TraceError(self.path, "internal error: the event array was not fully decoded")
-        return self.batches, self.tail
+        return self.pieces_done, self.tail

@@ -1,9 +1,10 @@
-"""A second process that decodes pieces while the main process decompresses and decodes others.
+"""Worker processes that decode pieces while the main process decompresses and cuts.
 
-msgspec holds the GIL while it builds Python objects, so threads would not overlap; a
-forked process shares the already-imported modules, starts in milliseconds, and sends
-back compact Arrow batches. Pieces go out and results come back through queues whose
-feeder threads keep either side from blocking on the pipe.
+msgspec holds the GIL while it builds Python objects, so threads would not overlap; forked
+processes share the already-imported modules, start in milliseconds, and send back
+compact columns. Workers take pieces from one shared queue, which balances the load by
+itself; the main process mostly waits, so its queue feeder threads never starve for the
+GIL.
 """
 
 from __future__ import annotations
@@ -17,38 +18,51 @@ from multiprocessing.queues import Queue
 
 from ctda.ingest.decode import Decoded, decode_piece
 
-#: how long to wait for a result before checking that the worker is still alive
+#: how long to wait for a result before checking that the workers are still alive
 POLL_SECONDS = 0.5
 Result = tuple[int, Decoded | None]
 
 
-def worker_available() -> bool:
-    """Whether a forked decode worker can help: fork exists and a second core is ours."""
+def usable_cpus() -> int:
+    """CPUs this process may run on."""
     try:
-        cpus = len(os.sched_getaffinity(0))
+        return len(os.sched_getaffinity(0))
     except AttributeError:  # pragma: no cover - platforms without sched_getaffinity
-        cpus = os.cpu_count() or 1
-    return cpus >= 2 and "fork" in mp.get_all_start_methods()
+        return os.cpu_count() or 1
+
+
+def pool_available() -> bool:
+    """Whether forked decode workers can help: fork exists and a second core is ours."""
+    return usable_cpus() >= 2 and "fork" in mp.get_all_start_methods()
 
 
 class WorkerLost(RuntimeError):
-    """The worker process died (e.g. killed for memory); its pieces must be redone."""
+    """A worker process died (e.g. killed for memory); the pieces in flight must be redone."""
 
 
-class DecodeWorker:
-    """One forked process running :func:`decode_piece` on submitted pieces."""
+class DecodePool:
+    """Forked processes running :func:`decode_piece` on submitted pieces."""
 
-    def __init__(self) -> None:
+    def __init__(self, workers: int, depth: int) -> None:
+        self.capacity = workers * depth  # pieces in flight at most, to bound memory
         ctx = mp.get_context("fork")
         self._todo: Queue[tuple[int, bytes] | None] = ctx.Queue()
         self._done: Queue[Result] = ctx.Queue()
-        self._proc = ctx.Process(target=_serve, args=(self._todo, self._done), name="ctda-decode", daemon=True)
+        self._procs = [
+            ctx.Process(target=_serve, args=(self._todo, self._done), name=f"ctda-decode-{i}", daemon=True)
+            for i in range(workers)
+        ]
         with warnings.catch_warnings():
             # Python >= 3.12 warns on fork() with other threads alive (e.g. a progress bar's);
-            # the child only runs decode_piece and takes no lock those threads could hold
+            # the children only run decode_piece and take no lock those threads could hold
             warnings.simplefilter("ignore", DeprecationWarning)
-            self._proc.start()
+            for proc in self._procs:
+                proc.start()
         self.inflight: set[int] = set()
+
+    @property
+    def full(self) -> bool:
+        return len(self.inflight) >= self.capacity
 
     def submit(self, index: int, text: bytes) -> None:
         self._todo.put((index, text))
@@ -63,26 +77,29 @@ class DecodeWorker:
             except queue.Empty:
                 if not wait or out:
                     break
-                if not self._proc.is_alive():
-                    raise WorkerLost(f"decode worker exited with code {self._proc.exitcode}") from None
+                if not all(p.is_alive() for p in self._procs):
+                    codes = [p.exitcode for p in self._procs if not p.is_alive()]
+                    raise WorkerLost(f"decode worker exited with code {codes[0]}") from None
                 continue
             self.inflight.discard(item[0])
             out.append(item)
         return out
 
     def close(self) -> None:
-        """Stop the worker; pieces still queued are abandoned."""
-        if self._proc.is_alive():
-            try:
+        """Stop the workers; pieces still queued are abandoned."""
+        try:
+            for _ in self._procs:
                 self._todo.put(None)
-                self._proc.join(timeout=2.0)
-            finally:
-                if self._proc.is_alive():
-                    self._proc.terminate()
-                    self._proc.join(timeout=2.0)
-        for q in (self._todo, self._done):
-            q.cancel_join_thread()
-            q.close()
+            for proc in self._procs:
+                proc.join(timeout=2.0)
+        finally:
+            for proc in self._procs:
+                if proc.is_alive():
+                    proc.terminate()
+                    proc.join(timeout=2.0)
+            for q in (self._todo, self._done):
+                q.cancel_join_thread()
+                q.close()
 
 
 def _serve(todo: Queue[tuple[int, bytes] | None], done: Queue[Result]) -> None:

@@ -1,6 +1,6 @@
-"""The trace reader pipeline: file -> pieces -> Arrow batches -> one table -> derived columns.
+"""The trace reader pipeline: file -> pieces -> columns -> one table -> derived columns.
 
-    read_trace(path) = derive(assemble(decode_pieces(Chunker(path))))
+read_trace(path) = derive(assemble(decode_pieces(Chunker(path))))
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import numpy as np
 import pyarrow as pa
 
 from ctda.ingest import chunks
+from ctda.ingest.assemble import assemble
 from ctda.ingest.derive import derive
 from ctda.ingest.errors import TraceError
 from ctda.ingest.events import METADATA
@@ -40,12 +41,12 @@ def read_trace(path: str | Path, progress: Progress | None = None, *, parallel: 
         except (OSError, ValueError, KeyError, TypeError, pa.ArrowException) as exc:
             raise TraceError(p, f"not a readable ctda Parquet table ({exc})") from None
     chunker = chunks.Chunker(p, chunks.CHUNK_BYTES)
-    batches, tail = decode_pieces(chunker, progress, parallel)
+    pieces, tail = decode_pieces(chunker, progress, parallel)
     meta = TraceMeta(path=str(p), n_bytes=chunker.n_bytes)
     assert chunker.framing is not None  # set before the last piece is produced
     chunker.framing.tail = tail
     read_document_meta(p, chunker.framing, meta)
-    events = assemble(p, batches)
+    events = assemble(p, pieces)
     check_complete_events(p, events)
     return derive(events, meta)
 
@@ -81,24 +82,6 @@ def read_document_meta(path: Path, framing: Framing, meta: TraceMeta) -> None:
     meta.base_time_ns = bt if isinstance(bt, int) else None
     name = doc.get("traceName")
     meta.trace_name = name if isinstance(name, str) else None
-
-
-def assemble(path: Path, batches: list[pa.RecordBatch]) -> pa.Table:
-    """One single-chunk table of all batches, with ``uid`` = position in the event array.
-
-    Columns are combined one at a time and the per-batch copies dropped as we go, so the
-    peak is the table plus one column rather than twice the table.
-    """
-    n = sum(b.num_rows for b in batches)
-    if n == 0:
-        raise TraceError(path, "no events (traceEvents is empty)")
-    chunked = pa.Table.from_batches(batches).unify_dictionaries()
-    batches.clear()
-    columns: dict[str, pa.Array] = {"uid": pa.array(np.arange(n, dtype=np.int64))}
-    for name in list(chunked.column_names):
-        columns[name] = chunked.column(name).combine_chunks()
-        chunked = chunked.drop_columns([name])
-    return pa.table(columns)
 
 
 def check_complete_events(path: Path, events: pa.Table) -> None:

@@ -24,7 +24,7 @@ def _table(title: str, df: pd.DataFrame, cols: list[tuple[str, str, str]]) -> Ta
     """cols: (column, header, format) with format in {"ms", "pct", "int", "str"}."""
     t = Table(title=title, title_justify="left", show_edge=False, header_style="bold")
     for _, header, fmt in cols:
-        t.add_column(header, justify="left" if fmt == "str" else "right", overflow="fold", max_width=70 if fmt == "str" else None)
+        t.add_column(header, justify="left" if fmt == "str" else "right", overflow="ellipsis", no_wrap=True)
     for row in df.to_dict(orient="records"):
         t.add_row(*[_fmt(row[c], f) for c, _, f in cols])
     return t
@@ -37,7 +37,12 @@ def _fmt(v: object, fmt: str) -> str:
         return pct(float(v))  # type: ignore[arg-type]
     if fmt == "int":
         return f"{int(v):,}"  # type: ignore[call-overload]
-    return str(v)
+    return shorten(str(v))
+
+
+def shorten(text: str, limit: int = 72) -> str:
+    """Kernel names run to hundreds of characters; keep the head, which names them."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 HOT_COLS = [
@@ -69,16 +74,35 @@ def render_table(r: Report, console: Console) -> None:
         (f"[mode {r.options['mode']}, cross-thread: {','.join(r.options['cross_thread']) or 'none'}]", "dim"),
     )
     parts: list[object] = [head]
-    parts.append(_table("Per window", r.steps.assign(start_ms=r.steps.start_ms.map(lambda x: f"{x:,.3f}")), STEP_COLS))
-    parts.append(_table("Bound by", r.by_class, [("class", "class", "str"), ("cp_ns", "CP ms", "ms"), ("share", "% of CP", "pct")]))
+    parts.append(
+        _table("Per window", r.steps.assign(start_ms=r.steps.start_ms.map(lambda x: f"{x:,.3f}")), STEP_COLS)
+    )
+    parts.append(
+        _table(
+            "Bound by",
+            r.by_class,
+            [("class", "class", "str"), ("cp_ns", "CP ms", "ms"), ("share", "% of CP", "pct")],
+        )
+    )
     parts.append(_table("Top hotspots (time on the critical path)", r.hotspots, HOT_COLS))
-    parts.append(_table("By thread / stream", r.by_lane.head(8), [("lane", "lane", "str"), ("cp_ns", "CP ms", "ms"), ("share", "% of CP", "pct")]))
+    parts.append(
+        _table(
+            "By thread / stream",
+            r.by_lane.head(8),
+            [("lane", "lane", "str"), ("cp_ns", "CP ms", "ms"), ("share", "% of CP", "pct")],
+        )
+    )
     if len(r.near_critical):
         parts.append(
             _table(
                 "Near-critical events (off the path, least slack)",
                 r.near_critical,
-                [("name", "name", "str"), ("slack_ns", "slack ms", "ms"), ("duration_ns", "duration ms", "ms"), ("lane", "lane", "str")],
+                [
+                    ("name", "name", "str"),
+                    ("slack_ns", "slack ms", "ms"),
+                    ("duration_ns", "duration ms", "ms"),
+                    ("lane", "lane", "str"),
+                ],
             )
         )
     if r.recommendations:
@@ -113,13 +137,17 @@ def render_markdown(r: Report) -> str:
         _md_table(r.steps.assign(start_ms=r.steps.start_ms.map(lambda x: f"{x:,.3f}")), STEP_COLS),
         "",
         "## Bound by",
-        _md_table(r.by_class, [("class", "class", "str"), ("cp_ns", "CP ms", "ms"), ("share", "% of CP", "pct")]),
+        _md_table(
+            r.by_class, [("class", "class", "str"), ("cp_ns", "CP ms", "ms"), ("share", "% of CP", "pct")]
+        ),
         "",
         "## Top hotspots",
         _md_table(r.hotspots, HOT_COLS),
         "",
         "## By thread / stream",
-        _md_table(r.by_lane, [("lane", "lane", "str"), ("cp_ns", "CP ms", "ms"), ("share", "% of CP", "pct")]),
+        _md_table(
+            r.by_lane, [("lane", "lane", "str"), ("cp_ns", "CP ms", "ms"), ("share", "% of CP", "pct")]
+        ),
     ]
     if r.recommendations:
         out += ["", "## Recommendations", *[f"- {x}" for x in r.recommendations]]

@@ -47,15 +47,33 @@ def render_scenario(sc: Scenario, console: Console, fmt: str, top: int) -> None:
         return
     console.print(
         Text.assemble(
-            ("what-if ", "bold"), (sc.name, "cyan"),
+            ("what-if ", "bold"),
+            (sc.name, "cyan"),
             f": {d['events_changed']:,} events changed; total {ms(d['base_ns'])} ms -> ",
             (f"{ms(d['predicted_ns'])} ms", "bold green" if d["delta_ns"] < 0 else "bold red"),
             f" ({d['delta_ns'] / max(d['base_ns'], 1):+.1%}, {d['speedup']:.2f}x)",
         )
     )
     steps = pd.DataFrame(d["steps"])
-    console.print(_table("Per window", steps, [("window", "window", "str"), ("base_ns", "base ms", "ms"), ("predicted_ns", "predicted ms", "ms"), ("delta_ns", "delta ms", "ms")]))
-    console.print(_table("Bound by (predicted)", pd.DataFrame(d["bound_by"]), [("class", "class", "str"), ("cp_ns", "CP ms", "ms"), ("share", "% of CP", "pct")]))
+    console.print(
+        _table(
+            "Per window",
+            steps,
+            [
+                ("window", "window", "str"),
+                ("base_ns", "base ms", "ms"),
+                ("predicted_ns", "predicted ms", "ms"),
+                ("delta_ns", "delta ms", "ms"),
+            ],
+        )
+    )
+    console.print(
+        _table(
+            "Bound by (predicted)",
+            pd.DataFrame(d["bound_by"]),
+            [("class", "class", "str"), ("cp_ns", "CP ms", "ms"), ("share", "% of CP", "pct")],
+        )
+    )
     console.print(_table("Top hotspots (predicted)", pd.DataFrame(d["hotspots"]), HOT_COLS))
     if d["moved_onto_path"]:
         console.print(Text("moved onto the path: " + ", ".join(d["moved_onto_path"]), style="yellow"))
@@ -68,14 +86,22 @@ def render_opportunities(df: pd.DataFrame, a: Analysis, console: Console, fmt: s
         console.print_json(json.dumps(json_ready(df.to_dict(orient="records")), default=str))
         return
     s, e = a.window_bounds()
-    console.print(Text(f"Opportunities over {len(s)} window(s), {ms(float((e - s).sum()))} ms in all", style="bold"))
+    console.print(
+        Text(f"Opportunities over {len(s)} window(s), {ms(float((e - s).sum()))} ms in all", style="bold")
+    )
     console.print(
         _table(
             "Predicted saving",
             df,
-            [("group", "by", "str"), ("name", "name", "str"), ("events", "events", "int"),
-             ("saving_2x_ns", "2x faster: ms", "ms"), ("saving_2x_share", "%", "pct"),
-             ("saving_removed_ns", "removed: ms", "ms"), ("saving_removed_share", "%", "pct")],
+            [
+                ("group", "by", "str"),
+                ("name", "name", "str"),
+                ("events", "events", "int"),
+                ("saving_2x_ns", "2x faster: ms", "ms"),
+                ("saving_2x_share", "%", "pct"),
+                ("saving_removed_ns", "removed: ms", "ms"),
+                ("saving_removed_share", "%", "pct"),
+            ],
         )
     )
 
@@ -94,14 +120,20 @@ def render_comparison(c: Comparison, console: Console, fmt: str, top: int) -> No
     console.print(t)
     cols = [("a_ns", "A ms", "ms"), ("b_ns", "B ms", "ms"), ("delta_ns", "delta ms", "ms")]
     console.print(_table("Bound by", c.by_class, [("class", "class", "str"), *cols]))
-    console.print(_table("Hotspots (largest changes)", c.hotspots.head(top), [("name", "name", "str"), *cols]))
-    console.print(_table("Call paths (largest changes)", c.call_paths.head(top), [("call_path", "call path", "str"), *cols]))
+    console.print(
+        _table("Hotspots (largest changes)", c.hotspots.head(top), [("name", "name", "str"), *cols])
+    )
+    console.print(
+        _table(
+            "Call paths (largest changes)", c.call_paths.head(top), [("call_path", "call path", "str"), *cols]
+        )
+    )
     if c.prediction_error:
         pe = c.prediction_error
         console.print(
             Text(
-                f"prediction: {ms(pe['predicted_mean_step_ns'])} ms per step vs measured {ms(pe['measured_mean_step_ns'])} ms "
-                f"(error {ms(pe['error_ns'])} ms, {pct(pe['relative_error'])})",
+                f"prediction: {ms(pe['predicted_mean_step_ns'])} ms per step vs measured "
+                f"{ms(pe['measured_mean_step_ns'])} ms (error {ms(pe['error_ns'])} ms, {pct(pe['relative_error'])})",
                 style="bold",
             )
         )

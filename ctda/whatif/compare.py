@@ -89,9 +89,7 @@ def compare(a: Side, b: Side) -> Comparison:
     )
     summary["delta"] = summary.b - summary.a
     cls = _merge(ra.by_class.set_index("class").cp_ns, rb.by_class.set_index("class").cp_ns, "class")
-    hot = _merge(
-        ra.hotspots.set_index("name").cp_ns, rb.hotspots.set_index("name").cp_ns, "name"
-    )
+    hot = _merge(ra.hotspots.set_index("name").cp_ns, rb.hotspots.set_index("name").cp_ns, "name")
     cp = _merge(call_paths(a.analysis), call_paths(b.analysis), "call_path")
     err: dict[str, Any] = {}
     if a.predicted != b.predicted:

@@ -8,6 +8,7 @@ in Perfetto and chrome://tracing and reads back with ctda's own reader.
 from __future__ import annotations
 
 import gzip
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -51,12 +52,20 @@ def timeline_events(a: Analysis, name: str) -> list[dict[str, Any]]:
             args["critical"] = 1
         out.append(
             {
-                "ph": "X", "cat": str(cats[i]), "name": str(names[i]), "pid": _num(pids[i]), "tid": _num(tids[i]),
-                "ts": float(ts_us[i]), "dur": float(dur_us[i]), "args": args,
+                "ph": "X",
+                "cat": str(cats[i]),
+                "name": str(names[i]),
+                "pid": _num(pids[i]),
+                "tid": _num(tids[i]),
+                "ts": float(ts_us[i]),
+                "dur": float(dur_us[i]),
+                "args": args,
             }
         )
     out += _path_flows(a, ts_us, pids, tids)
-    out.append({"ph": "M", "name": "process_name", "pid": "ctda", "tid": 0, "args": {"name": f"ctda: {name}"}})
+    out.append(
+        {"ph": "M", "name": "process_name", "pid": "ctda", "tid": 0, "args": {"name": f"ctda: {name}"}}
+    )
     return out
 
 
@@ -72,10 +81,17 @@ def _path_flows(a: Analysis, ts_us: np.ndarray, pids: np.ndarray, tids: np.ndarr
     for _, c in a.charges.groupby("window", sort=True):
         seq = [int(e) for e in c.event.to_numpy() if e >= 0]
         chain = [e for k, e in enumerate(seq) if k == 0 or e != seq[k - 1]]
-        for u, v in zip(chain, chain[1:]):
+        for u, v in pairwise(chain):
             for ph, e in (("s", u), ("f", v)):
-                ev = {"ph": ph, "id": fid, "cat": "critical_path", "name": "critical_path",
-                      "pid": _num(pids[e]), "tid": _num(tids[e]), "ts": float(ts_us[e])}
+                ev = {
+                    "ph": ph,
+                    "id": fid,
+                    "cat": "critical_path",
+                    "name": "critical_path",
+                    "pid": _num(pids[e]),
+                    "tid": _num(tids[e]),
+                    "ts": float(ts_us[e]),
+                }
                 if ph == "f":
                     ev["bp"] = "e"
                 flows.append(ev)

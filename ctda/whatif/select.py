@@ -75,7 +75,9 @@ def parse_scale(a: Analysis, spec: str) -> Override:
     """One ``--scale`` shorthand."""
     m = _SCALE.match(spec.strip())
     if not m:
-        raise SelectionError(f"cannot parse --scale {spec!r}: use name~REGEX=F, cat=C=F, class=C=F or thread=TID=F")
+        raise SelectionError(
+            f"cannot parse --scale {spec!r}: use name~REGEX=F, cat=C=F, class=C=F or thread=TID=F"
+        )
     key, value, factor = m.group("key"), m.group("value"), float(m.group("factor"))
     if factor < 0:
         raise SelectionError(f"--scale {spec!r}: the factor must be >= 0")
@@ -102,7 +104,9 @@ def from_rows(a: Analysis, rows: Iterable[Mapping[str, Any]], label: str) -> lis
     if not uids:
         raise SelectionError("the what-if query returned no rows")
     uid = np.asarray(uids, dtype=np.int64)
-    idx = np.where((uid >= 0) & (uid < len(a.nodes.index_of_uid)), a.nodes.index_of_uid[np.clip(uid, 0, None)], -1)
+    idx = np.where(
+        (uid >= 0) & (uid < len(a.nodes.index_of_uid)), a.nodes.index_of_uid[np.clip(uid, 0, None)], -1
+    )
     if (idx < 0).any():
         raise SelectionError(f"{int((idx < 0).sum())} uid(s) are not analysed events of this run")
     f = np.asarray(factors)
@@ -113,5 +117,7 @@ def from_rows(a: Analysis, rows: Iterable[Mapping[str, Any]], label: str) -> lis
             out.append(Override(label=f"{label} (x{value:g})", events=idx[f == value], factor=float(value)))
     if np.isfinite(d).any():
         sel = np.isfinite(d)
-        out.append(Override(label=f"{label} (dur)", events=idx[sel], dur_ns=np.rint(d[sel] * 1000).astype(np.int64)))
+        out.append(
+            Override(label=f"{label} (dur)", events=idx[sel], dur_ns=np.rint(d[sel] * 1000).astype(np.int64))
+        )
     return out

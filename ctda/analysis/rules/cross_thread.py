@@ -83,7 +83,6 @@ def backward_join(ctx: RuleContext) -> EdgeBatch:
     call enclosing the burst, whichever comes first, waits for the autograd work that
     ended last before it.
     """
-    n = ctx.nodes
     main, bwd = _backward_lanes(ctx)
     if main < 0 or len(bwd) == 0:
         return EdgeBatch.of([], [], RULE_TYPE, "backward_join")
@@ -140,8 +139,9 @@ def _enclosing_on_lane(ctx: RuleContext, lane_events: I64, probes: I64) -> I64:
     n = ctx.nodes
     step = ctx.name_mask(r"^ProfilerStep#\d+$")
     cand = lane_events[~step[lane_events]]
-    return _deepest_containing(n.ts[cand], n.end[cand], n.depth[cand].astype(np.int64), cand,
-                               n.ts[probes], n.end[probes])
+    return _deepest_containing(
+        n.ts[cand], n.end[cand], n.depth[cand].astype(np.int64), cand, n.ts[probes], n.end[probes]
+    )
 
 
 @njit(cache=True)  # type: ignore[misc]
@@ -186,7 +186,9 @@ def gil_handoff(ctx: RuleContext) -> EdgeBatch:
     time = n.time[node]
     proc = pid_codes[lane]
     order = np.lexsort((node % 2 == 0, time, proc))  # ends before starts at equal times
-    src, dst = _handoffs(node[order], lane[order], time[order], proc[order], opt.gil_min_gap_ns, opt.gil_max_lag_ns)
+    src, dst = _handoffs(
+        node[order], lane[order], time[order], proc[order], opt.gil_min_gap_ns, opt.gil_max_lag_ns
+    )
     return EdgeBatch.of(src, dst, RULE_TYPE, "gil")
 
 

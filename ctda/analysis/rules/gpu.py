@@ -18,7 +18,9 @@ BLOCKING_CALLS = (
     r"|^cu(CtxSynchronize|StreamSynchronize|EventSynchronize)$"
 )
 #: synchronous copies and sets: the call returns only once its own device work is done
-SYNC_COPY_CALLS = r"^(cuda|hip)(Memcpy|Memset|MemcpyDtoH|MemcpyHtoD|Memcpy2D|MemcpyToSymbol|MemcpyFromSymbol)$"
+SYNC_COPY_CALLS = (
+    r"^(cuda|hip)(Memcpy|Memset|MemcpyDtoH|MemcpyHtoD|Memcpy2D|MemcpyToSymbol|MemcpyFromSymbol)$"
+)
 
 
 def _empty(rule: str) -> EdgeBatch:
@@ -236,7 +238,9 @@ def stream_wait_event(ctx: RuleContext) -> EdgeBatch:
     wait_call = call[sw][ok]
     after = _first_launched_after(ctx, dst_lane, n.ts[wait_call])
     keep = (src_lane >= 0) & (dst_lane >= 0) & (before >= 0) & (after >= 0)
-    return EdgeBatch.of(n.finish(before[keep]), n.start(after[keep]), EdgeType.STREAM_WAIT, "stream_wait_event")
+    return EdgeBatch.of(
+        n.finish(before[keep]), n.start(after[keep]), EdgeType.STREAM_WAIT, "stream_wait_event"
+    )
 
 
 def _first_launched_after(ctx: RuleContext, lanes: I64, after: I64) -> I64:

@@ -50,6 +50,7 @@ ctda :class:`~ctda.analysis.graph.Graph`, and :func:`graph_weights` for their HT
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import TYPE_CHECKING, Any
@@ -62,7 +63,7 @@ from ctda.analysis.edges import EdgeBatch, EdgeType
 from ctda.analysis.nodes import Nodes, select
 from ctda.analysis.rules.context import RuleContext
 from ctda.ingest.columns import NA
-from ctda.ingest.kinds import Kind, in_kinds
+from ctda.ingest.kinds import GPU_KINDS, Kind, in_kinds
 from ctda.ingest.table import EventTable
 
 if TYPE_CHECKING:
@@ -98,7 +99,14 @@ HTA_NAMES = {
 
 #: HTA's ``BLOCKING_SYNC_CALLS``: the edge into their end weighs 0 (exact names)
 BLOCKING_SYNC_CALLS = frozenset(
-    {"cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventQuery", "cudaEventSynchronize", "cudaMemcpy", "cudaMemcpyAsync"}
+    {
+        "cudaDeviceSynchronize",
+        "cudaStreamSynchronize",
+        "cudaEventQuery",
+        "cudaEventSynchronize",
+        "cudaMemcpy",
+        "cudaMemcpyAsync",
+    }
 )
 #: HTA's kernel/copy launching calls (queue length, event record/wait matching)
 LAUNCH_CALLS = frozenset(
@@ -134,11 +142,17 @@ class HtaOptions:
     #: HTA's CRITICAL_PATH_ADD_ZERO_WEIGHT_LAUNCH_EDGE: a 0-weight launch edge when the
     #: launch delay edge was not added (off by default in HTA)
     zero_weight_launch_edges: bool = False
+    #: newer HTA (KERNEL_KERNEL_DELAY_THRESHOLD_US): no kernel-kernel edge across a
+    #: longer stream gap (something unrecorded held the stream); None = no limit (0.5.0)
+    kernel_kernel_threshold_ns: int | None = 1_500_000
+    #: ``TraceAnalysis(include_last_profiler_step=...)``: by default HTA drops the last
+    #: ProfilerStep of a trace with two or more
+    include_last_profiler_step: bool = False
 
     @classmethod
     def release_0_5(cls, **kw: Any) -> HtaOptions:
         """The rules of the HolisticTraceAnalysis 0.5.0 release (no cross-thread edges)."""
-        return cls(runtime_lock=False, merge_backward_thread=False, **kw)
+        return cls(runtime_lock=False, merge_backward_thread=False, kernel_kernel_threshold_ns=None, **kw)
 
 
 DEFAULT_OPTIONS = HtaOptions()
@@ -155,6 +169,7 @@ class HtaEdges:
     attributed: I64  # analysed event HTA charges the edge to (operator, kernel-kernel), else -1
     cross_thread: B  # lock-rule dependency between threads
     events: I64  # analysed indices of the events HTA's graph has nodes for
+    time: I64  # per ctda node: its time as HTA sees it (ns)
     negative_clamped: int = 0  # edges HTA would weigh negative (timestamp skew), set to 0
 
     def __len__(self) -> int:
@@ -306,7 +321,9 @@ def kernel_kernel_delay(ctx: RuleContext) -> EdgeBatch:
 
     Reads ``args.stream`` and ``ts``/``dur`` of GPU work.
     """
-    return _batch(ctx, HtaEdge.KERNEL_KERNEL_DELAY, "hta_kernel_kernel_delay", lambda e, s: int(EdgeType.STREAM_SEQ))
+    return _batch(
+        ctx, HtaEdge.KERNEL_KERNEL_DELAY, "hta_kernel_kernel_delay", lambda e, s: int(EdgeType.STREAM_SEQ)
+    )
 
 
 def sync_dependency(ctx: RuleContext) -> EdgeBatch:
@@ -358,7 +375,84 @@ def graph_weights(g: Graph, edges: HtaEdges | None = None) -> I64:
 # --- edge construction ----------------------------------------------------------------------
 
 
-def _name_lut(table: EventTable, names: frozenset[str]) -> npt.NDArray[np.bool_]:
+US = 1_000  # ns per microsecond
+
+
+@dataclass
+class _Clock:
+    """The trace as HTA's loader leaves it: which rows it keeps, and their times (ns).
+
+    HTA rounds traces with fractional-microsecond timestamps inward (start up, end down to
+    whole microseconds); integer-microsecond traces are used as is. When the trace has two
+    or more ``ProfilerStep`` names, ``TraceAnalysis`` drops the last step as incomplete:
+    CPU slices starting at or after its start, and device work and sync records whose
+    correlation no remaining CPU slice has (unless ``include_last_profiler_step``).
+    """
+
+    kept: B  # per table row
+    row_ts: I64  # per table row
+    row_end: I64
+    ev_ts: I64  # per analysed event
+    ev_end: I64
+    node: I64  # per ctda node (SOURCE/SINK: first start, last end)
+
+    @classmethod
+    def of(cls, table: EventTable, nodes: Nodes, options: HtaOptions) -> _Clock:
+        ts = table.col("ts_ns")
+        dur = table.col("dur_ns")
+        ok = ts != NA
+        end = np.where(ok & (dur != NA), ts + np.where(dur != NA, dur, 0), ts)
+        if ((ts[ok] % US) != 0).any():
+            # HTA adds and rounds the microsecond floats it parsed; ns / 1000 gives back
+            # the same doubles, so the float sum rounds exactly as HTA's does
+            ts_us = ts / US
+            end_us = ts_us + np.where(dur != NA, dur, 0) / US
+            ts = np.where(ok, np.ceil(ts_us).astype(np.int64) * US, ts)
+            end = np.where(ok, np.floor(end_us).astype(np.int64) * US, end)
+        kept = ok & (dur != NA) & (table.col("kind") != Kind.TRACE_SPAN)
+        if not options.include_last_profiler_step:
+            kept &= _before_last_step(table, ts, kept)
+        ev_ts, ev_end = ts[nodes.uid], end[nodes.uid]
+        node = np.empty(nodes.n_nodes, dtype=np.int64)
+        node[0 : 2 * nodes.n : 2] = ev_ts
+        node[1 : 2 * nodes.n : 2] = ev_end
+        node[-2] = ev_ts.min() if nodes.n else 0
+        node[-1] = ev_end.max() if nodes.n else 0
+        return cls(kept, ts, end, ev_ts, ev_end, node)
+
+
+def _before_last_step(table: EventTable, ts: I64, rows: B) -> B:
+    """Rows HTA's loader keeps when it drops the last ProfilerStep (all, with < 2 steps).
+
+    Reads names, ``args.stream`` and ``args.correlation``: device rows (a stream and a
+    correlation, or a Context/Event Sync record) survive when a kept CPU row has their
+    correlation.
+    """
+    values = table.strings("name")
+    is_step = np.array([("ProfilerStep" in (v or "")) for v in values] + [False], dtype=bool)
+    codes = table.col("name")
+    step = is_step[np.where(codes >= 0, codes, len(is_step) - 1)] & rows
+    if len(np.unique(codes[step])) < 2:
+        return np.ones(len(ts), dtype=bool)
+    stream = table.col("stream")
+    corr = table.col("correlation")
+    corr_v = np.where(corr != NA, corr, -1)
+    on_device = in_kinds(table.col("kind"), GPU_KINDS)
+    device = on_device & (stream != NA) & (stream >= 0) & (corr_v >= 0) | _names_in(
+        table, np.arange(len(ts)), _DEVICE_SYNCS
+    )
+    cpu_step = step & ~device
+    if not cpu_step.any():
+        return np.ones(len(ts), dtype=bool)
+    last_start = ts[cpu_step].max()
+    keep_cpu = rows & ~device & (ts < last_start)
+    return keep_cpu | (device & np.isin(corr_v, np.unique(corr_v[keep_cpu])))
+
+
+_DEVICE_SYNCS = frozenset({"Context Sync", "Event Sync"})
+
+
+def _name_lut(table: EventTable, names: frozenset[str]) -> B:
     values = table.strings("name")
     return np.array([v in names for v in values] + [False], dtype=bool)
 
@@ -369,18 +463,17 @@ def _names_in(table: EventTable, rows: I64, names: frozenset[str]) -> B:
     return lut[np.where(codes >= 0, codes, len(lut) - 1)]
 
 
-def _window(table: EventTable, options: HtaOptions) -> tuple[int, int]:
-    """HTA's window in ns: the whole trace, or the span of the selected annotation matches."""
-    ts = table.col("ts_ns")
-    dur = table.col("dur_ns")
-    valid = ts != NA
-    end = np.where(dur != NA, ts + np.maximum(dur, 0), ts)
+def _window(table: EventTable, clock: _Clock, options: HtaOptions) -> tuple[int, int]:
+    """HTA's window: the whole trace, or the span of the selected annotation matches
+    (events whose name contains ``annotation``, taken by position in file order)."""
+    ts, end = clock.row_ts, clock.row_end
+    has = clock.kept
     if options.annotation == "":
-        return int(ts[valid].min()), int(end[valid].max())
+        return int(ts[has].min()), int(end[has].max())
     values = table.strings("name")
     lut = np.array([options.annotation in (v or "") for v in values] + [False], dtype=bool)
     codes = table.col("name")
-    hits = np.flatnonzero(lut[np.where(codes >= 0, codes, len(lut) - 1)] & valid & (dur != NA))
+    hits = np.flatnonzero(lut[np.where(codes >= 0, codes, len(lut) - 1)] & has)
     lo, hi = (options.instance, options.instance) if isinstance(options.instance, int) else options.instance
     sel = hits[lo : hi + 1]
     if len(sel) == 0:
@@ -388,68 +481,102 @@ def _window(table: EventTable, options: HtaOptions) -> tuple[int, int]:
     return int(ts[sel].min()), int(end[sel].max())
 
 
+Part = tuple[
+    I64, I64, npt.NDArray[np.int8], B, I64, B
+]  # src, dst, type, zero weight, attributed, cross-thread
+
+
 def build_edges(ctx: RuleContext, options: HtaOptions = DEFAULT_OPTIONS) -> HtaEdges:
-    """HTA's edges over ctda's nodes, in HTA's insertion order.
+    """HTA's edges over ctda's nodes, in HTA's insertion order, with HTA's weights.
 
     Order: runtime-lock chain (if enabled), then each CPU thread's call stack (threads in
     (pid, tid) order), then the GPU pass over kernels and sync records in time order.
     """
     t, n = ctx.table, ctx.nodes
-    lo, hi = _window(t, options)
-    dur = n.end - n.ts
-    cpu = ~n.is_gpu
-    in_win = cpu & (n.ts >= lo) & (n.ts <= hi) & (dur > 0)
+    clock = _Clock.of(t, n, options)
+    lo, hi = _window(t, clock, options)
+    # HTA files a CPU slice that carries an integer ``args.stream`` (Triton launches carry
+    # stream 0) as device work and drops it; runtime calls are kept (HIP writes "0x0",
+    # which HTA cannot read as a number)
+    stream = t.col("stream")[n.uid]
+    host = (n.kind == Kind.RUNTIME) | (n.kind == Kind.DRIVER)
+    cpu = ~n.is_gpu & (host | (stream == NA) | (stream == -1)) & clock.kept[n.uid]
+    in_win = cpu & (clock.ev_ts >= lo) & (clock.ev_ts <= hi) & (clock.ev_end > clock.ev_ts)
     graph_cpu = in_win & in_kinds(n.kind, _GRAPH_CPU_KINDS)
     launcher_uid = t.col("launcher")[n.uid]
     li = np.where(launcher_uid >= 0, n.index_of_uid[np.maximum(launcher_uid, 0)], -1)
-    graph_gpu = in_kinds(n.kind, _GPU_WORK) & (li >= 0) & graph_cpu[np.maximum(li, 0)]
-    in_graph = graph_cpu | graph_gpu
+    partner = _partners(t)
+    graph_gpu = (
+        in_kinds(n.kind, _GPU_WORK)
+        & (li >= 0)
+        & graph_cpu[np.maximum(li, 0)]
+        & clock.kept[n.uid]
+        & (partner[np.maximum(launcher_uid, 0)] == n.uid)
+    )
 
-    parts: list[tuple[I64, I64, npt.NDArray[np.int8], B, I64, B]] = []
+    parts: list[Part] = []
     lock = _names_in(t, n.uid, RUNTIME_LOCK_CALLS) & graph_cpu
     if options.runtime_lock:
-        parts.append(_lock_edges(n, lock))
+        parts.append(_lock_edges(n, clock, lock))
     groups = _thread_groups(ctx, in_win, options)
-    parts.append(_call_stack_edges(ctx, in_win, graph_cpu, groups, lock if options.runtime_lock else None))
-    parts.append(_gpu_edges(ctx, graph_cpu, graph_gpu, li, lo, hi, options))
+    parts.append(
+        _call_stack_edges(ctx, clock, in_win, graph_cpu, groups, lock if options.runtime_lock else None)
+    )
+    parts.append(_gpu_edges(ctx, clock, graph_cpu, graph_gpu, li, options))
 
     src = np.concatenate([p[0] for p in parts])
     dst = np.concatenate([p[1] for p in parts])
     ht = np.concatenate([p[2] for p in parts]).astype(np.int8)
     zero = np.concatenate([p[3] for p in parts])
-    att = np.concatenate([p[4] for p in parts])
-    cross = np.concatenate([p[5] for p in parts])
-    gap = n.time[dst] - n.time[src]
-    weighted = ~zero & ((ht == HtaEdge.OPERATOR) | (ht == HtaEdge.KERNEL_LAUNCH_DELAY) | (ht == HtaEdge.KERNEL_KERNEL_DELAY))
-    weight = np.where(weighted, gap, 0)
-    negative = int((weight < 0).sum())
+    timed = (
+        (ht == HtaEdge.OPERATOR) | (ht == HtaEdge.KERNEL_LAUNCH_DELAY) | (ht == HtaEdge.KERNEL_KERNEL_DELAY)
+    )
+    weight = np.where(timed & ~zero, clock.node[dst] - clock.node[src], 0)
     return HtaEdges(
         src=src.astype(np.int64),
         dst=dst.astype(np.int64),
         htype=ht,
         weight=np.maximum(weight, 0).astype(np.int64),
-        attributed=att.astype(np.int64),
-        cross_thread=cross,
-        events=np.flatnonzero(in_graph).astype(np.int64),
-        negative_clamped=negative,
+        attributed=np.concatenate([p[4] for p in parts]).astype(np.int64),
+        cross_thread=np.concatenate([p[5] for p in parts]),
+        events=np.flatnonzero(graph_cpu | graph_gpu).astype(np.int64),
+        time=clock.node,
+        negative_clamped=int((weight < 0).sum()),
     )
 
 
-def _empty_part() -> tuple[I64, I64, npt.NDArray[np.int8], B, I64, B]:
+def _partners(t: EventTable) -> I64:
+    """Per launching call (uid): the device row HTA pairs it with (-1 when none).
+
+    Reads ``args.correlation`` (the reader's ``launcher`` column). HTA links a call to one
+    device row only, the last in file order sharing its correlation; a graph launch's
+    other kernels are therefore left out of HTA's graph.
+    """
+    launcher = t.col("launcher")
+    rows = np.flatnonzero(in_kinds(t.col("kind"), GPU_KINDS) & (launcher >= 0))
+    out = np.full(len(t), -1, dtype=np.int64)
+    np.maximum.at(out, launcher[rows], rows)
+    return out
+
+
+def _empty_part() -> Part:
     z = np.zeros(0, dtype=np.int64)
     return z, z, np.zeros(0, dtype=np.int8), np.zeros(0, dtype=bool), z, np.zeros(0, dtype=bool)
 
 
-def _lock_edges(n: Nodes, lock: B) -> tuple[I64, I64, npt.NDArray[np.int8], B, I64, B]:
-    """CUDA runtime lock chain (HTA after 0.5.0): calls that take the lock, in (time, uid)
-    order of their boundaries; each end closes every call started since the previous end
-    (its own start -> end is an operator edge, another's a dependency), and follows the
-    previous boundary when that was an end."""
+def _lock_edges(n: Nodes, clock: _Clock, lock: B) -> Part:
+    """CUDA runtime lock chain (HTA after 0.5.0).
+
+    Reads names and ``ts``/``dur`` of lock-taking calls on every thread. Their boundaries
+    are walked in (time, uid) order; each end closes every call started since the previous
+    end (its own start -> end is an operator edge, another call's start -> it a dependency),
+    and follows the previous boundary when that was an end (the lock passed on).
+    """
     ev = np.flatnonzero(lock)
     if len(ev) == 0:
         return _empty_part()
     node = np.concatenate([2 * ev, 2 * ev + 1])
-    order = np.lexsort((n.uid[node // 2], n.time[node]))
+    order = np.lexsort((n.uid[node // 2], clock.node[node]))
     src, dst, own = _lock_walk(node[order].astype(np.int64))
     ht = np.where(own, int(HtaEdge.OPERATOR), int(HtaEdge.DEPENDENCY)).astype(np.int8)
     att = np.where(own, dst // 2, -1)
@@ -501,13 +628,14 @@ def _label_key(values: npt.NDArray[np.object_]) -> list[tuple[int, float, str]]:
 
 
 def _thread_groups(ctx: RuleContext, in_win: B, options: HtaOptions) -> I64:
-    """Call-stack group of every analysed CPU event: its (pid, tid), with HTA's backward
+    """Call-stack group of every analysed CPU event: its (pid, tid), with the backward
     thread merged into the forward thread when enabled; groups numbered in (pid, tid) order.
 
-    HTA finds the forward (backward) thread as the only thread with a ``cpu_op`` or
-    ``user_annotation`` whose name contains "forward" ("autograd") in the window.
+    Reads ``pid``/``tid``, ``cat`` and names: HTA takes as forward (backward) thread the
+    only thread with a ``cpu_op`` or ``user_annotation`` whose name contains "forward"
+    ("autograd") in the window.
     """
-    n, t = ctx.nodes, ctx.table
+    n = ctx.nodes
     lanes = ctx.lanes.sort_values("lane")
     pid = lanes["pid"].to_numpy(dtype=object)
     tid = lanes["tid"].to_numpy(dtype=object)
@@ -517,16 +645,15 @@ def _thread_groups(ctx: RuleContext, in_win: B, options: HtaOptions) -> I64:
         if fwd is not None and bwd is not None and fwd != bwd:
             tid = np.where(tid == bwd, fwd, tid)
     keys = list(zip(_label_key(pid), _label_key(tid)))
-    uniq = sorted(set(keys))
-    code = {k: i for i, k in enumerate(uniq)}
+    code = {k: i for i, k in enumerate(sorted(set(keys)))}
     lane_group = np.array([code[k] for k in keys], dtype=np.int64)
-    _ = t
     return np.where(n.lane >= 0, lane_group[np.maximum(n.lane, 0)], -1)
 
 
 def _only_thread(ctx: RuleContext, in_win: B, needle: str) -> object | None:
     n = ctx.nodes
-    named = ctx.name_mask(rf"(?s).*{needle}") & in_win & ((n.kind == Kind.CPU_OP) | (n.kind == Kind.USER_ANNOTATION))
+    kinds = (n.kind == Kind.CPU_OP) | (n.kind == Kind.USER_ANNOTATION)
+    named = ctx.name_mask(re.escape(needle)) & in_win & kinds
     if not named.any():
         return None
     tids = set(ctx.lanes.sort_values("lane")["tid"].to_numpy(dtype=object)[n.lane[named]].tolist())
@@ -534,30 +661,32 @@ def _only_thread(ctx: RuleContext, in_win: B, needle: str) -> object | None:
 
 
 def _call_stack_edges(
-    ctx: RuleContext, in_win: B, graph_cpu: B, groups: I64, lock: B | None
-) -> tuple[I64, I64, npt.NDArray[np.int8], B, I64, B]:
+    ctx: RuleContext, clock: _Clock, in_win: B, graph_cpu: B, groups: I64, lock: B | None
+) -> Part:
     """HTA's call-stack walk on every CPU thread (``CallStackGraph`` + DFS callbacks).
 
-    Boundaries are ordered as HTA's ``compare_events``: by time; at one instant ends
-    before starts, ends shorter-first (then higher uid first), starts longer-first (then
-    lower uid first). A start's parent is the top of the stack; an end pops the top of the
-    stack, whichever event that is. Only graph events emit edges; annotations and Python
-    frames shape the stack and are otherwise transparent.
+    Reads ``ts``/``dur`` and ``pid``/``tid`` of every CPU slice with ``dur > 0`` (any
+    category), names of blocking calls, and (newer HTA) lock-taking calls. Boundaries are
+    ordered as HTA's ``compare_events``: by time; at one instant ends before starts, ends
+    shorter-first (then higher uid first), starts longer-first (then lower uid first). A
+    start's parent is the top of the stack; an end pops the top of the stack, whichever
+    event that is. Only graph events (ops, runtime/driver calls) emit edges; annotations
+    and Python frames shape the stack and are otherwise transparent.
     """
     n = ctx.nodes
     ev = np.flatnonzero(in_win)
     if len(ev) == 0:
         return _empty_part()
-    dur = n.end[ev] - n.ts[ev]
+    dur = clock.ev_end[ev] - clock.ev_ts[ev]
     uid = n.uid[ev]
     k = len(ev)
     node = np.concatenate([2 * ev, 2 * ev + 1])
-    time = np.concatenate([n.ts[ev], n.end[ev]])
-    kind = np.concatenate([np.ones(k, np.int64), np.zeros(k, np.int64)])  # end (0) first
+    time = np.concatenate([clock.ev_ts[ev], clock.ev_end[ev]])
+    is_start = np.concatenate([np.ones(k, np.int64), np.zeros(k, np.int64)])  # ends (0) first
     k3 = np.concatenate([-dur, dur])
     k4 = np.concatenate([uid, -uid])
     grp = np.concatenate([groups[ev], groups[ev]])
-    order = np.lexsort((k4, k3, kind, time, grp))
+    order = np.lexsort((k4, k3, is_start, time, grp))
     blocking = _names_in(ctx.table, n.uid, BLOCKING_SYNC_CALLS)
     lk = lock if lock is not None else np.zeros(n.n, dtype=bool)
     src, dst, ht, zero, att = _stack_walk(
@@ -579,7 +708,7 @@ def _stack_walk(nodes, grp, is_op, blocking, lock, newer):  # type: ignore[no-un
     sp = 0
     k = 0
     last = -1  # last node visited on this thread
-    last_top = -1  # end node of the previous top-level op (HTA 0.5 names it last_highlevel_op)
+    last_top = -1  # end node of the previous top-level op (HTA 0.5's last_highlevel_op)
     last_parent = -1
     depth = 0
     for i in range(m):
@@ -597,9 +726,8 @@ def _stack_walk(nodes, grp, is_op, blocking, lock, newer):  # type: ignore[no-un
             sp += 1
             if not is_op[e]:
                 continue
-            # enter
             if newer:
-                if last >= 0 and not (lock[last // 2] and lock[e] and (last % 2 == 0 or v % 2 == 1)):
+                if last >= 0 and not (lock[last // 2] and lock[e] and last % 2 == 0):
                     src[k] = last
                     dst[k] = v
                     ht[k] = 1 if depth == 0 else 0
@@ -630,7 +758,7 @@ def _stack_walk(nodes, grp, is_op, blocking, lock, newer):  # type: ignore[no-un
                 continue
             w = 2 * e + 1
             depth -= 1
-            if last >= 0 and not (newer and lock[last // 2] and lock[e] and (last % 2 == 0 or w % 2 == 1)):
+            if last >= 0 and not (newer and lock[last // 2] and lock[e]):
                 src[k] = last
                 dst[k] = w
                 ht[k] = 0
@@ -649,7 +777,7 @@ def _stack_walk(nodes, grp, is_op, blocking, lock, newer):  # type: ignore[no-un
 @njit(cache=True)  # type: ignore[misc]
 def _attr(a, b, parent):  # type: ignore[no-untyped-def]  # pragma: no cover
     """HTA's attribution of an operator edge a -> b: a start's event, else b's if b is an
-    end, else (end -> start) the parent of a's event."""
+    end, else (end -> start) the call-stack parent of a's event."""
     if a % 2 == 0:
         return a // 2
     if b % 2 == 1:
@@ -657,95 +785,128 @@ def _attr(a, b, parent):  # type: ignore[no-untyped-def]  # pragma: no cover
     return parent
 
 
+@dataclass
+class _Launches:
+    """HTA's launching calls that have device work, over the whole trace, by start time."""
+
+    call: I64  # uid of the call
+    gpu: I64  # uid of its device work (or sync record)
+    device: I64
+    stream: I64
+    ts: I64  # of the call
+    gpu_ts: I64  # of the device work
+    paired: B  # the device row is the one HTA links the call to (see _partners)
+    gpu_of_call: dict[int, int]
+
+    @classmethod
+    def of(cls, t: EventTable, clock: _Clock, stream_all: I64) -> _Launches:
+        kind = t.col("kind")
+        launcher = t.col("launcher")
+        gpu = np.flatnonzero(in_kinds(kind, _GPU_WORK | {Kind.SYNC}) & (launcher >= 0) & clock.kept)
+        call = launcher[gpu]
+        ok = _names_in(t, call, LAUNCH_CALLS) & clock.kept[call]
+        call, gpu = call[ok], gpu[ok]
+        order = np.lexsort((call, clock.row_ts[call]))
+        call, gpu = call[order], gpu[order]
+        device = _devices(t)[gpu]
+        partner = _partners(t)
+        paired = partner[call] == gpu
+        gpu_of_call = dict(zip(call[paired].tolist(), gpu[paired].tolist()))
+        return cls(
+            call, gpu, device, stream_all[gpu], clock.row_ts[call], clock.row_ts[gpu], paired, gpu_of_call
+        )
+
+
+def _devices(t: EventTable) -> I64:
+    dev = t.lanes.sort_values("lane")["device"].to_numpy(dtype=np.int64)
+    lane = t.col("lane")
+    return np.where(lane >= 0, dev[np.maximum(lane, 0)], NA)
+
+
 def _gpu_edges(
-    ctx: RuleContext, graph_cpu: B, graph_gpu: B, li: I64, lo: int, hi: int, options: HtaOptions
-) -> tuple[I64, I64, npt.NDArray[np.int8], B, I64, B]:
-    """HTA's GPU pass: kernels (by start) and cuda_sync records (by end) in time order."""
+    ctx: RuleContext, clock: _Clock, graph_cpu: B, graph_gpu: B, li: I64, options: HtaOptions
+) -> Part:
+    """HTA's GPU pass: device work (by start) and ``cuda_sync`` records (by end) in order.
+
+    Reads, for device work, ``args.stream`` and the ``args.correlation`` pairing with its
+    launching call; for sync records, their name (Context/Stream/Event Sync, Stream Wait
+    Event), ``args.stream``, ``args.correlation`` (the waiting call),
+    ``args.wait_on_stream`` and ``args.wait_on_cuda_event_record_corr_id``; and the
+    ``cudaEventRecord``/``cudaStreamWaitEvent`` calls those refer to.
+    """
     t, n = ctx.table, ctx.nodes
     kind = t.col("kind")
     names = t.strings("name")
     name_code = t.col("name")
-    lane_stream = ctx.lanes.sort_values("lane")["stream"].to_numpy(dtype=np.int64)
     lane = t.col("lane")
     launcher = t.col("launcher")
-    ts_all = t.col("ts_ns")
-    dur_all = t.col("dur_ns")
+    wait_corr = t.col("wait_on_event_corr")
+    lane_stream = ctx.lanes.sort_values("lane")["stream"].to_numpy(dtype=np.int64)
     stream_all = np.where(lane >= 0, lane_stream[np.maximum(lane, 0)], NA)
+    launches = _Launches.of(t, clock, stream_all)
+    q_run, q_kern = _queue_lengths(launches)
+    record_src = _event_record_sources(t, clock, launches)
+    wait_dest = _stream_wait_targets(t, clock, launches, stream_all)
 
-    q_run, q_kern = _queue_lengths(t, stream_all)
-    src_of_record = _event_record_sources(ctx, stream_all)
-    next_launch = _stream_wait_targets(t, stream_all)
-
-    # rows: graph GPU work + cuda_sync records whose call is a graph event (Stream Wait
-    # Event records are kept by HTA whatever their call)
+    # rows: graph device work, and sync records whose call is a graph event (HTA keeps
+    # Stream Wait Event records whatever their call)
     work_uid = n.uid[graph_gpu]
-    sync_uid = np.flatnonzero((kind == Kind.SYNC) & (launcher >= 0))
+    sync_uid = np.flatnonzero((kind == Kind.SYNC) & (launcher >= 0) & clock.kept)
     call_idx = n.index_of_uid[launcher[sync_uid]]
     sync_name = np.array([names[c] if c >= 0 else "" for c in name_code[sync_uid]], dtype=object)
-    keep = (call_idx >= 0) & (graph_cpu[np.maximum(call_idx, 0)] | (sync_name == "Stream Wait Event"))
+    partner = _partners(t)
+    paired = partner[launcher[sync_uid]] == sync_uid
+    keep = (call_idx >= 0) & (
+        (graph_cpu[np.maximum(call_idx, 0)] & paired) | (sync_name == "Stream Wait Event")
+    )
     sync_uid, sync_name, call_idx = sync_uid[keep], sync_name[keep], call_idx[keep]
     uid = np.concatenate([work_uid, sync_uid])
     is_sync = np.concatenate([np.zeros(len(work_uid), bool), np.ones(len(sync_uid), bool)])
-    sort_by = np.where(is_sync, ts_all[uid] + np.maximum(dur_all[uid], 0), ts_all[uid])
+    sort_by = np.where(is_sync, clock.row_end[uid], clock.row_ts[uid])
     order = np.lexsort((uid, sort_by))
 
-    out_s: list[int] = []
-    out_d: list[int] = []
-    out_t: list[int] = []
-    out_z: list[bool] = []
-    out_a: list[int] = []
-
-    def add(a: int, b: int, ht: HtaEdge, zero: bool = False, attr: int = -1) -> None:
-        out_s.append(a)
-        out_d.append(b)
-        out_t.append(int(ht))
-        out_z.append(zero)
-        out_a.append(attr)
-
+    out: list[tuple[int, int, int, bool, int]] = []
     sync_pos = {int(u): j for j, u in enumerate(sync_uid)}
-    last_node: dict[int, int] = {}  # stream -> end node of its last kernel (insertion ordered)
-    kernel_sync: dict[int, int] = {}  # dest kernel uid -> source kernel uid
-    time = n.time
-    for r in order:
+    time = clock.node
+    kk_limit = options.kernel_kernel_threshold_ns
+    last_node: dict[int, int] = {}  # stream -> end node of its last work (insertion ordered)
+    kernel_sync: dict[int, int] = {}  # dest work uid -> source work uid (stream wait)
+    for r in order.tolist():
         u = int(uid[r])
         if is_sync[r]:
             j = sync_pos[u]
-            name = sync_name[j]
-            call = int(call_idx[j])
+            name, call = sync_name[j], int(call_idx[j])
             if name in ("Stream Wait Event", "Event Sync"):
-                corr = int(t.col("wait_on_event_corr")[u])
-                src_k = src_of_record.get(corr, -1) if corr != NA else -1
+                src_k = record_src.get(int(wait_corr[u]), -1) if wait_corr[u] != NA else -1
                 if src_k < 0:
                     continue
                 if name == "Stream Wait Event":
-                    dest_launch = next_launch.get(int(launcher[u]), -1)
-                    dest_k = _gpu_of_launch(t, dest_launch)
-                    if dest_k >= 0:
-                        kernel_sync[dest_k] = src_k
+                    dest = launches.gpu_of_call.get(wait_dest.get(int(launcher[u]), -1), -1)
+                    if dest >= 0:
+                        kernel_sync[dest] = src_k
                 else:
                     ki = int(n.index_of_uid[src_k])
                     if ki >= 0 and graph_gpu[ki]:
-                        add(2 * ki + 1, 2 * call + 1, HtaEdge.SYNC_DEPENDENCY)
-                continue
-            if name == "Context Sync":
-                for end_node in list(last_node.values()):
-                    add(end_node, 2 * call + 1, HtaEdge.SYNC_DEPENDENCY)
+                        out.append((2 * ki + 1, 2 * call + 1, HtaEdge.SYNC_DEPENDENCY, False, -1))
+            elif name == "Context Sync":
+                out.extend(
+                    (end, 2 * call + 1, HtaEdge.SYNC_DEPENDENCY, False, -1) for end in last_node.values()
+                )
             elif name == "Stream Sync":
-                end_node = last_node.get(int(stream_all[u]), -1)
-                if end_node >= 0:
-                    add(end_node, 2 * call + 1, HtaEdge.SYNC_DEPENDENCY)
+                end = last_node.get(int(stream_all[u]), -1)
+                if end >= 0:
+                    out.append((end, 2 * call + 1, HtaEdge.SYNC_DEPENDENCY, False, -1))
             continue
         i = int(n.index_of_uid[u])
-        stream = int(stream_all[u])
-        runtime = int(li[i])
-        add(2 * i, 2 * i + 1, HtaEdge.OPERATOR, attr=i)
+        stream, runtime = int(stream_all[u]), int(li[i])
+        out.append((2 * i, 2 * i + 1, HtaEdge.OPERATOR, False, i))
         sync_end = -1
         src_k = kernel_sync.pop(u, -1)
         if src_k >= 0:
             ki = int(n.index_of_uid[src_k])
             if ki >= 0 and graph_gpu[ki]:
                 sync_end = 2 * ki + 1
-                add(sync_end, 2 * i, HtaEdge.SYNC_DEPENDENCY)
+                out.append((sync_end, 2 * i, HtaEdge.SYNC_DEPENDENCY, False, -1))
         prev = last_node.get(stream, -1)
         run_ts = time[2 * runtime]
         launch_added = False
@@ -755,49 +916,44 @@ def _gpu_edges(
             and (prev < 0 or time[prev] < run_ts)
             and (sync_end < 0 or time[sync_end] < run_ts)
         ):
-            add(2 * runtime, 2 * i, HtaEdge.KERNEL_LAUNCH_DELAY)
+            out.append((2 * runtime, 2 * i, HtaEdge.KERNEL_LAUNCH_DELAY, False, -1))
             launch_added = True
-        elif prev >= 0 and (sync_end < 0 or time[sync_end] < time[prev]):
-            add(prev, 2 * i, HtaEdge.KERNEL_KERNEL_DELAY, attr=prev // 2)
+        elif (
+            prev >= 0
+            and (sync_end < 0 or time[sync_end] < time[prev])
+            and (kk_limit is None or time[2 * i] - time[prev] <= kk_limit)
+        ):
+            out.append((prev, 2 * i, HtaEdge.KERNEL_KERNEL_DELAY, False, prev // 2))
         if options.zero_weight_launch_edges and not launch_added:
-            add(2 * runtime, 2 * i, HtaEdge.KERNEL_LAUNCH_DELAY, zero=True)
+            out.append((2 * runtime, 2 * i, HtaEdge.KERNEL_LAUNCH_DELAY, True, -1))
         last_node[stream] = 2 * i + 1
-    _ = (lo, hi)
-    k = len(out_s)
+    if not out:
+        return _empty_part()
+    cols = list(zip(*out))
     return (
-        np.asarray(out_s, dtype=np.int64),
-        np.asarray(out_d, dtype=np.int64),
-        np.asarray(out_t, dtype=np.int8),
-        np.asarray(out_z, dtype=bool),
-        np.asarray(out_a, dtype=np.int64),
-        np.zeros(k, dtype=bool),
+        np.asarray(cols[0], dtype=np.int64),
+        np.asarray(cols[1], dtype=np.int64),
+        np.asarray(cols[2], dtype=np.int8),
+        np.asarray(cols[3], dtype=bool),
+        np.asarray(cols[4], dtype=np.int64),
+        np.zeros(len(out), dtype=bool),
     )
 
 
-def _launch_rows(t: EventTable) -> tuple[I64, I64]:
-    """(launch call uid, its GPU event uid) for HTA's launching calls, over the whole trace."""
-    kind = t.col("kind")
-    launcher = t.col("launcher")
-    gpu = np.flatnonzero(in_kinds(kind, _GPU_WORK | {Kind.SYNC}) & (launcher >= 0))
-    call = launcher[gpu]
-    ok = _names_in(t, call, LAUNCH_CALLS)
-    return call[ok], gpu[ok]
-
-
-def _queue_lengths(t: EventTable, stream_all: I64) -> tuple[dict[int, int], dict[int, int]]:
+def _queue_lengths(launches: _Launches) -> tuple[dict[int, int], dict[int, int]]:
     """HTA's queue length per stream (whole trace): +1 at a launch, -1 at its work's start.
 
-    Returns, per GPU event uid, the value right after its launch and right after it starts.
+    Returns, per device-work uid, the value right after its launch and right after it
+    starts. Streams are keyed by number alone, as HTA does.
     """
-    call, gpu = _launch_rows(t)
-    if len(call) == 0:
+    if len(launches.call) == 0:
         return {}, {}
-    ts = t.col("ts_ns")
-    stream = np.concatenate([stream_all[gpu], stream_all[gpu]])
-    time = np.concatenate([ts[call], ts[gpu]])
-    delta = np.concatenate([np.ones(len(call), np.int64), -np.ones(len(gpu), np.int64)])
-    tag = np.concatenate([gpu, gpu])
-    order = np.lexsort((np.arange(len(time)), time, stream))
+    m = len(launches.call)
+    stream = np.concatenate([launches.stream, launches.stream])
+    time = np.concatenate([launches.ts, launches.gpu_ts])
+    delta = np.concatenate([np.ones(m, np.int64), -np.ones(m, np.int64)])
+    tag = np.concatenate([launches.gpu, launches.gpu])
+    order = np.lexsort((np.arange(2 * m), time, stream))
     s, d = stream[order], delta[order]
     csum = np.cumsum(d)
     first = np.ones(len(s), dtype=bool)
@@ -805,87 +961,74 @@ def _queue_lengths(t: EventTable, stream_all: I64) -> tuple[dict[int, int], dict
     base = np.maximum.accumulate(np.where(first, np.arange(len(s)), 0))
     before = np.concatenate([[0], csum[:-1]])
     ql = csum - before[base]
-    is_call = order < len(call)
+    is_call = order < m
     q_run = dict(zip(tag[order][is_call].tolist(), ql[is_call].tolist()))
     q_kern = dict(zip(tag[order][~is_call].tolist(), ql[~is_call].tolist()))
     return q_run, q_kern
 
 
-def _gpu_of_launch(t: EventTable, call_uid: int) -> int:
-    if call_uid < 0:
-        return -1
-    call, gpu = _launch_rows(t)
-    hit = np.flatnonzero(call == call_uid)
-    return int(gpu[hit[0]]) if len(hit) else -1
-
-
-def _launch_table(t: EventTable, stream_all: I64) -> tuple[I64, I64, I64, I64]:
-    """Launch calls sorted by time: (call uid, GPU uid, device, stream)."""
-    call, gpu = _launch_rows(t)
-    ts = t.col("ts_ns")
-    order = np.lexsort((call, ts[call]))
-    call, gpu = call[order], gpu[order]
-    dev = _devices(t)[gpu]
-    return call, gpu, dev, stream_all[gpu]
-
-
-def _devices(t: EventTable) -> I64:
-    lanes = t.lanes.sort_values("lane")
-    dev = lanes["device"].to_numpy(dtype=np.int64)
-    lane = t.col("lane")
-    return np.where(lane >= 0, dev[np.maximum(lane, 0)], NA)
-
-
-def _event_record_sources(ctx: RuleContext, stream_all: I64) -> dict[int, int]:
-    """cudaEventRecord correlation -> uid of the GPU work launched last before the record
-    on the recorded (device, stream), as named by sync records' ``wait_on_stream``."""
-    t = ctx.table
+def _event_record_sources(t: EventTable, clock: _Clock, launches: _Launches) -> dict[int, int]:
+    """cudaEventRecord correlation -> uid of the device work launched last, at or before
+    the record, onto the recorded (device, stream) named by sync records'
+    ``wait_on_stream`` (HTA's ``index_previous_launch``)."""
     wait_stream = t.col("wait_on_stream")
     wait_corr = t.col("wait_on_event_corr")
-    rows = np.flatnonzero((wait_stream != NA) & (wait_stream > -1) & (wait_corr != NA))
-    if len(rows) == 0:
+    rows = np.flatnonzero((wait_stream != NA) & (wait_stream > -1) & (wait_corr != NA) & clock.kept)
+    if len(rows) == 0 or len(launches.call) == 0:
         return {}
     dev = _devices(t)
     recorded: dict[int, tuple[int, int]] = {}
-    for r in rows:
+    for r in rows.tolist():
         recorded.setdefault(int(wait_corr[r]), (int(dev[r]), int(wait_stream[r])))
-    rec = np.flatnonzero(_names_in(t, np.arange(len(t), dtype=np.int64), frozenset({"cudaEventRecord"})))
-    call, gpu, ldev, lstream = _launch_table(t, stream_all)
-    ts = t.col("ts_ns")
+    rec = np.flatnonzero(_name_lut(t, frozenset({"cudaEventRecord"}))[t.col("name")] & clock.kept)
     corr = t.col("correlation")
+    by_queue = _group_launches(launches.device, launches.stream, mask=launches.paired)
     out: dict[int, int] = {}
-    for r in rec:
+    for r in rec.tolist():
         c = int(corr[r])
-        if c not in recorded:
+        if c not in recorded or c in out:
             continue
-        d, s = recorded[c]
-        cand = np.flatnonzero((ldev == d) & (lstream == s) & (ts[call] <= ts[r]))
-        if len(cand):
-            out[c] = int(gpu[cand[-1]])
+        idx = by_queue.get(recorded[c])
+        if idx is None:
+            continue
+        pos = int(np.searchsorted(launches.ts[idx], clock.row_ts[r], side="right")) - 1
+        if pos >= 0:
+            out[c] = int(launches.gpu[idx[pos]])
     return out
 
 
-def _stream_wait_targets(t: EventTable, stream_all: I64) -> dict[int, int]:
-    """cudaStreamWaitEvent call uid -> the next launch call from its thread onto the stream
-    it made wait (the stream of its Stream Wait Event record)."""
+def _stream_wait_targets(
+    t: EventTable, clock: _Clock, launches: _Launches, stream_all: I64
+) -> dict[int, int]:
+    """cudaStreamWaitEvent call uid -> the first launch call after it from the same thread
+    onto the stream it made wait (the stream of its Stream Wait Event record)."""
     kind = t.col("kind")
     launcher = t.col("launcher")
-    recs = np.flatnonzero((kind == Kind.SYNC) & (launcher >= 0))
+    recs = np.flatnonzero((kind == Kind.SYNC) & (launcher >= 0) & clock.kept)
     waits = recs[_names_in(t, launcher[recs], frozenset({"cudaStreamWaitEvent"}))]
-    if len(waits) == 0:
+    if len(waits) == 0 or len(launches.call) == 0:
         return {}
-    call, _gpu, _dev, lstream = _launch_table(t, stream_all)
-    ts = t.col("ts_ns")
     pid, tid = t.col("pid"), t.col("tid")
+    by_queue = _group_launches(pid[launches.call], tid[launches.call], launches.stream, mask=launches.paired)
     out: dict[int, int] = {}
-    for rec in waits:
+    for rec in waits.tolist():
         w = int(launcher[rec])
-        cand = np.flatnonzero(
-            (pid[call] == pid[w]) & (tid[call] == tid[w]) & (lstream == stream_all[rec]) & (ts[call] > ts[w])
-        )
-        if len(cand):
-            out[w] = int(call[cand[0]])
+        idx = by_queue.get((int(pid[w]), int(tid[w]), int(stream_all[rec])))
+        if idx is None:
+            continue
+        pos = int(np.searchsorted(launches.ts[idx], clock.row_ts[w], side="right"))
+        if pos < len(idx):
+            out[w] = int(launches.call[idx[pos]])
     return out
+
+
+def _group_launches(*keys: I64, mask: B) -> dict[tuple[int, ...], I64]:
+    """Positions of the masked launches (already in time order) grouped by key columns."""
+    groups: dict[tuple[int, ...], list[int]] = {}
+    for pos, key in enumerate(zip(*(k.tolist() for k in keys))):
+        if mask[pos]:
+            groups.setdefault(key, []).append(pos)
+    return {k: np.asarray(v, dtype=np.int64) for k, v in groups.items()}
 
 
 # --- longest path (networkx.dag_longest_path semantics) -------------------------------------
@@ -929,7 +1072,9 @@ def longest_path(n_nodes: int, src: I64, dst: I64, weight: I64) -> tuple[I64, I6
     out_order = np.argsort(e_src, kind="stable")
     out_ptr = np.zeros(m + 1, dtype=np.int64)
     np.cumsum(np.bincount(e_src, minlength=m), out=out_ptr[1:])
-    path_c, path_e, length, ok = _nx_longest(m, e_src, e_dst, e_w.astype(np.int64), in_ptr, in_order, out_ptr, out_order)
+    path_c, path_e, length, ok = _nx_longest(
+        m, e_src, e_dst, e_w.astype(np.int64), in_ptr, in_order, out_ptr, out_order
+    )
     if not ok:
         raise ValueError("HTA graph has a cycle")
     return ids[path_c], keep[path_e], int(length)

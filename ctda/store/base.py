@@ -1,0 +1,176 @@
+"""The store interface both backends implement, and the types they exchange.
+
+A run becomes visible atomically: readers only ever see runs whose status is
+``complete``. How a backend gets there differs (Ladybug: one transaction; Neo4j: a
+``pending`` run written in many transactions and flipped to ``complete`` in a last one),
+but the contract is the same: after a failure, no partial run is visible, and the next
+writer removes what was left behind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ctda.store.model import RunData
+
+#: test hook: raise :class:`InjectedFault` after this many write batches
+FAIL_AFTER_ENV = "CTDA_STORE_FAIL_AFTER_BATCHES"
+
+Progress = Callable[[int, int], None]  # (rows written, rows total)
+
+
+class StoreError(Exception):
+    """A store problem worth one line to the user (no credentials in the message)."""
+
+
+class InjectedFault(StoreError):
+    """Raised on purpose by the fault-injection hook to test atomicity."""
+
+
+@dataclass
+class RunInfo:
+    """What ``ctda runs`` shows about one run."""
+
+    id: int
+    name: str
+    status: str
+    file: str
+    sha256: str
+    ctda_version: str
+    options: dict[str, Any]
+    options_key: str
+    ingested_at: str
+    steps: int
+    step_ns: list[int]
+    cp_ns: int
+    events: int
+    edges: int
+    heartbeat: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_props(cls, p: dict[str, Any]) -> RunInfo:
+        def js(key: str) -> dict[str, Any]:
+            try:
+                value = json.loads(p.get(key) or "{}")
+            except ValueError:
+                return {}
+            return value if isinstance(value, dict) else {}
+
+        return cls(
+            id=int(p["id"]),
+            name=str(p.get("name") or ""),
+            status=str(p.get("status") or ""),
+            file=str(p.get("file") or ""),
+            sha256=str(p.get("sha256") or ""),
+            ctda_version=str(p.get("ctda_version") or ""),
+            options=js("options_json"),
+            options_key=str(p.get("options_key") or ""),
+            ingested_at=str(p.get("ingested_at") or ""),
+            steps=int(p.get("steps") or 0),
+            step_ns=[int(x) for x in (p.get("step_ns") or [])],
+            cp_ns=int(p.get("cp_ns") or 0),
+            events=int(p.get("events") or 0),
+            edges=int(p.get("edges") or 0),
+            heartbeat=int(p.get("heartbeat") or 0),
+            extra={
+                "checks": js("checks_json"),
+                "graph": js("graph_json"),
+                "trace": js("trace_json"),
+                "has_gpu": bool(p.get("has_gpu")),
+                "t0_ns": int(p.get("t0_ns") or 0),
+            },
+        )
+
+
+@dataclass
+class QueryResult:
+    """Column names and rows of a query, values as plain Python (ints, floats, str, ...)."""
+
+    columns: list[str]
+    rows: list[list[Any]]
+
+    def records(self) -> list[dict[str, Any]]:
+        return [dict(zip(self.columns, r)) for r in self.rows]
+
+
+class FaultCounter:
+    """Counts committed write batches; raises once the configured number is reached."""
+
+    def __init__(self, fail_after: int | None) -> None:
+        if fail_after is None:
+            env = os.environ.get(FAIL_AFTER_ENV, "").strip()
+            fail_after = int(env) if env else None
+        self.fail_after = fail_after
+        self.done = 0
+
+    def tick(self) -> None:
+        self.done += 1
+        if self.fail_after is not None and self.done >= self.fail_after:
+            raise InjectedFault(f"injected fault after {self.done} write batch(es) ({FAIL_AFTER_ENV})")
+
+
+class Store(ABC):
+    """One graph store holding many runs (see :mod:`ctda.store.schema`)."""
+
+    #: query dialect, used to pick ``name.<dialect>.cypher`` variants
+    dialect: str = ""
+
+    @property
+    @abstractmethod
+    def location(self) -> str:
+        """Where the store is, printable (never includes credentials)."""
+
+    @abstractmethod
+    def runs(self, include_incomplete: bool = False) -> list[RunInfo]:
+        """Runs by name; only complete ones unless asked."""
+
+    def find_run(self, name: str) -> RunInfo | None:
+        """The complete run called ``name``."""
+        return next((r for r in self.runs() if r.name == name), None)
+
+    def find_content(self, sha256: str, options_key: str) -> RunInfo | None:
+        """A complete run of the same file bytes analysed with the same options."""
+        return next((r for r in self.runs() if r.sha256 == sha256 and r.options_key == options_key), None)
+
+    @abstractmethod
+    def write_run(
+        self,
+        data: RunData,
+        *,
+        replace: bool = False,
+        fail_after: int | None = None,
+        progress: Progress | None = None,
+    ) -> RunInfo:
+        """Store a run atomically; with ``replace`` it takes over the name of an existing run.
+
+        ``fail_after`` (or $CTDA_STORE_FAIL_AFTER_BATCHES) raises :class:`InjectedFault`
+        after that many batches: the atomicity tests use it.
+        """
+
+    @abstractmethod
+    def delete_run(self, name: str) -> bool:
+        """Remove a run and everything it owns; False when there is no such run."""
+
+    @abstractmethod
+    def gc(self, stale_after_s: float | None = None) -> int:
+        """Remove runs a failed writer left behind; returns how many were removed."""
+
+    @abstractmethod
+    def query(self, text: str, params: dict[str, Any] | None = None, *, write: bool = False) -> QueryResult:
+        """Run Cypher with parameters; read-only unless ``write``."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release connections and locks."""
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

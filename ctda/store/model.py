@@ -1,0 +1,353 @@
+"""Turn an :class:`~ctda.analysis.engine.Analysis` into the store's rows (Arrow tables).
+
+Everything here is vectorised numpy/pyarrow, so building the rows of a 1M-event run costs
+about as much as one pass over its columns. The tables do not depend on the store: the
+run id (and so ``Event.key``) is attached at write time with :meth:`RunData.keyed`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import inspect
+import json
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+
+from ctda import __version__
+from ctda.analysis import report
+from ctda.analysis.classify import CLASSES
+from ctda.analysis.edges import EdgeType
+from ctda.analysis.engine import Analysis, AnalysisOptions
+from ctda.ingest.columns import NA
+from ctda.ingest.kinds import Kind
+from ctda.store import schema
+from ctda.store.schema import BASELINE, KEY_SPAN
+
+I64 = npt.NDArray[np.int64]
+BOUNDS_LANE = "(window bounds)"
+
+
+def options_dict(options: AnalysisOptions) -> dict[str, Any]:
+    """The analysis options that change results, as plain JSON-able values."""
+    return {
+        "windows": options.windows,
+        "cross_thread": list(options.cross_thread),
+        "mode": options.mode,
+        "rule_options": dataclasses.asdict(options.rule_options),
+    }
+
+
+def options_key(options: AnalysisOptions) -> str:
+    """Stable digest of :func:`options_dict`: same file + same key = same run."""
+    text = json.dumps(options_dict(options), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def rule_docs() -> dict[str, str]:
+    """First paragraph of each rule's docstring (it names the trace fields the rule reads)."""
+    from ctda.analysis import rules
+
+    out: dict[str, str] = {}
+    for fn in rules.STRUCTURAL:
+        out[fn.__name__] = inspect.cleandoc(fn.__doc__ or "")
+    for name, fn in rules.CROSS_THREAD.items():
+        out[name] = inspect.cleandoc(fn.__doc__ or "")
+    out["release"] = "SOURCE -> a node no rule explains: it is released at its observed time."
+    out["terminal"] = "A node nothing waits for -> SINK, so the path can end anywhere."
+    return {k: v for k, v in out.items() if v}
+
+
+@dataclass
+class RunData:
+    """Rows of one run, ready for either store (indices are analysed-event indices)."""
+
+    name: str
+    run: dict[str, Any]  # Run properties except id/status/heartbeat
+    events: pa.Table  # schema.EVENT columns except key/run_id
+    deps: pa.Table  # src, dst (event idx) + schema.DEP columns
+    windows: pa.Table  # schema.WINDOW columns except key/run_id/scenario
+    cp: pa.Table  # window (idx), target (event idx) + schema.CP columns
+    scenario: dict[str, Any]  # schema.SCENARIO properties except key/run_id
+    rules: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def n_rows(self) -> int:
+        """Events plus dependency edges: the figure rows/s is measured on."""
+        return self.events.num_rows + self.deps.num_rows
+
+    def keyed(self, run_id: int) -> dict[str, pa.Table]:
+        """Tables with global keys for ``run_id``, columns in schema order.
+
+        ``dep`` and ``cp`` start with their endpoint keys (Ladybug's COPY wants FROM, TO).
+        """
+        base = run_id * KEY_SPAN
+        ev = self.events
+        events = ev.add_column(0, "run_id", pa.array(np.full(ev.num_rows, run_id, np.int64)))
+        events = events.add_column(0, "key", pa.array(_col(ev, "idx") + base))
+        deps = self.deps
+        dep = pa.table(
+            {"from": _col(deps, "src") + base, "to": _col(deps, "dst") + base}
+            | {c: deps.column(c) for c in schema.DEP.columns}
+        )
+        scen = self.scenario["name"]
+        w_idx = _col(self.windows, "idx")
+        wkeys = [schema.window_key(run_id, scen, int(i)) for i in w_idx]
+        windows = pa.table(
+            {"key": wkeys, "run_id": np.full(len(w_idx), run_id, np.int64), "scenario": [scen] * len(w_idx)}
+            | {c: self.windows.column(c) for c in schema.WINDOW.columns[3:]}
+        )
+        cp_win = _col(self.cp, "window")
+        cp = pa.table(
+            {"from": pa.array([wkeys[i] for i in cp_win], pa.string()), "to": _col(self.cp, "target") + base}
+            | {c: self.cp.column(c) for c in schema.CP.columns}
+        )
+        return {"Event": events.select(schema.EVENT.columns), "DEP": dep, "Window": windows, "CP": cp}
+
+
+def _col(t: pa.Table, name: str) -> I64:
+    return np.asarray(t.column(name).to_numpy(), dtype=np.int64)
+
+
+def _nullable(values: npt.NDArray[np.int64]) -> pa.Array:
+    """Trace ints use an NA sentinel; the store keeps them as nulls."""
+    return pa.array(values, type=pa.int64(), mask=values == NA)
+
+
+def _strings(values: npt.ArrayLike) -> pa.Array:
+    return pa.array(np.asarray(values, dtype=object), type=pa.string())
+
+
+def file_digest(path: str, chunk: int = 1 << 22) -> str:
+    """sha256 of a file's bytes (the run's provenance and its idempotency key)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while block := fh.read(chunk):
+            h.update(block)
+    return h.hexdigest()
+
+
+def node_event(nodes_n: int, node: I64) -> I64:
+    """Event index of graph nodes: 2i, 2i+1 -> i; SOURCE -> n; SINK -> n + 1."""
+    return np.where(node < 2 * nodes_n, node // 2, node - nodes_n)
+
+
+def build(a: Analysis, name: str, file: str, sha256: str) -> RunData:
+    """All rows of one analysed trace: events, edges, windows, critical paths, scenario."""
+    n = a.nodes.n
+    g, cal, tm = a.graph, a.calibration, a.timing
+    ch = a.charges
+    events, ev_cp, ev_win = _events(a)
+    charged_edges = ch.edge.to_numpy(dtype=np.int64)
+    dep_on_cp = np.zeros(g.n_edges, dtype=bool)
+    dep_on_cp[charged_edges] = True
+    etype_names = np.array([t.name.lower() for t in EdgeType], dtype=object)
+    rule_names = np.array(g.rule_names, dtype=object)
+    deps = pa.table(
+        {
+            "src": node_event(n, g.src),
+            "dst": node_event(n, g.dst),
+            "edge": np.arange(g.n_edges, dtype=np.int64),
+            "type": _strings(etype_names[g.etype]),
+            "rule": _strings(rule_names[g.rule]),
+            "weight": cal.weight.astype(np.int64),
+            "gap": cal.gap.astype(np.int64),
+            "binding": cal.binding.astype(bool),
+            "on_cp": dep_on_cp,
+            "src_end": (g.src % 2 == 1) & (g.src < 2 * n),
+            "dst_end": (g.dst % 2 == 1) & (g.dst < 2 * n),
+            "owner": g.owner.astype(np.int64),
+        }
+    )
+    windows = _windows(a, ev_win, events)
+    cp = _cp(a, etype_names, rule_names)
+    starts, ends = a.window_bounds()
+    step_ns = [int(x) for x in ends - starts]
+    now = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    meta = a.table.meta
+    run = {
+        "name": name,
+        "file": file,
+        "sha256": sha256,
+        "ctda_version": __version__,
+        "options_json": json.dumps(options_dict(a.options), sort_keys=True),
+        "options_key": options_key(a.options),
+        "ingested_at": now,
+        "schema_version": schema.SCHEMA_VERSION,
+        "steps": len(a.windows),
+        "step_ns": step_ns,
+        "cp_ns": int(ch.ns.sum()),
+        "events": n,
+        "edges": int(g.n_edges),
+        "t0_ns": int(a.nodes.time[a.nodes.source]),
+        "has_gpu": bool(a.nodes.is_gpu.any()),
+        "checks_json": json.dumps(report.checks(a)),
+        "graph_json": json.dumps(report.graph_summary(a)),
+        "trace_json": json.dumps(
+            {"rank": meta.rank, "world_size": meta.world_size, "n_bytes": meta.n_bytes, "warnings": meta.warnings}
+        ),
+    }
+    scenario = {
+        "name": BASELINE,
+        "overrides_json": "{}",
+        "step_ns": step_ns,
+        "cp_ns": int(ch.ns.sum()),
+        "path": [int(x) for x in tm.path],
+        "created_at": now,
+    }
+    del ev_cp
+    return RunData(name, run, events, deps, windows, cp, scenario, rule_docs())
+
+
+def _window_of(a: Analysis) -> I64:
+    """Baseline window holding each event's start (the first one, if windows overlap)."""
+    starts, ends = a.window_bounds()
+    ts = a.nodes.ts
+    out = np.full(a.nodes.n, -1, dtype=np.int64)
+    for i in range(len(a.windows) - 1, -1, -1):  # reversed so the first match wins
+        out[(ts >= starts[i]) & (ts < ends[i])] = i
+    return out
+
+
+def _events(a: Analysis) -> tuple[pa.Table, I64, I64]:
+    """Event rows (analysed events, then SOURCE and SINK) and per-event CP time and window."""
+    t, nd, tm = a.table, a.nodes, a.timing
+    n = nd.n
+    uid = nd.uid
+    ch = a.charges
+    g = a.graph
+    charged = ch.event.to_numpy(dtype=np.int64)
+    ns = ch.ns.to_numpy(dtype=np.int64)
+    cp_ns = np.bincount(charged[charged >= 0], weights=ns[charged >= 0], minlength=n).astype(np.int64)[:n]
+    on_cp = np.zeros(n + 2, dtype=bool)
+    edges = ch.edge.to_numpy(dtype=np.int64)
+    on_cp[node_event(n, g.src[edges])] = True
+    on_cp[node_event(n, g.dst[edges])] = True
+    on_cp[:n] |= cp_ns > 0
+    window = _window_of(a)
+    labels = report.lane_labels(a)
+    lane_label = np.array([labels.get(int(x), "") for x in range(int(nd.lane.max(initial=-1)) + 1)] or [""], dtype=object)
+    kind_names = np.array([k.name.lower() for k in Kind], dtype=object)
+    self_ns = report.self_time(a)
+    slack = tm.slack
+
+    def pad(values: npt.ArrayLike, source: Any, sink: Any) -> npt.NDArray[Any]:
+        arr = np.asarray(values)
+        return np.concatenate([arr, np.array([source, sink], dtype=arr.dtype)])
+
+    def trace_int(col: str) -> pa.Array:
+        return _nullable(pad(t.col(col)[uid].astype(np.int64), NA, NA))
+
+    t_src, t_sink = int(nd.time[nd.source]), int(nd.time[nd.sink])
+    cls_names = np.array(CLASSES, dtype=object)
+    table = pa.table(
+        {
+            "idx": np.arange(n + 2, dtype=np.int64),
+            "uid": pad(uid, -1, -1),
+            "name": _strings(pad(t.decoded("name", uid), "(source)", "(sink)")),
+            "display_name": _strings(pad(report.display_names(a), "(source)", "(sink)")),
+            "cat": _strings(pad(t.decoded("cat", uid), "", "")),
+            "kind": _strings(pad(kind_names[nd.kind], "source", "sink")),
+            "pid": _strings(pad(t.decoded("pid", uid), "", "")),
+            "tid": _strings(pad(t.decoded("tid", uid), "", "")),
+            "ts_ns": pad(nd.ts, t_src, t_sink),
+            "dur_ns": pad(nd.end - nd.ts, 0, 0),
+            "end_ns": pad(nd.end, t_src, t_sink),
+            "lane": pad(nd.lane.astype(np.int64), -1, -1),
+            "lane_label": _strings(pad(lane_label[np.maximum(nd.lane, 0)] if n else [], BOUNDS_LANE, BOUNDS_LANE)),
+            "is_gpu": pad(nd.is_gpu, False, False),
+            "step": pad(t.col("step")[uid].astype(np.int64), -1, -1),
+            "window": pad(window, -1, -1),
+            "parent": pad(nd.parent, -1, -1),
+            "depth": pad(nd.depth.astype(np.int64), 0, 0),
+            "correlation": trace_int("correlation"),
+            "external_id": trace_int("external_id"),
+            "device": trace_int("device"),
+            "stream": trace_int("stream"),
+            "sequence_nr": trace_int("sequence_nr"),
+            "on_cp": on_cp,
+            "cp_ns": pad(cp_ns, 0, 0),
+            "self_ns": pad(self_ns, 0, 0),
+            "slack_ns": pad(slack[0 : 2 * n : 2], slack[nd.source], slack[nd.sink]),
+            "class": _strings(pad(cls_names[a.event_cls] if n else np.array([], dtype=object), "", "")),
+        }
+    )
+    return table, cp_ns, window
+
+
+def _windows(a: Analysis, ev_win: I64, events: pa.Table) -> pa.Table:
+    """One row per window: bounds, duration, CP time, self time inside, dominant class."""
+    starts, ends = a.window_bounds()
+    t0 = int(a.nodes.time[a.nodes.source])
+    self_ns = _col(events, "self_ns")[: a.nodes.n]
+    self_by_win = np.bincount(ev_win[ev_win >= 0], weights=self_ns[ev_win >= 0], minlength=len(a.windows))
+    rows: dict[str, list[Any]] = {c: [] for c in schema.WINDOW.columns[3:]}
+    for i, w in enumerate(a.windows):
+        c = a.charges[a.charges.window == i]
+        by = c.groupby("cls").ns.sum()
+        total = int(c.ns.sum())
+        rows["idx"].append(i)
+        rows["label"].append(w.label)
+        rows["step"].append(w.step if w.step is not None else -1)
+        rows["start_ns"].append(int(starts[i]))
+        rows["end_ns"].append(int(ends[i]))
+        rows["start_ms"].append((int(starts[i]) - t0) / 1e6)
+        rows["duration_ns"].append(int(ends[i] - starts[i]))
+        rows["cp_ns"].append(total)
+        rows["self_ns"].append(int(self_by_win[i]))
+        # same tie-break as the report: the first class code with the largest time
+        rows["bound_by"].append(CLASSES[int(by.idxmax())] if len(by) else "")
+        rows["bound_by_share"].append(float(by.max() / max(total, 1)) if len(by) else 0.0)
+    types = dict(schema.WINDOW.props)
+    return pa.table({c: pa.array(v, _arrow_type(types[c])) for c, v in rows.items()})
+
+
+def _cp(a: Analysis, etype_names: npt.NDArray[np.object_], rule_names: npt.NDArray[np.object_]) -> pa.Table:
+    """Each window's critical path, in order, with what every step is charged to."""
+    n = a.nodes.n
+    g = a.graph
+    ch = a.charges
+    edge = ch.edge.to_numpy(dtype=np.int64)
+    event = ch.event.to_numpy(dtype=np.int64)
+    win = ch.window.to_numpy(dtype=np.int64)
+    cls = ch.cls.to_numpy(dtype=np.int64)
+    dst_ev = node_event(n, g.dst[edge])
+    target = np.where(event >= 0, event, dst_ev)
+    pos = ch.groupby("window").cumcount().to_numpy(dtype=np.int64)
+    labels = report.lane_labels(a)
+    lane_of = np.array([labels.get(int(x), "") for x in a.nodes.lane] + [BOUNDS_LANE, BOUNDS_LANE], dtype=object)
+    names = np.concatenate([report.display_names(a), np.array(["(source)", "(sink)"], dtype=object)])
+    cls_names = np.array(CLASSES, dtype=object)
+    gap_names = np.array([report.GAP_NAMES.get(c, f"({c})") for c in CLASSES], dtype=object)
+    return pa.table(
+        {
+            "window": win,
+            "target": target,
+            "pos": pos,
+            "edge": edge,
+            "t0": ch.t0.to_numpy(dtype=np.int64),
+            "t1": ch.t1.to_numpy(dtype=np.int64),
+            "ns": ch.ns.to_numpy(dtype=np.int64),
+            "type": _strings(etype_names[ch.etype.to_numpy(dtype=np.int64)]),
+            "rule": _strings(rule_names[ch.rule.to_numpy(dtype=np.int64)]),
+            "class": _strings(cls_names[cls]),
+            "wait": event < 0,
+            "name": _strings(np.where(event >= 0, names[np.maximum(event, 0)], gap_names[cls])),
+            "lane": _strings(lane_of[dst_ev]),
+        }
+    )
+
+
+def _arrow_type(t: str) -> pa.DataType:
+    return {
+        "INT64": pa.int64(),
+        "STRING": pa.string(),
+        "BOOL": pa.bool_(),
+        "DOUBLE": pa.float64(),
+        "INT64[]": pa.list_(pa.int64()),
+    }[t]
