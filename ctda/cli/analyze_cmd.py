@@ -11,6 +11,7 @@ from ctda.analysis.engine import AnalysisOptions, OptionError, analyze, parse_cr
 from ctda.analysis.report import build
 from ctda.cli.common import app, console, fail, file_progress, guarded
 from ctda.ingest.reader import read_trace
+from ctda.ingest.table import EventTable
 from ctda.render.analyze import render_json, render_markdown, render_table
 
 
@@ -44,6 +45,9 @@ def analyze_cmd(
     mode: Mode = typer.Option(
         Mode.ctda, "--mode", help="'hta' reproduces HolisticTraceAnalysis's rules and weights."
     ),
+    hta_version: str = typer.Option(
+        "current", "--hta-version", help="With --mode hta: 'current' (HTA main) or '0.5' (HTA 0.5.0 on PyPI)."
+    ),
 ) -> None:
     """Critical path of each step through CPU threads, GPU streams and the waits between them."""
     try:
@@ -54,6 +58,9 @@ def analyze_cmd(
     def run() -> None:
         with file_progress(trace, "reading") as progress:
             table = read_trace(trace, progress)
+        if mode is Mode.hta:
+            _hta(table, hta_version, fmt, top)
+            return
         try:
             result = analyze(table, AnalysisOptions(windows=windows, cross_thread=ct, mode=mode.value))
             report = build(result, step=step, top=top)
@@ -67,3 +74,13 @@ def analyze_cmd(
             render_table(report, console)
 
     guarded(run)
+
+
+def _hta(table: EventTable, version: str, fmt: Format, top: int) -> None:
+    from ctda.analysis.rules.hta import HtaOptions, hta_analysis
+    from ctda.render.hta import render_hta
+
+    if version not in ("current", "0.5"):
+        fail(f"--hta-version must be 'current' or '0.5', not {version!r}")
+    opts = HtaOptions.release_0_5() if version == "0.5" else HtaOptions()
+    render_hta(hta_analysis(table, opts), table, console, "json" if fmt is Format.json else "table", top)

@@ -1,0 +1,45 @@
+"""``ctda inspect``: what a trace contains, one screen per trace."""
+
+from __future__ import annotations
+
+import json
+from enum import Enum
+from pathlib import Path
+
+import typer
+
+from ctda.cli.common import app, console, file_progress, guarded
+from ctda.ingest.reader import read_trace
+from ctda.ingest.summary import TraceSummary, summarize
+from ctda.render.inspect import render_summary
+
+
+class Format(str, Enum):
+    table = "table"
+    json = "json"
+
+
+@app.command("inspect")
+def inspect_cmd(
+    traces: list[Path] = typer.Argument(..., help="Kineto traces (.json, .json.gz) or ctda .parquet tables."),
+    fmt: Format = typer.Option(
+        Format.table, "--format", help="'table' (one screen per trace) or 'json' (a list of summaries)."
+    ),
+    top: int = typer.Option(3, "--top", min=1, help="Names listed per CPU thread and GPU stream."),
+) -> None:
+    """Events by category, threads, streams, steps, syncs, NCCL, rank and warnings of each trace."""
+    summaries: list[TraceSummary] = []
+    for path in traces:
+
+        def run(path: Path = path) -> TraceSummary:
+            with file_progress(path, "reading") as progress:
+                table = read_trace(path, progress)
+            return summarize(table, top=top)
+
+        summary = guarded(run)
+        if fmt is Format.json:
+            summaries.append(summary)
+        else:
+            render_summary(console, summary)
+    if fmt is Format.json:
+        typer.echo(json.dumps([s.to_dict() for s in summaries], indent=2))

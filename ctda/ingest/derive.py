@@ -25,6 +25,7 @@ __all__ = ["bind_flows", "derive", "lanes", "launchers", "steps"]
 STEP_RE = re.compile(r"^ProfilerStep#(\d+)$")
 _STREAM_RE = re.compile(r"^(?:stream\s*)?(-?\d+)")
 I64 = npt.NDArray[np.int64]
+_ALL_STREAMS_U32 = 2**32 - 1
 
 
 def derive(events: pa.Table, meta: TraceMeta) -> EventTable:
@@ -105,6 +106,8 @@ def lanes(events: pa.Table, kind: npt.NDArray[np.int8]) -> tuple[npt.NDArray[np.
         tid_num = np.array([_parse_num(v) for v in tid_vals], dtype=np.int64)
         dev = np.where(device[rows] != NA, device[rows], pid_num[pid[rows]])
         strm = np.where(stream[rows] != NA, stream[rows], tid_num[tid[rows]])
+        # device-wide records (Context Sync) name stream -1, some CUPTI versions as uint32
+        strm = np.where(strm == _ALL_STREAMS_U32, -1, strm)
         udev, dev_code = factorize(dev)
         ustrm, strm_code = factorize(strm)
         keys, codes = factorize(dev_code * len(ustrm) + strm_code)

@@ -17,7 +17,9 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ctda import __version__
 from ctda.analysis import report
@@ -26,6 +28,7 @@ from ctda.analysis.edges import EdgeType
 from ctda.analysis.engine import Analysis, AnalysisOptions
 from ctda.ingest.columns import NA
 from ctda.ingest.kinds import Kind
+from ctda.ingest.table import EventTable
 from ctda.store import schema
 from ctda.store.schema import BASELINE, KEY_SPAN
 
@@ -102,9 +105,8 @@ class RunData:
             {"key": wkeys, "run_id": np.full(len(w_idx), run_id, np.int64), "scenario": [scen] * len(w_idx)}
             | {c: self.windows.column(c) for c in schema.WINDOW.columns[3:]}
         )
-        cp_win = _col(self.cp, "window")
         cp = pa.table(
-            {"from": pa.array([wkeys[i] for i in cp_win], pa.string()), "to": _col(self.cp, "target") + base}
+            {"from": _coded(_col(self.cp, "window"), wkeys), "to": _col(self.cp, "target") + base}
             | {c: self.cp.column(c) for c in schema.CP.columns}
         )
         return {"Event": events.select(schema.EVENT.columns), "DEP": dep, "Window": windows, "CP": cp}
@@ -119,8 +121,23 @@ def _nullable(values: npt.NDArray[np.int64]) -> pa.Array:
     return pa.array(values, type=pa.int64(), mask=values == NA)
 
 
-def _strings(values: npt.ArrayLike) -> pa.Array:
-    return pa.array(np.asarray(values, dtype=object), type=pa.string())
+
+def _coded(codes: npt.ArrayLike, values: npt.ArrayLike) -> pa.Array:
+    """Plain strings ``values[codes]``, gathered in Arrow (no Python object per row)."""
+    vals = pa.array(np.asarray(values, dtype=object), type=pa.string())
+    idx = pa.array(np.asarray(codes, dtype=np.int32))
+    return pa.DictionaryArray.from_arrays(idx, vals).cast(pa.string())
+
+
+def _padded(t: EventTable, col: str, uid: I64, source: str, sink: str, fold: Any = None) -> pa.Array:
+    """A dictionary column of the trace for analysed events, then SOURCE and SINK labels."""
+    values = list(t.strings(col))
+    if fold is not None:
+        values = [fold(v) for v in values]
+    codes = t.col(col)[uid].astype(np.int64)
+    k = len(values)
+    codes = np.concatenate([np.where(codes >= 0, codes, k), [k + 1, k + 2]])
+    return _coded(codes, [*values, "", source, sink])
 
 
 def file_digest(path: str, chunk: int = 1 << 22) -> str:
@@ -142,19 +159,19 @@ def build(a: Analysis, name: str, file: str, sha256: str) -> RunData:
     n = a.nodes.n
     g, cal, tm = a.graph, a.calibration, a.timing
     ch = a.charges
-    events, ev_cp, ev_win = _events(a)
+    events, ev_win = _events(a)
     charged_edges = ch.edge.to_numpy(dtype=np.int64)
     dep_on_cp = np.zeros(g.n_edges, dtype=bool)
     dep_on_cp[charged_edges] = True
-    etype_names = np.array([t.name.lower() for t in EdgeType], dtype=object)
-    rule_names = np.array(g.rule_names, dtype=object)
+    etype_names = [t.name.lower() for t in EdgeType]
+    rule_names = list(g.rule_names)
     deps = pa.table(
         {
             "src": node_event(n, g.src),
             "dst": node_event(n, g.dst),
             "edge": np.arange(g.n_edges, dtype=np.int64),
-            "type": _strings(etype_names[g.etype]),
-            "rule": _strings(rule_names[g.rule]),
+            "type": _coded(g.etype, etype_names),
+            "rule": _coded(g.rule, rule_names),
             "weight": cal.weight.astype(np.int64),
             "gap": cal.gap.astype(np.int64),
             "binding": cal.binding.astype(bool),
@@ -165,7 +182,7 @@ def build(a: Analysis, name: str, file: str, sha256: str) -> RunData:
         }
     )
     windows = _windows(a, ev_win, events)
-    cp = _cp(a, etype_names, rule_names)
+    cp = _cp(a, etype_names, rule_names, events.column("display_name").combine_chunks())
     starts, ends = a.window_bounds()
     step_ns = [int(x) for x in ends - starts]
     now = datetime.now(timezone.utc).isoformat(timespec="seconds")
@@ -187,7 +204,7 @@ def build(a: Analysis, name: str, file: str, sha256: str) -> RunData:
         "t0_ns": int(a.nodes.time[a.nodes.source]),
         "has_gpu": bool(a.nodes.is_gpu.any()),
         "checks_json": json.dumps(report.checks(a)),
-        "graph_json": json.dumps(report.graph_summary(a)),
+        "graph_json": json.dumps(graph_summary(a)),
         "trace_json": json.dumps(
             {"rank": meta.rank, "world_size": meta.world_size, "n_bytes": meta.n_bytes, "warnings": meta.warnings}
         ),
@@ -200,8 +217,21 @@ def build(a: Analysis, name: str, file: str, sha256: str) -> RunData:
         "path": [int(x) for x in tm.path],
         "created_at": now,
     }
-    del ev_cp
     return RunData(name, run, events, deps, windows, cp, scenario, rule_docs())
+
+
+def graph_summary(a: Analysis) -> dict[str, Any]:
+    """:func:`ctda.analysis.report.graph_summary`, vectorised (it is per edge)."""
+    g = a.graph
+    counts = np.bincount(g.rule, minlength=len(g.rule_names))
+    order = sorted((i for i in range(len(counts)) if counts[i]), key=lambda i: -counts[i])
+    return {
+        "events": int(a.nodes.n),
+        "edges": int(g.n_edges),
+        "edges_by_rule": {g.rule_names[i]: int(counts[i]) for i in order},
+        "dropped_acausal_edges": dict(g.dropped),
+        "binding_cross_thread_edges": int(np.sum(a.calibration.binding & (g.etype == EdgeType.CROSS_THREAD))),
+    }
 
 
 def _window_of(a: Analysis) -> I64:
@@ -214,8 +244,13 @@ def _window_of(a: Analysis) -> I64:
     return out
 
 
-def _events(a: Analysis) -> tuple[pa.Table, I64, I64]:
-    """Event rows (analysed events, then SOURCE and SINK) and per-event CP time and window."""
+def _factorized(values: npt.NDArray[np.object_]) -> pa.Array:
+    codes, uniques = pd.factorize(values, use_na_sentinel=False)
+    return _coded(codes, np.asarray(uniques, dtype=object))
+
+
+def _events(a: Analysis) -> tuple[pa.Table, I64]:
+    """Event rows (analysed events, then SOURCE and SINK) and each event's window."""
     t, nd, tm = a.table, a.nodes, a.timing
     n = nd.n
     uid = nd.uid
@@ -230,10 +265,8 @@ def _events(a: Analysis) -> tuple[pa.Table, I64, I64]:
     on_cp[node_event(n, g.dst[edges])] = True
     on_cp[:n] |= cp_ns > 0
     window = _window_of(a)
-    labels = report.lane_labels(a)
-    lane_label = np.array([labels.get(int(x), "") for x in range(int(nd.lane.max(initial=-1)) + 1)] or [""], dtype=object)
-    kind_names = np.array([k.name.lower() for k in Kind], dtype=object)
-    self_ns = report.self_time(a)
+    lanes = _lane_lut(a)
+    kind_names = [k.name.lower() for k in Kind]
     slack = tm.slack
 
     def pad(values: npt.ArrayLike, source: Any, sink: Any) -> npt.NDArray[Any]:
@@ -244,22 +277,22 @@ def _events(a: Analysis) -> tuple[pa.Table, I64, I64]:
         return _nullable(pad(t.col(col)[uid].astype(np.int64), NA, NA))
 
     t_src, t_sink = int(nd.time[nd.source]), int(nd.time[nd.sink])
-    cls_names = np.array(CLASSES, dtype=object)
+    names = np.concatenate([report.display_names(a), np.array(["(source)", "(sink)"], dtype=object)])
     table = pa.table(
         {
             "idx": np.arange(n + 2, dtype=np.int64),
             "uid": pad(uid, -1, -1),
-            "name": _strings(pad(t.decoded("name", uid), "(source)", "(sink)")),
-            "display_name": _strings(pad(report.display_names(a), "(source)", "(sink)")),
-            "cat": _strings(pad(t.decoded("cat", uid), "", "")),
-            "kind": _strings(pad(kind_names[nd.kind], "source", "sink")),
-            "pid": _strings(pad(t.decoded("pid", uid), "", "")),
-            "tid": _strings(pad(t.decoded("tid", uid), "", "")),
+            "name": _padded(t, "name", uid, "(source)", "(sink)"),
+            "display_name": _factorized(names),
+            "cat": _padded(t, "cat", uid, "", ""),
+            "kind": _coded(pad(nd.kind.astype(np.int64), len(Kind), len(Kind) + 1), [*kind_names, "source", "sink"]),
+            "pid": _padded(t, "pid", uid, "", ""),
+            "tid": _padded(t, "tid", uid, "", ""),
             "ts_ns": pad(nd.ts, t_src, t_sink),
             "dur_ns": pad(nd.end - nd.ts, 0, 0),
             "end_ns": pad(nd.end, t_src, t_sink),
             "lane": pad(nd.lane.astype(np.int64), -1, -1),
-            "lane_label": _strings(pad(lane_label[np.maximum(nd.lane, 0)] if n else [], BOUNDS_LANE, BOUNDS_LANE)),
+            "lane_label": _coded(_lane_codes(nd.lane, n, lanes), lanes),
             "is_gpu": pad(nd.is_gpu, False, False),
             "step": pad(t.col("step")[uid].astype(np.int64), -1, -1),
             "window": pad(window, -1, -1),
@@ -272,12 +305,24 @@ def _events(a: Analysis) -> tuple[pa.Table, I64, I64]:
             "sequence_nr": trace_int("sequence_nr"),
             "on_cp": on_cp,
             "cp_ns": pad(cp_ns, 0, 0),
-            "self_ns": pad(self_ns, 0, 0),
+            "self_ns": pad(report.self_time(a), 0, 0),
             "slack_ns": pad(slack[0 : 2 * n : 2], slack[nd.source], slack[nd.sink]),
-            "class": _strings(pad(cls_names[a.event_cls] if n else np.array([], dtype=object), "", "")),
+            "class": _coded(pad(a.event_cls.astype(np.int64), len(CLASSES), len(CLASSES)), [*CLASSES, ""]),
         }
     )
-    return table, cp_ns, window
+    return table, window
+
+
+def _lane_lut(a: Analysis) -> list[str]:
+    """Label of lane k at position k, then the SOURCE/SINK label at the end."""
+    labels = report.lane_labels(a)
+    top = max([*labels, int(a.nodes.lane.max(initial=-1))], default=-1)
+    return [labels.get(k, "") for k in range(top + 1)] + [BOUNDS_LANE]
+
+
+def _lane_codes(lane: npt.NDArray[Any], n: int, lut: list[str]) -> I64:
+    """Codes into :func:`_lane_lut` for events 0..n+1 (SOURCE/SINK get the bounds label)."""
+    return np.concatenate([lane.astype(np.int64), [len(lut) - 1, len(lut) - 1]])
 
 
 def _windows(a: Analysis, ev_win: I64, events: pa.Table) -> pa.Table:
@@ -307,7 +352,7 @@ def _windows(a: Analysis, ev_win: I64, events: pa.Table) -> pa.Table:
     return pa.table({c: pa.array(v, _arrow_type(types[c])) for c, v in rows.items()})
 
 
-def _cp(a: Analysis, etype_names: npt.NDArray[np.object_], rule_names: npt.NDArray[np.object_]) -> pa.Table:
+def _cp(a: Analysis, etype_names: list[str], rule_names: list[str], names: pa.Array) -> pa.Table:
     """Each window's critical path, in order, with what every step is charged to."""
     n = a.nodes.n
     g = a.graph
@@ -318,12 +363,14 @@ def _cp(a: Analysis, etype_names: npt.NDArray[np.object_], rule_names: npt.NDArr
     cls = ch.cls.to_numpy(dtype=np.int64)
     dst_ev = node_event(n, g.dst[edge])
     target = np.where(event >= 0, event, dst_ev)
-    pos = ch.groupby("window").cumcount().to_numpy(dtype=np.int64)
-    labels = report.lane_labels(a)
-    lane_of = np.array([labels.get(int(x), "") for x in a.nodes.lane] + [BOUNDS_LANE, BOUNDS_LANE], dtype=object)
-    names = np.concatenate([report.display_names(a), np.array(["(source)", "(sink)"], dtype=object)])
-    cls_names = np.array(CLASSES, dtype=object)
-    gap_names = np.array([report.GAP_NAMES.get(c, f"({c})") for c in CLASSES], dtype=object)
+    # rows are in path order within each window, windows in order
+    starts = np.flatnonzero(np.r_[True, win[1:] != win[:-1]]) if len(win) else np.zeros(0, np.int64)
+    pos = np.arange(len(win), dtype=np.int64) - np.repeat(starts, np.diff(np.r_[starts, len(win)]))
+    lanes = _lane_lut(a)
+    lane_codes = _lane_codes(a.nodes.lane, n, lanes)
+    gap_names = [report.GAP_NAMES.get(c, f"({c})") for c in CLASSES]
+    gap_label = _coded(cls, gap_names)
+    ev_name = names.take(pa.array(np.maximum(event, 0)))
     return pa.table(
         {
             "window": win,
@@ -333,12 +380,12 @@ def _cp(a: Analysis, etype_names: npt.NDArray[np.object_], rule_names: npt.NDArr
             "t0": ch.t0.to_numpy(dtype=np.int64),
             "t1": ch.t1.to_numpy(dtype=np.int64),
             "ns": ch.ns.to_numpy(dtype=np.int64),
-            "type": _strings(etype_names[ch.etype.to_numpy(dtype=np.int64)]),
-            "rule": _strings(rule_names[ch.rule.to_numpy(dtype=np.int64)]),
-            "class": _strings(cls_names[cls]),
+            "type": _coded(ch.etype.to_numpy(dtype=np.int64), etype_names),
+            "rule": _coded(ch.rule.to_numpy(dtype=np.int64), rule_names),
+            "class": _coded(cls, CLASSES),
             "wait": event < 0,
-            "name": _strings(np.where(event >= 0, names[np.maximum(event, 0)], gap_names[cls])),
-            "lane": _strings(lane_of[dst_ev]),
+            "name": pc.if_else(pa.array(event >= 0), ev_name, gap_label),
+            "lane": _coded(lane_codes[dst_ev], lanes),
         }
     )
 

@@ -9,8 +9,9 @@ reproduce HTA's answer and compare it with ctda's replay-calibrated one.
 HTA's graph, as implemented here (weights are observed time gaps unless said otherwise):
 
 * Events: CPU operators and runtime/driver calls (cats ``cpu_op``, ``cuda_runtime``,
-  ``cuda_driver``) with ``dur > 0`` that start inside the window, and the GPU work they
-  launched (kernels, copies, sets paired by ``args.correlation``).
+  ``cuda_driver``; ctda's kinds, so also the legacy ``Operator``/``Runtime`` spellings)
+  with ``dur > 0`` that start inside the window, and the GPU work they launched (kernels,
+  copies, sets paired by ``args.correlation``).
 * **operator** edges walk each CPU thread's call stack: parent start -> first child start,
   child end -> next child start, last child end -> parent end, a leaf's start -> end. The
   edge into the end of a blocking call (``cudaDeviceSynchronize``, ``cudaStreamSynchronize``,
@@ -25,7 +26,9 @@ HTA's graph, as implemented here (weights are observed time gaps unless said oth
   over the whole trace, is 1 right after the launch and 0 right after the kernel starts)
   and the previous kernel on the stream (and a stream-wait source, if any) ended before
   the launch.
-* **kernel-kernel delay**: otherwise, previous kernel end -> kernel start on the stream.
+* **kernel-kernel delay**: otherwise, previous kernel end -> kernel start on the stream
+  (newer HTA: only across gaps up to 1.5 ms; a longer gap means something unrecorded held
+  the stream, and the kernel gets no incoming edge at all).
 * **sync dependency** (weight 0): from the ``cuda_sync`` records. Stream Sync: last
   kernel started on that stream (kernels ordered by start, sync records by end) -> end of
   the runtime call; Context Sync: the last kernel of every stream seen so far -> end of the
@@ -37,6 +40,12 @@ HTA's graph, as implemented here (weights are observed time gaps unless said oth
   the CUDA runtime lock (``cudaLaunchKernel``, ``cudaMemcpyAsync``, ``cudaHostAlloc``) are
   chained by completion order across threads; that rule also gives those calls their full
   duration (``cudaMemcpyAsync`` is no longer zeroed). :class:`HtaOptions` selects these.
+
+What HTA's loader does first is reproduced too: fractional-microsecond timestamps are
+rounded inward to whole microseconds, the last ProfilerStep is dropped when there are two
+or more, a launching call is paired with one device row only (the last sharing its
+correlation, so only one kernel of a graph launch takes part), and CPU slices carrying an
+integer ``args.stream`` are dropped.
 
 The path is networkx' ``dag_longest_path`` with HTA's weights, reproduced with its tie
 rules (first maximal predecessor in edge insertion order; the first node in networkx'
@@ -57,6 +66,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
+import pandas as pd
 from numba import njit
 
 from ctda.analysis.edges import EdgeBatch, EdgeType
@@ -196,11 +206,34 @@ class HtaResult:
 
     @property
     def span_ns(self) -> int:
-        """Time from the path's first node to its last (HTA's length counts only weights)."""
+        """Time from the path's first node to its last; the length counts only weights, so
+        the difference is what HTA leaves out (CPU gaps, waits, blocking calls)."""
         if len(self.path_nodes) == 0:
             return 0
-        t = self.nodes.time
+        t = self.edges.time
         return int(t[self.path_nodes[-1]] - t[self.path_nodes[0]])
+
+    def path_frame(self, table: EventTable) -> pd.DataFrame:
+        """One row per path edge, in path order: HTA type, times (HTA's clock), weight, the
+        event HTA attributes it to (analysed index, uid, name; -1/"" for none)."""
+        e, n = self.edges, self.nodes
+        pe = self.path_edges
+        att = e.attributed[pe]
+        uid = np.where(att >= 0, n.uid[np.maximum(att, 0)], -1)
+        names = table.decoded("name", np.maximum(uid, 0))
+        return pd.DataFrame(
+            {
+                "type": [HTA_NAMES[HtaEdge(int(x))] for x in e.htype[pe]],
+                "src": e.src[pe],
+                "dst": e.dst[pe],
+                "t0_ns": e.time[e.src[pe]],
+                "t1_ns": e.time[e.dst[pe]],
+                "weight_ns": e.weight[pe],
+                "event": att,
+                "uid": uid,
+                "name": np.where(att >= 0, names, ""),
+            }
+        )
 
 
 # --- entry points --------------------------------------------------------------------------
@@ -239,26 +272,21 @@ def _analyse(ctx: RuleContext, options: HtaOptions) -> HtaResult:
 
 
 def _bound_by(ctx: RuleContext, edges: HtaEdges, path: I64) -> dict[str, int]:
-    """HTA's ``summary()`` classes: launch/kernel-kernel overheads, CPU, GPU compute, comm."""
+    """HTA's ``summary()`` classes: launch and kernel-kernel overheads, then operator time
+    of CPU events, GPU communication kernels and other GPU work."""
     from ctda.analysis.classify import COMM_RE
 
-    out = {"cpu_bound": 0, "gpu_compute_bound": 0, "gpu_communication_bound": 0,
-           "gpu_kernel_kernel_overhead": 0, "gpu_kernel_launch_overhead": 0}  # fmt: skip
-    comm = ctx.name_mask(COMM_RE)
-    for e in path:
-        t, w, ev = HtaEdge(int(edges.htype[e])), int(edges.weight[e]), int(edges.attributed[e])
-        if t == HtaEdge.KERNEL_KERNEL_DELAY:
-            out["gpu_kernel_kernel_overhead"] += w
-        elif t == HtaEdge.KERNEL_LAUNCH_DELAY:
-            out["gpu_kernel_launch_overhead"] += w
-        elif t == HtaEdge.OPERATOR and ev >= 0:
-            if not ctx.nodes.is_gpu[ev]:
-                out["cpu_bound"] += w
-            elif comm[ev]:
-                out["gpu_communication_bound"] += w
-            else:
-                out["gpu_compute_bound"] += w
-    return out
+    t, w, ev = edges.htype[path], edges.weight[path], edges.attributed[path]
+    op = (t == HtaEdge.OPERATOR) & (ev >= 0)
+    gpu = ctx.nodes.is_gpu[np.maximum(ev, 0)]
+    comm = ctx.name_mask(COMM_RE)[np.maximum(ev, 0)]
+    return {
+        "cpu_bound": int(w[op & ~gpu].sum()),
+        "gpu_compute_bound": int(w[op & gpu & ~comm].sum()),
+        "gpu_communication_bound": int(w[op & gpu & comm].sum()),
+        "gpu_kernel_kernel_overhead": int(w[t == HtaEdge.KERNEL_KERNEL_DELAY].sum()),
+        "gpu_kernel_launch_overhead": int(w[t == HtaEdge.KERNEL_LAUNCH_DELAY].sum()),
+    }
 
 
 # --- rules (EdgeBatches for a ctda Graph) ---------------------------------------------------
@@ -351,25 +379,24 @@ RULES: tuple[Callable[[RuleContext], EdgeBatch], ...] = (
 )
 
 
-def graph_weights(g: Graph, edges: HtaEdges | None = None) -> I64:
-    """HTA's weight of every edge of a Graph built from :data:`RULES` (0 for release/terminal).
+def graph_weights(g: Graph, edges: HtaEdges) -> I64:
+    """HTA's weight of every edge of a Graph built from :data:`RULES` (0 for release and
+    terminal edges), looked up by (src, dst); a repeated edge weighs what HTA gave it last.
 
-    ``edges`` defaults to the HTA edges of the graph's nodes with default options.
+    ``edges`` is :attr:`HtaResult.edges` (or :func:`build_edges`) over the graph's nodes.
     """
-    if edges is None:
-        raise ValueError("pass the HtaEdges the graph was built from (hta_critical_path(...).edges)")
     m = g.nodes.n_nodes
+    if len(edges) == 0:
+        return np.zeros(g.n_edges, dtype=np.int64)
     key = edges.src * m + edges.dst
     order = np.argsort(key, kind="stable")
     k_sorted = key[order]
-    # networkx keeps the last weight given to a repeated edge
     last = np.ones(len(k_sorted), dtype=bool)
     last[:-1] = k_sorted[:-1] != k_sorted[1:]
     k_sorted, w_sorted = k_sorted[last], edges.weight[order][last]
     q = g.src * m + g.dst
-    pos = np.clip(np.searchsorted(k_sorted, q), 0, max(len(k_sorted) - 1, 0))
-    hit = (k_sorted[pos] == q) if len(k_sorted) else np.zeros(len(q), dtype=bool)
-    return np.where(hit, w_sorted[pos] if len(k_sorted) else 0, 0).astype(np.int64)
+    pos = np.clip(np.searchsorted(k_sorted, q), 0, len(k_sorted) - 1)
+    return np.where(k_sorted[pos] == q, w_sorted[pos], 0).astype(np.int64)
 
 
 # --- edge construction ----------------------------------------------------------------------
@@ -403,10 +430,12 @@ class _Clock:
         ok = ts != NA
         end = np.where(ok & (dur != NA), ts + np.where(dur != NA, dur, 0), ts)
         if ((ts[ok] % US) != 0).any():
-            # HTA adds and rounds the microsecond floats it parsed; ns / 1000 gives back
-            # the same doubles, so the float sum rounds exactly as HTA's does
-            ts_us = ts / US
-            end_us = ts_us + np.where(dur != NA, dur, 0) / US
+            # HTA adds and rounds the microsecond doubles it parsed. Python's exact integer
+            # division gives back the same doubles (numpy would round ns > 2**53 first), so
+            # the float sum, and its floor, come out exactly as HTA's do
+            ts_us = np.array([x / US for x in ts.tolist()], dtype=np.float64)
+            dur_us = np.array([x / US for x in np.where(dur != NA, dur, 0).tolist()], dtype=np.float64)
+            end_us = ts_us + dur_us
             ts = np.where(ok, np.ceil(ts_us).astype(np.int64) * US, ts)
             end = np.where(ok, np.floor(end_us).astype(np.int64) * US, end)
         kept = ok & (dur != NA) & (table.col("kind") != Kind.TRACE_SPAN)
@@ -643,7 +672,7 @@ def _thread_groups(ctx: RuleContext, in_win: B, options: HtaOptions) -> I64:
         fwd = _only_thread(ctx, in_win, "forward")
         bwd = _only_thread(ctx, in_win, "autograd")
         if fwd is not None and bwd is not None and fwd != bwd:
-            tid = np.where(tid == bwd, fwd, tid)
+            tid = np.array([fwd if x == bwd else x for x in tid], dtype=object)
     keys = list(zip(_label_key(pid), _label_key(tid)))
     code = {k: i for i, k in enumerate(sorted(set(keys)))}
     lane_group = np.array([code[k] for k in keys], dtype=np.int64)
