@@ -65,6 +65,12 @@ def rss_mb(field: str) -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * _MAXRSS_SCALE / 1e6
 
 
+def cpu_seconds() -> tuple[float, float]:
+    """(user+sys CPU seconds of this process, of its finished helper processes)."""
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime, kids.ru_utime + kids.ru_stime
+
+
 def children_peak_mb() -> float:
     """Largest peak RSS of any finished helper process (e.g. a forked decode worker)."""
     return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * _MAXRSS_SCALE / 1e6
@@ -107,11 +113,16 @@ def main(argv: list[str] | None = None) -> int:
     warm, task = TASKS[args[0]]
     warm()
     baseline = rss_mb("VmRSS")
+    cpu0 = cpu_seconds()
     t0 = time.perf_counter()
     out = task(Path(args[1]))
     seconds = time.perf_counter() - t0
+    cpu1 = cpu_seconds()
     out.update(
         seconds=seconds,
+        # CPU time is the figure to trust on a busy machine: wall time includes waiting
+        cpu_s=cpu1[0] - cpu0[0],
+        cpu_s_helpers=cpu1[1] - cpu0[1],
         peak_rss_mb=rss_mb("VmHWM"),
         baseline_rss_mb=baseline,
         children_peak_rss_mb=children_peak_mb(),

@@ -84,6 +84,8 @@ def _measure(ctx: Context, t: Target) -> dict[str, Any]:
         events=rep["events"],
         seconds=rep["seconds"],
         mb_per_s=json_mb / rep["seconds"],
+        cpu_s=rep["cpu_s"],
+        cpu_s_helpers=rep["cpu_s_helpers"],
         peak_rss_mb=peak,
         baseline_rss_mb=rep["baseline_rss_mb"],
         rss_over_json=peak / json_mb,
@@ -112,6 +114,7 @@ def _table(rows: list[dict[str, Any]]) -> str:
         "events",
         "s",
         "MB/s",
+        "CPU s (reader + worker)",
         "peak RSS MB",
         "RSS/JSON",
         "(RSS−base)/JSON",
@@ -120,7 +123,7 @@ def _table(rows: list[dict[str, Any]]) -> str:
     body = []
     for r in rows:
         if "error" in r:
-            body.append([f"`{r['trace']}`", r["format"], "", "", "", f"**{r['error']}**", "", "", "", ""])
+            body.append([f"`{r['trace']}`", r["format"], "", "", "", f"**{r['error']}**", "", "", "", "", ""])
             continue
         body.append(
             [
@@ -130,13 +133,14 @@ def _table(rows: list[dict[str, Any]]) -> str:
                 fmt_num(r["events"]),
                 fmt_num(r["seconds"], 2),
                 fmt_num(r["mb_per_s"]) + _mark(r["speed_ok"]),
+                f"{fmt_num(r['cpu_s'], 2)} + {fmt_num(r['cpu_s_helpers'], 2)}",
                 fmt_num(r["peak_rss_mb"], 0),
                 fmt_num(r["rss_over_json"], 2) + _mark(r["rss_ok"]),
                 fmt_num(r["delta_rss_over_json"], 2),
                 f"{fmt_num(r['reader_proc_peak_mb'], 0)} / {fmt_num(r['worker_peak_mb'], 0)}",
             ]
         )
-    return markdown_table(header, body, align="llrrrrrrrr")
+    return markdown_table(header, body, align="llrrrrrrrrr")
 
 
 def _section(rows: list[dict[str, Any]], notes: list[str], quick: bool) -> str:
@@ -145,7 +149,9 @@ def _section(rows: list[dict[str, Any]], notes: list[str], quick: bool) -> str:
         "(`python -m bench.child read`).",
         f"Goals: **≥ {GOAL_MB_S:.0f} MB/s** of uncompressed JSON, "
         f"**peak RSS ≤ {GOAL_RSS_RATIO:.0f}× the JSON size** (✓/✗ beside each figure).",
-        "MB = 10⁶ bytes of uncompressed JSON. *peak RSS* is the larger of the reading process's "
+        "MB = 10⁶ bytes of uncompressed JSON. *s* is wall time of the `read_trace` call; *CPU s* "
+        "is its user+system time in the reading process + in helper processes (on a busy machine "
+        "the wall time also counts waiting for a core). *peak RSS* is the larger of the reading process's "
         "VmHWM and the sampled PSS sum of its process tree (the reader may fork a decode worker); "
         "*base* is the reading process's RSS after imports and warm-up, just before the read; "
         "*reader / worker* are the VmHWM of the reading process and the max RSS of its helper "

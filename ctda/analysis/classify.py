@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import numpy.typing as npt
+from numba import njit
 
 from ctda.analysis.rules.context import RuleContext
 from ctda.ingest.kinds import Kind
@@ -45,10 +46,48 @@ def _inherit(
     flag: npt.NDArray[np.bool_], parent: npt.NDArray[np.int64], depth: npt.NDArray[np.int16]
 ) -> npt.NDArray[np.bool_]:
     """Propagate a flag from ancestors to descendants, one depth level at a time."""
+    return inherit_down(flag, parent, depth)
+
+
+def inherit_down(
+    flag: npt.NDArray[np.bool_], parent: npt.NDArray[np.int64], depth: npt.NDArray[np.int16]
+) -> npt.NDArray[np.bool_]:
+    """``flag`` or-ed down the nesting: level by level (depth 1, 2, ...), each event with a
+    parent takes its parent's value as it stood after the previous level."""
+    return _inherit_levels(
+        np.asarray(flag, dtype=np.bool_),
+        np.asarray(parent, dtype=np.int64),
+        np.asarray(depth, dtype=np.int64),
+    )
+
+
+@njit(cache=True)  # type: ignore[misc]
+def _inherit_levels(flag, parent, depth):  # type: ignore[no-untyped-def]  # pragma: no cover
+    n = flag.shape[0]
     out = flag.copy()
-    for d in range(1, int(depth.max(initial=0)) + 1):
-        at = np.flatnonzero((depth == d) & (parent >= 0))
-        out[at] |= out[parent[at]]
+    top = 0
+    for i in range(n):
+        top = max(top, depth[i])
+    # events with a parent, bucketed by depth (counting sort, original order within a level)
+    ptr = np.zeros(top + 2, dtype=np.int64)
+    for i in range(n):
+        if depth[i] >= 1 and parent[i] >= 0:
+            ptr[depth[i] + 1] += 1
+    for d in range(1, top + 2):
+        ptr[d] += ptr[d - 1]
+    at = np.empty(ptr[top + 1], dtype=np.int64)
+    fill = ptr.copy()
+    for i in range(n):
+        if depth[i] >= 1 and parent[i] >= 0:
+            at[fill[depth[i]]] = i
+            fill[depth[i]] += 1
+    got = np.empty(at.shape[0], dtype=np.bool_)
+    for d in range(1, top + 1):
+        for k in range(ptr[d], ptr[d + 1]):  # read the whole level first, then write
+            got[k] = out[parent[at[k]]]
+        for k in range(ptr[d], ptr[d + 1]):
+            if got[k]:
+                out[at[k]] = True
     return out
 
 

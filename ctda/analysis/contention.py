@@ -49,13 +49,40 @@ class Contention:
         """Weights under per-edge owner factors, with contended waits scaled by their cause."""
         if len(self) == 0:
             return weight
-        f_edge = np.where(owner >= 0, owner_factor[np.maximum(owner, 0)], 1.0)
-        waited = np.bincount(self.wait_edge, weights=self.overlap, minlength=len(weight))
-        caused = np.bincount(
-            self.wait_edge, weights=self.overlap * f_edge[self.hold_edge], minlength=len(weight)
+        return _reweigh(
+            np.asarray(weight, dtype=np.int64),
+            np.asarray(owner_factor, dtype=np.float64),
+            np.asarray(owner, dtype=np.int64),
+            self.wait_edge,
+            self.hold_edge,
+            self.overlap,
         )
-        own = np.maximum(weight - waited, 0)
-        return np.rint(own * f_edge + caused).astype(np.int64)
+
+
+@njit(cache=True)  # type: ignore[misc]
+def _reweigh(weight, owner_factor, owner, wait_edge, hold_edge, overlap):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """``rint(max(w - waited, 0) * f + sum(overlap * f(holder)))`` per edge (f = its owner's factor).
+
+    Sums accumulate in triple order, as ``np.bincount`` does, so results match it bit for bit.
+    """
+    m = weight.shape[0]
+    f_edge = np.empty(m, dtype=np.float64)
+    for e in range(m):
+        o = owner[e]
+        f_edge[e] = owner_factor[o] if o >= 0 else 1.0
+    waited = np.zeros(m, dtype=np.float64)
+    caused = np.zeros(m, dtype=np.float64)
+    for k in range(wait_edge.shape[0]):
+        e = wait_edge[k]
+        waited[e] += overlap[k]
+        caused[e] += overlap[k] * f_edge[hold_edge[k]]
+    out = np.empty(m, dtype=np.int64)
+    for e in range(m):
+        own = weight[e] - waited[e]
+        if own < 0:
+            own = 0.0
+        out[e] = np.int64(np.rint(own * f_edge[e] + caused[e]))
+    return out
 
 
 def _timeline_edges(g: Graph) -> I64:
@@ -73,7 +100,8 @@ def estimate(ctx: RuleContext, g: Graph) -> Contention:
     if len(e) == 0:
         return Contention.empty()
     lane = n.lane[g.src[e] // 2].astype(np.int64)
-    if len(np.unique(lane)) < 2:
+    lanes = np.flatnonzero(np.bincount(lane))  # lanes of analysed events are >= 0
+    if len(lanes) < 2:
         return Contention.empty()
     own = g.owner[e]
     builtin = ctx.name_mask(r"^<built-in")
@@ -85,14 +113,21 @@ def estimate(ctx: RuleContext, g: Graph) -> Contention:
     needs = is_py | ~has | (g.dst[e] % 2 == 0)
     t0, t1 = n.time[g.src[e]], n.time[g.dst[e]]
     pid = np.unique(ctx.lane_pid.astype(str), return_inverse=True)[1]
+    live = t1 > t0
+    # candidates of every lane at once, ordered by start (ties in edge order); a lane's
+    # share of them is then already in the order the intersection needs
+    need_all = np.flatnonzero(needs & live)
+    need_all = need_all[np.argsort(t0[need_all], kind="stable")]
+    hold_all = np.flatnonzero(holds & live)
+    hold_all = hold_all[np.argsort(t0[hold_all], kind="stable")]
+    need_lane, hold_lane = lane[need_all], lane[hold_all]
+    hold_pid = pid[hold_lane]
     waits, holds_e, ovs = [], [], []
-    for a_lane in np.unique(lane):
-        a = np.flatnonzero((lane == a_lane) & needs & (t1 > t0))
-        b = np.flatnonzero((lane != a_lane) & holds & (pid[lane] == pid[a_lane]) & (t1 > t0))
+    for a_lane in lanes:
+        a = need_all[need_lane == a_lane]
+        b = hold_all[(hold_lane != a_lane) & (hold_pid == pid[a_lane])]
         if len(a) == 0 or len(b) == 0:
             continue
-        a = a[np.argsort(t0[a], kind="stable")]
-        b = b[np.argsort(t0[b], kind="stable")]
         wa, wb, ov = _intersect(t0[a], t1[a], t0[b], t1[b])
         waits.append(e[a[wa]])
         holds_e.append(e[b[wb]])
@@ -105,10 +140,11 @@ def estimate(ctx: RuleContext, g: Graph) -> Contention:
 
 def _cap(c: Contention, g: Graph) -> Contention:
     """Several other threads may overlap one segment; never attribute more than its length."""
-    span = g.nodes.time[g.dst] - g.nodes.time[g.src]
-    total = np.bincount(c.wait_edge, weights=c.overlap, minlength=len(span))
+    w = c.wait_edge
+    span = g.nodes.time[g.dst[w]] - g.nodes.time[g.src[w]]  # per triple: its waiting edge's span
+    total = np.bincount(w, weights=c.overlap, minlength=len(g.src))[w]
     scale = np.where(total > span, span / np.maximum(total, 1), 1.0)
-    return Contention(c.wait_edge, c.hold_edge, np.floor(c.overlap * scale[c.wait_edge]).astype(np.int64))
+    return Contention(c.wait_edge, c.hold_edge, np.floor(c.overlap * scale).astype(np.int64))
 
 
 @njit(cache=True)  # type: ignore[misc]

@@ -105,10 +105,47 @@ def from_arrays(
 
 
 def _dedupe(src: I64, dst: I64, n_nodes: int) -> I64:
-    """Indices keeping one edge per (src, dst): the first rule's (structural rules run first)."""
-    _, first = np.unique(src * n_nodes + dst, return_index=True)
-    first.sort()
-    return first
+    """Indices keeping one edge per (src, dst): the first rule's (structural rules run first).
+
+    Ascending; the first occurrence of every pair (what ``np.unique(..., return_index=True)``
+    keeps), found per source node instead of by sorting all pairs.
+    """
+    if len(src) == 0:
+        return np.zeros(0, dtype=np.int64)
+    _, by_src = _csr(np.asarray(src, dtype=np.int64), n_nodes)
+    keep = _first_pairs(by_src, np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64))
+    return np.flatnonzero(keep).astype(np.int64)
+
+
+@njit(cache=True)  # type: ignore[misc]
+def _first_pairs(by_src, src, dst):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """Mark the first edge of every (src, dst); ``by_src`` lists edges grouped by src, in order."""
+    m = by_src.shape[0]
+    keep = np.zeros(m, dtype=np.bool_)
+    i = 0
+    while i < m:
+        j = i
+        s = src[by_src[i]]
+        while j < m and src[by_src[j]] == s:
+            j += 1
+        if j - i <= 16:  # small group: look back
+            for a in range(i, j):
+                e = by_src[a]
+                dup = False
+                for b in range(i, a):
+                    if dst[by_src[b]] == dst[e]:
+                        dup = True
+                        break
+                keep[e] = not dup
+        else:  # large group: stable sort by dst, the first of each run is the earliest edge
+            grp = by_src[i:j]
+            order = np.argsort(dst[grp], kind="mergesort")
+            keep[grp[order[0]]] = True
+            for a in range(1, order.shape[0]):
+                if dst[grp[order[a]]] != dst[grp[order[a - 1]]]:
+                    keep[grp[order[a]]] = True
+        i = j
+    return keep
 
 
 def _close(
@@ -137,9 +174,23 @@ def _close(
 
 
 def _csr(keys: I64, n: int) -> tuple[I64, I64]:
-    order = np.argsort(keys, kind="stable").astype(np.int64)
+    """(ptr, order): ``order`` = stable argsort of ``keys`` (a counting sort), ``ptr`` its block starts."""
+    return _counting_sort(np.asarray(keys, dtype=np.int64), n)  # type: ignore[no-any-return]
+
+
+@njit(cache=True)  # type: ignore[misc]
+def _counting_sort(keys, n):  # type: ignore[no-untyped-def]  # pragma: no cover
     ptr = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(np.bincount(keys, minlength=n), out=ptr[1:])
+    for k in keys:
+        ptr[k + 1] += 1
+    for v in range(n):
+        ptr[v + 1] += ptr[v]
+    fill = ptr[:-1].copy()
+    order = np.empty(keys.shape[0], dtype=np.int64)
+    for i in range(keys.shape[0]):
+        k = keys[i]
+        order[fill[k]] = i
+        fill[k] += 1
     return ptr, order
 
 
@@ -147,23 +198,21 @@ def _index(g: Graph) -> None:
     n = g.nodes.n_nodes
     g.in_ptr, g.in_edges = _csr(g.dst, n)
     g.out_ptr, g.out_edges = _csr(g.src, n)
-    order, seen = _kahn(
-        g.out_ptr, g.out_edges, g.dst, np.bincount(g.dst, minlength=n).astype(np.int64), g.nodes.time
-    )
+    by_time = np.argsort(g.nodes.time, kind="stable").astype(np.int64)
+    order, seen = _kahn(g.out_ptr, g.out_edges, g.dst, np.diff(g.in_ptr), g.nodes.time, by_time)
     if seen < n:
         raise GraphCycleError(_describe_cycle(g, order[:seen]))
     g.order = order
 
 
 @njit(cache=True)  # type: ignore[misc]
-def _kahn(out_ptr, out_edges, dst, indeg, time):  # type: ignore[no-untyped-def]  # pragma: no cover
+def _kahn(out_ptr, out_edges, dst, indeg, time, by_time):  # type: ignore[no-untyped-def]  # pragma: no cover
     """Topological order; nodes become ready in observed-time order (a valid heap-free
-    order because every kept edge goes forward or sideways in time)."""
+    order because every kept edge goes forward or sideways in time). ``by_time`` is the
+    stable argsort of ``time``: the nodes in the order they are considered."""
     n = indeg.shape[0]
     deg = indeg.copy()
     order = np.empty(n, dtype=np.int64)
-    # process in time order, but only once all predecessors are placed
-    by_time = np.argsort(time, kind="mergesort")
     ready = np.empty(n, dtype=np.int64)
     r_head = 0
     r_tail = 0

@@ -42,12 +42,22 @@ def replay(
     Slack is measured against SINK and every node in ``anchors`` (window ends): it is how
     much a node may slip before any of them moves.
     """
-    rank = PRIORITY[g.etype] + np.where(preferred, 1 << 20, 0)
+    rank = _rank(g.etype, np.asarray(preferred, dtype=np.bool_), PRIORITY)
     time, bind = _forward(g.order, g.in_ptr, g.in_edges, g.src, weight, rank, g.nodes.source, t_source)
     path = _backtrack_until(bind, g.src, time, g.nodes.sink, t_source)
     ends = np.array([g.nodes.sink], dtype=np.int64) if anchors is None else np.append(anchors, g.nodes.sink)
     slack = _slack(g.order, g.out_ptr, g.out_edges, g.dst, weight, time, ends.astype(np.int64))
     return Timing(time=time, binding_edge=bind, path=path, slack=slack)
+
+
+@njit(cache=True)  # type: ignore[misc]
+def _rank(etype, preferred, priority):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """Tie-break rank per edge: PRIORITY of its type, preferred (calibrated binding) edges first."""
+    m = etype.shape[0]
+    out = np.empty(m, dtype=np.int64)
+    for e in range(m):
+        out[e] = priority[etype[e]] + ((1 << 20) if preferred[e] else 0)
+    return out
 
 
 @njit(cache=True)  # type: ignore[misc]
@@ -84,23 +94,74 @@ def path_to(timing: Timing, g: Graph, end_node: int, not_before: int) -> I64:
 
 @njit(cache=True)  # type: ignore[misc]
 def _backtrack_until(bind, src, time, end_node, not_before):  # type: ignore[no-untyped-def]  # pragma: no cover
-    out = np.empty(16, dtype=np.int64)
-    m = 0
-    v = end_node
-    while True:
+    ends = np.full(1, end_node, dtype=np.int64)
+    limit = np.full(1, not_before, dtype=np.int64)
+    edges, _, _, _ = backtrack_chains(bind, src, time, ends, limit)
+    return edges[::-1].copy()
+
+
+@njit(cache=True)  # type: ignore[misc]
+def _walk_into(bind, src, time, v, not_before, e_out, t0_out, t1_out, m):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """Follow binding edges back from ``v``, appending at ``m`` until done or the buffers are full.
+
+    Returns ``(m, v, done)``; when not done, the walk resumes at ``v``. (A separate function
+    so the hot loop never sees its buffers reassigned, which would cost reference counting
+    on every step.)
+    """
+    t_v = time[v]
+    cap = e_out.shape[0]
+    while m < cap:
         e = bind[v]
         if e < 0:
-            break
-        if m == out.shape[0]:
-            grown = np.empty(2 * m, dtype=np.int64)
-            grown[:m] = out
-            out = grown
-        out[m] = e
+            return m, v, True
+        u = src[e]
+        t_u = time[u]
+        e_out[m] = e
+        t0_out[m] = t_u
+        t1_out[m] = t_v
         m += 1
-        v = src[e]
-        if time[v] <= not_before:
-            break
-    return out[:m][::-1].copy()
+        v = u
+        t_v = t_u
+        if t_u <= not_before:
+            return m, v, True
+    return m, v, False
+
+
+@njit(cache=True)  # type: ignore[misc]
+def _grow(a, size, used):  # type: ignore[no-untyped-def]  # pragma: no cover
+    out = np.empty(size, dtype=a.dtype)
+    out[:used] = a[:used]
+    return out
+
+
+@njit(cache=True)  # type: ignore[misc]
+def backtrack_chains(bind, src, time, ends, not_before):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """The binding chains back from each ``ends[w]`` until an edge starts at or before ``not_before[w]``.
+
+    Returns ``(edges, t0, t1, start)``: chain ``w`` is ``edges[start[w]:start[w + 1]]`` in
+    walk order (latest edge first) with each edge's start and end node times.
+    """
+    # one chain visits each node at most once: with room for every node, growing is only
+    # needed when chains overlap (untouched room costs address space, not memory)
+    cap = bind.shape[0] + 1
+    e_buf = np.empty(cap, dtype=np.int64)
+    t0_buf = np.empty(cap, dtype=np.int64)
+    t1_buf = np.empty(cap, dtype=np.int64)
+    start = np.empty(ends.shape[0] + 1, dtype=np.int64)
+    m = 0
+    for w in range(ends.shape[0]):
+        start[w] = m
+        v = ends[w]
+        while True:
+            m, v, done = _walk_into(bind, src, time, v, not_before[w], e_buf, t0_buf, t1_buf, m)
+            if done:
+                break
+            cap *= 2
+            e_buf = _grow(e_buf, cap, m)
+            t0_buf = _grow(t0_buf, cap, m)
+            t1_buf = _grow(t1_buf, cap, m)
+    start[ends.shape[0]] = m
+    return e_buf[:m], t0_buf[:m], t1_buf[:m], start
 
 
 @njit(cache=True)  # type: ignore[misc]

@@ -112,23 +112,35 @@ def self_time(a: Analysis) -> npt.NDArray[np.int64]:
 
 
 def _in_windows(a: Analysis, sel: list[int]) -> npt.NDArray[np.bool_]:
+    """Analysed events starting inside any selected window ``[start, end)``."""
     starts, ends = a.window_bounds()
-    inside = np.zeros(a.nodes.n, dtype=bool)
-    for i in sel:
-        inside |= (a.nodes.ts >= starts[i]) & (a.nodes.ts < ends[i])
-    return inside
+    s, e = starts[sel], ends[sel]
+    keep = e > s
+    s, e = s[keep], e[keep]
+    if len(s) == 0:
+        return np.zeros(a.nodes.n, dtype=bool)
+    # the union of the windows as disjoint intervals, then one binary search per event
+    order = np.argsort(s, kind="stable")
+    s, e = s[order], np.maximum.accumulate(e[order])
+    new = np.ones(len(s), dtype=bool)
+    new[1:] = s[1:] > e[:-1]
+    first = np.flatnonzero(new)
+    lo = s[first]
+    hi = np.append(e[first[1:] - 1], e[-1])
+    k = np.searchsorted(lo, a.nodes.ts, side="right") - 1
+    return np.asarray((k >= 0) & (a.nodes.ts < hi[np.maximum(k, 0)]), dtype=bool)
 
 
 def build(a: Analysis, step: str = "all", top: int = 10) -> Report:
     """Compute every table of the report for the selected windows."""
     sel = select_windows(a, step)
-    ch = a.charges[a.charges.window.isin(sel)]
+    ch = a.charges[a.charges.window.isin(sel)] if len(sel) < len(a.windows) else a.charges
     total = int(ch.ns.sum())
-    names = display_names(a)
-    kinds = a.table.decoded("cat", a.nodes.uid)
+    names, name_group = _name_groups(a)
     selfns = self_time(a)
     inside = _in_windows(a, sel)
-    hot = _hotspots(ch, names, kinds, selfns, inside, a.event_cls, total)
+    hot = _hotspots(ch, names, name_group, _Categories(a), selfns, inside, a.event_cls, total)
+    by_class = _by_class(ch, total)
     return Report(
         trace=a.table.meta.path,
         options={
@@ -138,38 +150,101 @@ def build(a: Analysis, step: str = "all", top: int = 10) -> Report:
             "step": step,
         },
         steps=_steps(a, sel),
-        by_class=_by_class(ch, total),
+        by_class=by_class,
         hotspots=hot.head(top).reset_index(drop=True),
-        by_category=_rollup(ch, kinds, total, "category"),
+        by_category=_rollup(ch, a, total, "category"),
         by_lane=_by_lane(a, ch, total),
-        near_critical=_near_critical(a, ch, names, inside, top),
-        recommendations=recommend(_by_class(ch, total), hot, bool(a.nodes.is_gpu.any())),
+        near_critical=_near_critical(a, ch, names, name_group, inside, top),
+        recommendations=recommend(by_class, hot, bool(a.nodes.is_gpu.any())),
         checks=checks(a),
         graph=graph_summary(a),
     )
+
+
+class _Categories:
+    """Each analysed event's category as a dictionary code, and the dictionary."""
+
+    def __init__(self, a: Analysis) -> None:
+        self.codes = a.table.col("cat")[a.nodes.uid].astype(np.int64)
+        self.values = a.table.strings("cat")
+        self._has_value = np.array([v is not None for v in self.values], dtype=bool)
+
+    def known(self, codes: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
+        """Codes that stand for a category (what ``pd.notna`` of the decoded strings says)."""
+        ok = codes >= 0
+        if len(self.values):
+            ok &= self._has_value[np.maximum(codes, 0)]
+        return ok
+
+
+def _name_groups(a: Analysis) -> tuple[npt.NDArray[np.object_], npt.NDArray[np.int64]]:
+    """Distinct display names (sorted) and each analysed event's index into them.
+
+    ``names[group]`` equals :func:`display_names`; grouping by the integer index is what
+    makes the rollups cheap on millions of events.
+    """
+    codes = a.table.col("name")[a.nodes.uid]
+    values = a.table.strings("name")
+    folded = np.array(
+        ["ProfilerStep#*" if _STEP_NUM.match(str(v)) else _ADDRESS.sub("", str(v)) for v in values] or [""],
+        dtype=object,
+    )
+    names, of_value = np.unique(folded, return_inverse=True)
+    # same element as folded[codes], negative codes included (numpy indexing from the end)
+    group = of_value.reshape(-1)[np.where(codes < 0, codes + len(folded), codes)].astype(np.int64)
+    return names.astype(object), group
 
 
 def _steps(a: Analysis, sel: list[int]) -> pd.DataFrame:
     starts, ends = a.window_bounds()
     rows = []
     t0 = int(a.nodes.time[a.nodes.source])
+    n_cls = len(CLASSES)
+    win = a.charges.window.to_numpy().astype(np.int64)
+    key = win * n_cls + a.charges.cls.to_numpy().astype(np.int64)
+    size = len(a.windows) * n_cls
+    ns = a.charges.ns.to_numpy()
+    # per (window, class): how many charges and their sum (exact: integer sums < 2**53)
+    count = np.bincount(key, minlength=size).reshape(-1, n_cls)
+    by_cls = _sum_by(key, ns, size).reshape(-1, n_cls)
     for i in sel:
         w = a.windows[i]
-        c = a.charges[a.charges.window == i]
-        by = c.groupby("cls").ns.sum()
-        top_cls = CLASSES[int(by.idxmax())] if len(by) else ""
+        present = np.flatnonzero(count[i] > 0)
+        by = by_cls[i][present]
+        cp = int(by.sum())
+        top_cls = CLASSES[int(present[np.argmax(by)])] if len(by) else ""
         rows.append(
             {
                 "window": w.label,
                 "step": w.step if w.step is not None else -1,
                 "start_ms": (int(starts[i]) - t0) / 1e6,
                 "duration_ns": int(ends[i] - starts[i]),
-                "cp_ns": int(c.ns.sum()),
+                "cp_ns": cp,
                 "bound_by": top_cls,
-                "bound_by_share": float(by.max() / max(c.ns.sum(), 1)) if len(by) else 0.0,
+                "bound_by_share": float(by.max() / max(cp, 1)) if len(by) else 0.0,
             }
         )
     return pd.DataFrame(rows)
+
+
+def _first_of(key: npt.NDArray[np.int64], valid: npt.NDArray[np.bool_], size: int) -> npt.NDArray[np.int64]:
+    """Per key in ``[0, size)``: the first position where ``valid`` holds (``len(key)`` if none)."""
+    first = np.full(size, len(key), dtype=np.int64)
+    pos = np.flatnonzero(valid)
+    np.minimum.at(first, key[pos], pos)
+    return first
+
+
+def _sum_by(key: npt.NDArray[np.int64], values: npt.ArrayLike, size: int) -> npt.NDArray[np.int64]:
+    """Integer sums of ``values`` per ``key`` in ``[0, size)``."""
+    v = np.asarray(values)
+    if len(v) == 0:
+        return np.zeros(size, dtype=np.int64)
+    if np.abs(v).max() * len(v) < 2**53:  # float sums of such integers are exact
+        return np.rint(np.bincount(key, weights=v, minlength=size)).astype(np.int64)
+    out = np.zeros(size, dtype=np.int64)
+    np.add.at(out, key, v.astype(np.int64))
+    return out
 
 
 def _by_class(ch: pd.DataFrame, total: int) -> pd.DataFrame:
@@ -182,25 +257,58 @@ def _by_class(ch: pd.DataFrame, total: int) -> pd.DataFrame:
 def _hotspots(
     ch: pd.DataFrame,
     names: npt.NDArray[np.object_],
-    cats: npt.NDArray[np.object_],
+    group: npt.NDArray[np.int64],
+    cats: _Categories,
     selfns: npt.NDArray[np.int64],
     inside: npt.NDArray[np.bool_],
     event_cls: npt.NDArray[np.int8],
     total: int,
 ) -> pd.DataFrame:
-    ev = ch[ch.event >= 0]
-    e = ev.event.to_numpy()
-    cp = pd.DataFrame({"name": names[e], "ns": ev.ns.to_numpy(), "event": e})
-    by_cp = cp.groupby("name").agg(cp_ns=("ns", "sum"), on_cp=("event", "nunique"))
+    """Per display name: time on the path, self time in the windows, count, category, class.
+
+    Grouped by integer name index (``names[group]`` is each event's display name), which
+    gives the same table as grouping the names themselves, sorted by name.
+    """
+    n_names = len(names)
+    event, ns = ch.event.to_numpy(), ch.ns.to_numpy()
+    is_ev = event >= 0
+    e = event[is_ev]
+    g_cp = group[e]
+    cp_ns = _sum_by(g_cp, ns[is_ev], n_names)
+    seen = np.zeros(len(group), dtype=bool)
+    seen[e] = True
+    on_cp = np.bincount(group[np.flatnonzero(seen)], minlength=n_names)  # an event has one name
+    has_cp = np.flatnonzero(np.bincount(g_cp, minlength=n_names) > 0)
+    by_cp = pd.DataFrame(
+        {"cp_ns": cp_ns[has_cp], "on_cp": on_cp[has_cp].astype(np.int64)},
+        index=pd.Index(names[has_cp], dtype=object, name="name"),
+    )
     idx = np.flatnonzero(inside)
-    tot = pd.DataFrame({"name": names[idx], "self": selfns[idx], "cat": cats[idx], "cls": event_cls[idx]})
-    by_tot = tot.groupby("name").agg(
-        total_ns=("self", "sum"), count=("self", "size"), category=("cat", "first"), cls=("cls", "first")
+    g_in = group[idx]
+    total_ns = _sum_by(g_in, selfns[idx], n_names)
+    count = np.bincount(g_in, minlength=n_names).astype(np.int64)
+    has_in = np.flatnonzero(count > 0)
+    # "first" per name, in event order: the class of its first event, the first known category
+    first = _first_of(g_in, np.ones(len(g_in), dtype=bool), n_names)[has_in]
+    cat_code = cats.codes[idx]
+    category = np.full(n_names, None, dtype=object)
+    k_first = _first_of(g_in, cats.known(cat_code), n_names)
+    k_groups = np.flatnonzero(k_first < len(g_in))
+    category[k_groups] = cats.values[cat_code[k_first[k_groups]]]
+    by_tot = pd.DataFrame(
+        {
+            "total_ns": total_ns[has_in],
+            "count": count[has_in],
+            "category": category[has_in],
+            "cls": event_cls[idx][first],
+        },
+        index=pd.Index(names[has_in], dtype=object, name="name"),
     )
     df = by_cp.join(by_tot, how="outer").fillna({"cp_ns": 0, "on_cp": 0, "total_ns": 0, "count": 0})
     df["category"] = df.category.fillna("")
     df["class"] = [CLASSES[int(c)] if c == c else "" for c in df.cls]
-    gaps = ch[ch.event < 0].groupby("cls").ns.sum()
+    gap = ~is_ev
+    gaps = pd.DataFrame({"cls": ch.cls.to_numpy()[gap], "ns": ns[gap]}).groupby("cls").ns.sum()
     for c, ns in gaps.items():
         label = GAP_NAMES.get(CLASSES[int(c)], f"({CLASSES[int(c)]})")
         df.loc[label, ["cp_ns", "on_cp", "total_ns", "count", "category", "class"]] = [
@@ -211,7 +319,7 @@ def _hotspots(
             "wait",
             CLASSES[int(c)],
         ]
-    self_total = max(int(tot.self.sum()), 1)
+    self_total = max(int(selfns[idx].sum()), 1)
     df["cp_share"] = df.cp_ns / max(total, 1)
     df["total_share"] = df.total_ns / self_total
     df = df.reset_index().rename(columns={"index": "name"})
@@ -220,10 +328,19 @@ def _hotspots(
     return df.sort_values(["cp_ns", "total_ns"], ascending=False).reset_index(drop=True)
 
 
-def _rollup(ch: pd.DataFrame, labels: npt.NDArray[np.object_], total: int, col: str) -> pd.DataFrame:
-    ev = ch[ch.event >= 0]
-    s = pd.Series(ev.ns.to_numpy(), index=labels[ev.event.to_numpy()]).groupby(level=0).sum()
-    gap = int(ch[ch.event < 0].ns.sum())
+def _rollup(ch: pd.DataFrame, a: Analysis, total: int, col: str) -> pd.DataFrame:
+    """Path time per event category (events without one are left out), plus waits and gaps."""
+    event, ns = ch.event.to_numpy(), ch.ns.to_numpy()
+    is_ev = event >= 0
+    codes = a.table.col("cat")[a.nodes.uid[event[is_ev]]].astype(np.int64)
+    values = a.table.strings("cat")
+    known = codes >= 0
+    size = max(len(values), 1)
+    sums = _sum_by(codes[known], ns[is_ev][known], size)
+    present = np.flatnonzero(np.bincount(codes[known], minlength=size) > 0)
+    # few rows: let pandas merge equal labels and order them exactly as a full groupby would
+    s = pd.Series(sums[present], index=values[present]).groupby(level=0).sum()
+    gap = int(ns[~is_ev].sum())
     df = pd.DataFrame({col: s.index.astype(str), "cp_ns": s.to_numpy(dtype=np.int64)})
     if gap:
         df = pd.concat([df, pd.DataFrame({col: ["(waits and gaps)"], "cp_ns": [gap]})], ignore_index=True)
@@ -249,15 +366,26 @@ def _by_lane(a: Analysis, ch: pd.DataFrame, total: int) -> pd.DataFrame:
     ok = dst_ev < a.nodes.n
     lanes = np.where(ok, a.nodes.lane[np.minimum(dst_ev, max(a.nodes.n - 1, 0))], -1)
     labels = lane_labels(a)
-    lab = np.array([labels.get(int(x), "(window bounds)") for x in lanes], dtype=object)
-    s = pd.Series(ch.ns.to_numpy(), index=lab).groupby(level=0).sum()
+    shifted = lanes.astype(np.int64) + 1  # lanes are >= -1 (window bounds)
+    size = int(shifted.max(initial=0)) + 1
+    uniq = np.flatnonzero(np.bincount(shifted, minlength=size) > 0)
+    sums = _sum_by(shifted, ch.ns.to_numpy(), size)[uniq]
+    uniq = uniq - 1
+    lab = np.array([labels.get(int(x), "(window bounds)") for x in uniq], dtype=object)
+    # one row per lane: pandas merges equal labels and orders them as a full groupby would
+    s = pd.Series(sums, index=lab).groupby(level=0).sum()
     df = pd.DataFrame({"lane": s.index.astype(str), "cp_ns": s.to_numpy(dtype=np.int64)})
     df["share"] = df.cp_ns / max(total, 1)
     return df.sort_values("cp_ns", ascending=False).reset_index(drop=True)
 
 
 def _near_critical(
-    a: Analysis, ch: pd.DataFrame, names: npt.NDArray[np.object_], inside: npt.NDArray[np.bool_], top: int
+    a: Analysis,
+    ch: pd.DataFrame,
+    names: npt.NDArray[np.object_],
+    group: npt.NDArray[np.int64],
+    inside: npt.NDArray[np.bool_],
+    top: int,
 ) -> pd.DataFrame:
     """Off-path events that could grow by little before they move the step."""
     on = np.zeros(a.nodes.n + 1, dtype=bool)
@@ -271,11 +399,15 @@ def _near_critical(
     cand = np.flatnonzero(inside & ~on & leafish & (dur > 0))
     if len(cand) == 0:
         return pd.DataFrame(columns=["name", "slack_ns", "duration_ns", "lane"])
+    if len(cand) > top > 0:
+        # only events with a slack among the ``top`` smallest can make the list
+        kth = np.partition(slack[cand], top - 1)[top - 1]
+        cand = cand[slack[cand] <= kth]
     order = cand[np.lexsort((-dur[cand], slack[cand]))][:top]
     labels = lane_labels(a)
     return pd.DataFrame(
         {
-            "name": names[order],
+            "name": names[group[order]],
             "slack_ns": slack[order],
             "duration_ns": dur[order],
             "lane": [labels.get(int(x), "") for x in a.nodes.lane[order]],
@@ -300,7 +432,9 @@ def checks(a: Analysis) -> dict[str, Any]:
 
 def graph_summary(a: Analysis) -> dict[str, Any]:
     g = a.graph
-    by_rule = pd.Series(g.rule).map(lambda r: g.rule_names[r]).value_counts()
+    # count rule codes, then name them: same order as counting the names (one name per code)
+    by_rule = pd.Series(g.rule).value_counts()
+    by_rule.index = pd.Index([g.rule_names[int(r)] for r in by_rule.index], dtype=object)
     return {
         "events": int(a.nodes.n),
         "edges": int(g.n_edges),

@@ -6,7 +6,7 @@ import importlib
 
 from ctda.cli.common import app
 
-COMMAND_MODULES = ("inspect_cmd", "convert_cmd", "analyze_cmd", "whatif_cmds")
+COMMAND_MODULES = ("inspect_cmd", "convert_cmd", "analyze_cmd", "whatif_cmds", "store_cmds", "ui_cmd")
 
 
 def _register() -> None:

@@ -30,4 +30,6 @@ def convert_cmd(
 
     n = guarded(run)
     size = target.stat().st_size
-    console.print(f"{source} -> {target}: {n:,} events, {size / 1e6:,.1f} MB", highlight=False)
+    console.print(
+        f"{source} -> {target}: {n:,} events, {size / 1e6:,.1f} MB", highlight=False, soft_wrap=True
+    )

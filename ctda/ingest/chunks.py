@@ -54,42 +54,44 @@ class Chunker:
 
     def pieces(self, progress: Callable[[int], None] | None = None) -> Iterator[Piece]:
         """Pieces in document order; ``progress`` gets the compressed bytes consumed."""
-        head = b""  # document text until the array start is found
-        buf = b""  # buf[0] is the array's "[" or the "," of the last cut
+        # buf[0] is the array's "[" or the "," of the last cut; a bytearray grows and
+        # shrinks in place, so blocks are not copied into a fresh buffer each time
+        buf = bytearray()
         base = 0  # document offset of buf[0]
         index = 0
         stream = source.open_stream(self.path)
         with stream:
             for block in source.read_blocks(self.path, stream):
                 self.n_bytes += len(block)
+                buf += block
                 if self.framing is None:
-                    head += block
-                    found = source.find_array_start(self.path, head, at_eof=False)
+                    found = source.find_array_start(self.path, bytes(buf), at_eof=False)
                     if found is None:
                         continue
                     self.framing, off = found
-                    buf, base, head = head[off:], off, b""
-                else:
-                    buf += block
+                    del buf[:off]
+                    base = off
                 start = 0
-                while (cut := _next_cut(buf, start + self.chunk_bytes)) is not None:
-                    view = memoryview(buf)
-                    yield Piece(index, base + start + 1, b"".join((b"[", view[start + 1 : cut], b"]")))
-                    index, start = index + 1, cut
-                if start:
-                    buf, base = buf[start:], base + start
+                with memoryview(buf) as view:
+                    while (cut := _next_cut(buf, start + self.chunk_bytes)) is not None:
+                        yield Piece(index, base + start + 1, b"".join((b"[", view[start + 1 : cut], b"]")))
+                        index, start = index + 1, cut
+                del buf[:start]
+                base += start
                 if progress is not None:
                     progress(source.compressed_position(stream))
         if self.framing is None:
-            found = source.find_array_start(self.path, head, at_eof=True)
+            found = source.find_array_start(self.path, bytes(buf), at_eof=True)
             if found is None:  # pragma: no cover - at_eof always decides
                 raise TraceError(self.path, "no traceEvents array")
             self.framing, off = found
-            buf, base = head[off:], off
-        yield Piece(index, base + 1, b"[" + buf[1:], last=True)
+            del buf[:off]
+            base = off
+        buf[:1] = b"["
+        yield Piece(index, base + 1, bytes(buf), last=True)
 
 
-def _next_cut(buf: bytes, target: int) -> int | None:
+def _next_cut(buf: bytearray, target: int) -> int | None:
     """Offset of the ``,`` between two events at or after ``target``; None if none yet."""
     if target >= len(buf):
         return None

@@ -34,18 +34,26 @@ GROUPS: dict[str, frozenset[Kind]] = {
     "cpu_span": frozenset({Kind.CPU_OP, Kind.USER_ANNOTATION}),
     "device_side": frozenset({Kind.RUNTIME, Kind.DRIVER}) | GPU_KINDS,  # launches, GPU work, syncs
     "metadata": frozenset({Kind.METADATA}),
+    "instant": frozenset({Kind.INSTANT}),  # e.g. cpu_instant_event, with an Ev Idx
 }
 #: integer args: column -> (groups that carry it, extractor over those events' args).
 #: Aliases of one key are read in the same pass, the first spelling winning.
 INT_ARGS: dict[str, tuple[tuple[str, ...], Extract]] = {
     "correlation": (("device_side",), lambda a: [x.correlation for x in a]),
     "external_id": (
-        ("cpu_span", "device_side"),
+        ("cpu_span", "device_side", "instant"),
         lambda a: [x.external_id if x.external_id is not None else x.external_id_old for x in a],
     ),
-    "ev_idx": (("cpu_span", "python"), lambda a: [x.ev_idx if x.ev_idx is not None else x.ev_idx_new for x in a]),
-    "device": (("device_side",), lambda a: [x.device for x in a]),
-    "stream": (("device_side",), lambda a: [x.stream if x.stream is not None else x.stream_id for x in a]),
+    "ev_idx": (
+        ("cpu_span", "python", "instant"),
+        lambda a: [x.ev_idx if x.ev_idx is not None else x.ev_idx_new for x in a],
+    ),
+    # ops taking a stream (record_stream, copies) carry it too
+    "device": (("device_side", "cpu_span"), lambda a: [x.device for x in a]),
+    "stream": (
+        ("device_side", "cpu_span"),
+        lambda a: [x.stream if x.stream is not None else x.stream_id for x in a],
+    ),
     "wait_on_stream": (("device_side",), lambda a: [x.wait_on_stream for x in a]),
     "wait_on_event_corr": (("device_side",), lambda a: [x.wait_on_event_corr for x in a]),
     "python_id": (("python",), lambda a: [x.python_id for x in a]),
@@ -90,7 +98,7 @@ class PieceColumns:
     sparse: dict[str, Sparse]
 
 
-def piece_columns(events: list[Event], text: bytes) -> PieceColumns:
+def piece_columns(events: list[Event], text: bytes | memoryview) -> PieceColumns:
     """Columns of one piece (``text`` is its JSON, reread only for exact timestamps)."""
     ph, cat = strings([e.ph for e in events]), strings([e.cat for e in events])
     kind = kind_lut(ph.dictionary.to_pylist(), cat.dictionary.to_pylist())[
@@ -116,7 +124,8 @@ def piece_columns(events: list[Event], text: bytes) -> PieceColumns:
     for col, (names, extract) in INT_ARGS.items():
         sparse[col] = _joined([_sparse_ints(groups[g][0], ints(extract(groups[g][1]))) for g in names])
     for col, (names, extract) in STR_ARGS.items():
-        sparse[col] = _joined([_sparse_strings(groups[g][0], extract(groups[g][1])) for g in names])
+        rows = np.concatenate([groups[g][0] for g in names])
+        sparse[col] = _sparse_strings(rows, [v for g in names for v in extract(groups[g][1])])
     return PieceColumns(len(events), dense, sparse)
 
 
@@ -145,13 +154,10 @@ def _sparse_strings(rows: Rows, values: list[object]) -> Sparse:
 def _joined(parts: list[Sparse]) -> Sparse:
     if len(parts) == 1:
         return parts[0]
-    if isinstance(parts[0].values, np.ndarray):
-        return Sparse(np.concatenate([p.rows for p in parts]), np.concatenate([p.values for p in parts]))
-    joined = pa.chunked_array([p.values for p in parts]).unify_dictionaries().combine_chunks()
-    return Sparse(np.concatenate([p.rows for p in parts]), joined)
+    return Sparse(np.concatenate([p.rows for p in parts]), np.concatenate([p.values for p in parts]))
 
 
-def _timestamps(events: list[Event], text: bytes) -> npt.NDArray[np.int64]:
+def _timestamps(events: list[Event], text: bytes | memoryview) -> npt.NDArray[np.int64]:
     """``ts`` in ns; epoch-scale float microseconds are reparsed from the text to stay exact."""
     try:
         ns, exact = micros_to_ns([e.ts for e in events])

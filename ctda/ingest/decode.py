@@ -31,7 +31,7 @@ class Decoded:
     problem: str = ""
 
 
-def decode_piece(text: bytes) -> Decoded:
+def decode_piece(text: bytes | memoryview) -> Decoded:
     """Decode ``[ev, ..., ev]`` into raw columns."""
     try:
         events = EVENT_LIST.decode(text)
@@ -71,6 +71,8 @@ def _never_closed(text: bytes) -> Decoded:
         return _invalid(exc)
     except msgspec.DecodeError as exc:
         found = _malformed(exc, len(text) + 1)
+        if "trailing characters" in found.problem:  # the array itself is fine
+            return Decoded(byte=found.byte, problem="invalid text after the event array")
         if found.byte >= 0:
             return found
     return Decoded(ends_inside=True, problem="truncated JSON: the event array is never closed")
@@ -94,4 +96,5 @@ def _malformed(exc: msgspec.DecodeError, length: int) -> Decoded:
     m = _BYTE.search(msg)
     if "truncated" in msg.lower() or m is None or int(m.group(1)) >= length - 1:
         return Decoded(ends_inside=True, problem=msg)
-    return Decoded(byte=int(m.group(1)), problem=_BYTE.sub("", msg).strip())
+    problem = _BYTE.sub("", msg).replace("JSON is malformed:", "").strip()
+    return Decoded(byte=int(m.group(1)), problem=problem)

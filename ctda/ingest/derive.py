@@ -6,56 +6,61 @@ Each function reads the raw columns it names and returns new arrays; all are vec
 from __future__ import annotations
 
 import re
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ctda.ingest.checks import warnings_for
 from ctda.ingest.flows import bind_flows, flow_table
 from ctda.ingest.kinds import CPU_KINDS, GPU_KINDS, GPU_WORK_KINDS, Kind, in_kinds
 from ctda.ingest.nesting import nest
-from ctda.ingest.npx import factorize
-from ctda.ingest.table import EventTable, TraceMeta
+from ctda.ingest.npx import factorize, first_of_each
+from ctda.ingest.table import EventTable, TraceMeta, column_array
 from ctda.ingest.timestamps import NA
 
 __all__ = ["bind_flows", "derive", "lanes", "launchers", "steps"]
 
-STEP_RE = re.compile(r"^ProfilerStep#(\d+)$")
+STEP_PATTERN = r"^ProfilerStep#(?P<n>\d+)$"  # RE2 (Arrow) and Python re both read it
+STEP_RE = re.compile(STEP_PATTERN)
 _STREAM_RE = re.compile(r"^(?:stream\s*)?(-?\d+)")
 I64 = npt.NDArray[np.int64]
 _ALL_STREAMS_U32 = 2**32 - 1
 
 
 def derive(events: pa.Table, meta: TraceMeta) -> EventTable:
-    """Add lane, parent, depth, launcher and step columns; bind flows; count warnings."""
-    n = events.num_rows
+    """Add lane, parent, depth, launcher and step columns; bind flows; count warnings.
+
+    The call-stack walk runs in a thread beside the rest: both are numpy-bound and numpy
+    releases the GIL, so on two cores they overlap.
+    """
     kind = events.column("kind").to_numpy()
     ts = events.column("ts_ns").to_numpy()
     dur = events.column("dur_ns").to_numpy()
     lane, lane_table = lanes(events, kind)
     cpu_rows = np.flatnonzero(in_kinds(kind, CPU_KINDS) & (lane >= 0))
-    parent, depth, partial = nest(cpu_rows, lane, ts, np.where(dur == NA, 0, dur), n)
-    launcher = launchers(events, kind)
-    step, _ = steps(events, kind, lane, launcher)
-    for name, values in (
-        ("lane", lane),
-        ("parent", parent),
-        ("depth", depth),
-        ("launcher", launcher),
-        ("step", step),
-    ):
-        events = events.append_column(name, pa.array(values))
-    table = EventTable(events=events, lanes=lane_table, flows=pd.DataFrame(), meta=meta)
-    table.flows, odd_flows = flow_table(table)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="ctda-nest") as pool:
+        nested = pool.submit(nest, cpu_rows, lane, ts, np.where(dur == NA, 0, dur), events.num_rows)
+        launcher = launchers(events, kind)
+        step, _ = steps(events, kind, lane, launcher)
+        events = events.append_column("lane", pa.array(lane))
+        with_lanes = EventTable(events, lane_table, pd.DataFrame(), meta)
+        flows, odd_flows = flow_table(with_lanes)
+        parent, depth, partial = nested.result()
+    for name, values in (("parent", parent), ("depth", depth), ("launcher", launcher), ("step", step)):
+        with_lanes.events = with_lanes.events.append_column(name, pa.array(values))
+    table = EventTable(events=with_lanes.events, lanes=lane_table, flows=flows, meta=meta)
+    table._np.update(with_lanes._np)  # the numpy views already made stay valid
     warnings_for(table, partial, odd_flows)
     return table
 
 
 def dict_parts(events: pa.Table, name: str) -> tuple[npt.NDArray[np.int32], list[str]]:
     """Codes and dictionary values of a dictionary-encoded string column."""
-    arr = events.column(name).combine_chunks()
+    arr = column_array(events, name)
     return arr.indices.to_numpy(zero_copy_only=False), arr.dictionary.to_pylist()
 
 
@@ -134,16 +139,26 @@ def lanes(events: pa.Table, kind: npt.NDArray[np.int8]) -> tuple[npt.NDArray[np.
 
 
 def _thread_names(events: pa.Table, table: pd.DataFrame) -> list[str]:
-    """Names from ``thread_name`` metadata events, keyed by (pid, tid) labels."""
-    name_codes, name_vals = dict_parts(events, "name")
-    if "thread_name" not in name_vals:
+    """Names from ``thread_name`` metadata events, keyed by (pid, tid) labels; the last wins."""
+    name = column_array(events, "name")
+    code = pc.index(name.dictionary, "thread_name").as_py()
+    rows = np.flatnonzero(name.indices.to_numpy() == code) if code >= 0 else np.zeros(0, dtype=np.int64)
+    if not len(rows):
         return [""] * len(table)
-    rows = np.flatnonzero(name_codes == name_vals.index("thread_name"))
     pid, pid_vals = dict_parts(events, "pid")
     tid, tid_vals = dict_parts(events, "tid")
     meta, meta_vals = dict_parts(events, "meta_name")
-    named = {(pid_vals[pid[r]], tid_vals[tid[r]]): meta_vals[meta[r]] or "" for r in rows}
-    return [named.get((p, t), "") for p, t in zip(table["pid"], table["tid"])]
+    # one row per (pid, tid): the last one, as later metadata events override earlier ones
+    keys = pid[rows].astype(np.int64) * max(len(tid_vals), 1) + tid[rows]
+    _, last = first_of_each(keys[::-1])
+    named = {(pid_vals[pid[r]], tid_vals[tid[r]]): meta_vals[meta[r]] or "" for r in rows[::-1][last]}
+    return [named.get((p, t), "") for p, t in zip(table["pid"], table["tid"], strict=True)]
+
+
+def _step_numbers(names: pa.Array) -> I64:
+    """Per dictionary entry: N for ``ProfilerStep#N``, else -1 (matched in Arrow, not Python)."""
+    found = pc.struct_field(pc.extract_regex(names, STEP_PATTERN), "n")
+    return pc.cast(found, pa.int64()).fill_null(-1).to_numpy(zero_copy_only=False)
 
 
 def steps(
@@ -155,10 +170,9 @@ def steps(
     work takes its launcher's step, since GPU work of step N often runs after step N ends.
     """
     n = events.num_rows
-    name, name_vals = dict_parts(events, "name")
-    step_of_code = np.array(
-        [int(m.group(1)) if (m := STEP_RE.match(v or "")) else -1 for v in name_vals] or [-1], dtype=np.int64
-    )
+    names = column_array(events, "name")
+    name = names.indices.to_numpy()
+    step_of_code = _step_numbers(names.dictionary) if len(names.dictionary) else np.full(1, -1)
     ts = events.column("ts_ns").to_numpy()
     dur = events.column("dur_ns").to_numpy()
     rows = np.flatnonzero((step_of_code[name] >= 0) & in_kinds(kind, CPU_KINDS))

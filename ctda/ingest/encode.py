@@ -31,7 +31,9 @@ def ints(values: list[object]) -> I64:
         arr = None
     if arr is None or not pa.types.is_integer(arr.type):
         try:
-            arr = pa.array([v if type(v) is int else _as_int(v) for v in values], type=pa.int64())
+            arr = pa.array(
+                [v if v is None or type(v) is int else _as_int(v) for v in values], type=pa.int64()
+            )
         except (pa.ArrowInvalid, OverflowError):  # an int beyond int64
             arr = pa.array([_as_int(v) for v in values], type=pa.int64())
     return arr.cast(pa.int64()).fill_null(NA).to_numpy(zero_copy_only=False)
@@ -79,10 +81,12 @@ def _flow_id(value: int | str | None) -> int:
         return int(NA)
     if isinstance(value, str):
         try:
-            value = int(value, 0)
+            number = int(value, 0)
         except ValueError:
             return hash_label(value)
-    return value if -(2**63) < value < 2**63 else hash_label(str(value))
+    else:
+        number = value
+    return number if -(2**63) < number < 2**63 else hash_label(str(number))
 
 
 def hash_label(text: str) -> int:

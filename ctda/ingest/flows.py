@@ -9,6 +9,7 @@ import pandas as pd
 from ctda.ingest.kinds import Kind
 from ctda.ingest.npx import factorize, first_of_each, unique
 from ctda.ingest.table import EventTable
+from ctda.ingest.timestamps import NA
 
 I64 = npt.NDArray[np.int64]
 FLOW_COLUMNS = ["cat", "flow_id", "src_uid", "dst_uid"]
@@ -19,7 +20,9 @@ def bind_flows(table: EventTable) -> pd.DataFrame:
 
     ``cat`` is the code of the flow's category in the events' ``cat`` dictionary. A flow
     point binds to the complete event on the same pid/tid that starts at the same
-    timestamp (the innermost one when several do). One start may have many finishes
+    timestamp; when several do, to the innermost: the shortest (on equal durations the
+    later in the file, as the stack walk nests it, or for zero durations, which do not
+    nest, the first). One start may have many finishes
     (cudaGraphLaunch): one row per finish. An unmatched side is -1: lone ``f`` events
     occur in real traces, and a start without finish gets a row of its own.
     """
@@ -64,24 +67,52 @@ def flow_table(table: EventTable) -> tuple[pd.DataFrame, dict[str, int]]:
 
 
 def _bind_points(table: EventTable, flows: I64) -> I64:
-    """uid of the deepest complete event with the flow point's pid, tid and ts; else -1."""
+    """uid of the innermost complete event with the flow point's pid, tid and ts; else -1.
+
+    Innermost is decided by duration, not by the ``depth`` column, so flows can be bound
+    while the call stacks are still being rebuilt.
+    """
     slices = np.flatnonzero(table.col("lane") >= 0)
     if len(slices) == 0:
         return np.full(len(flows), -1, dtype=np.int64)
-    pid, tid, ts = table.col("pid").astype(np.int64), table.col("tid").astype(np.int64), table.col("ts_ns")
-    ntid = int(tid.max()) + 1
-    # ranks of the timestamps make one int64 key of (pid, tid, ts) without overflow
-    times = unique(np.concatenate([ts[slices], ts[flows]]))
-
-    def key(rows: I64) -> I64:
-        return (pid[rows] * ntid + tid[rows]) * len(times) + np.searchsorted(times, ts[rows])
-
-    cand_key = key(slices)
-    order = np.lexsort((-table.col("depth")[slices].astype(np.int64), cand_key))
+    key = _thread_time_keys(table, slices, flows)
+    cand_key, point_key = key[: len(slices)], key[len(slices) :]
+    order = np.argsort(cand_key, kind="stable")
     cand_key, cand_uid = cand_key[order], slices[order]
+    # several slices starting together on a thread: the innermost one goes first
+    tie = np.zeros(len(cand_key), dtype=np.bool_)
+    tie[1:] = cand_key[1:] == cand_key[:-1]
+    if tie.any():
+        tie[:-1] |= tie[1:]
+        rows = np.flatnonzero(tie)
+        uid = cand_uid[rows]
+        dur = np.maximum(table.col("dur_ns")[uid], 0)
+        # equal positive durations nest (the later is inside), equal zero ones are siblings
+        cand_uid[rows] = uid[np.lexsort((np.where(dur > 0, -uid, uid), dur, cand_key[rows]))]
     first = np.ones(len(cand_key), dtype=np.bool_)
     first[1:] = cand_key[1:] != cand_key[:-1]
     cand_key, cand_uid = cand_key[first], cand_uid[first]
-    point_key = key(flows)
     pos = np.clip(np.searchsorted(cand_key, point_key), 0, len(cand_key) - 1)
     return np.where(cand_key[pos] == point_key, cand_uid[pos], -1).astype(np.int64)
+
+
+def _thread_time_keys(table: EventTable, slices: I64, flows: I64) -> I64:
+    """One int64 per row of ``slices`` then ``flows``, equal iff (pid, tid, ts) are.
+
+    Usually the thread code and the time since the first event fit one int64 together;
+    otherwise the timestamps are replaced by their ranks first (a sort of them all).
+    Flow points without a timestamp get -1, which matches no slice.
+    """
+    rows = np.concatenate([slices, flows])
+    n_tid = int(table.col("tid").max()) + 1
+    thread = table.col("pid")[rows].astype(np.int64) * n_tid + table.col("tid")[rows]
+    ts = table.col("ts_ns")[rows]
+    valid = ts != NA
+    since = np.where(valid, ts - ts[valid].min(), 0)
+    span_bits = int(since.max()).bit_length()
+    if span_bits + int(thread.max()).bit_length() <= 62:
+        key = (thread << span_bits) | since
+    else:
+        times = unique(ts[valid])
+        key = thread * len(times) + np.searchsorted(times, ts)
+    return np.where(valid, key, -1)

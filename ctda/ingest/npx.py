@@ -12,7 +12,7 @@ T = TypeVar("T", bound=np.generic)
 
 def unique(values: npt.NDArray[T]) -> npt.NDArray[T]:
     """Sorted distinct values."""
-    s = np.sort(values)
+    s = np.sort(values, kind="stable")  # timsort: our data is mostly in order already
     keep = np.ones(len(s), dtype=np.bool_)
     keep[1:] = s[1:] != s[:-1]
     return s[keep]

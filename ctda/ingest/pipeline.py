@@ -1,8 +1,8 @@
-"""Stage 2: every piece decoded, in document order, with the work split over two cores.
+"""Stage 2: every piece decoded, in document order, with the work spread over the CPU cores.
 
-The main process decompresses and cuts the text; each piece is either sent to the decode
-worker (while it has fewer than ``DEPTH`` queued) or decoded on the spot, which balances
-the load without measuring it. Outcomes are then taken strictly in document order,
+The main process decompresses and cuts the text; each piece is either sent to a decode
+worker (while they have fewer than ``DEPTH`` each queued) or decoded on the spot, which
+balances the load without measuring it. Outcomes are then taken strictly in document order,
 because only then is it known whether a piece really starts at an event boundary: a
 piece that ends inside an event is merged with the next one and decoded again.
 """
@@ -40,7 +40,8 @@ def decode_pieces(
                 order.decode_last_early()  # while the workers finish the rest
                 break
             if pool is None and parallel and piece.index == 0 and pool_available():
-                pool = DecodePool(usable_cpus(), DEPTH)  # more than one piece: worth the processes
+                # one worker per core but ours: this process decodes too, when the pool is full
+                pool = DecodePool(max(usable_cpus() - 1, 1), DEPTH, 2 * chunker.chunk_bytes)
             pool = _dispatch(pool, order, piece)
             order.advance()
         while pool is not None and pool.inflight:
@@ -54,14 +55,12 @@ def decode_pieces(
 
 
 def _dispatch(pool: DecodePool | None, order: _InOrder, piece: Piece) -> DecodePool | None:
-    """Queue ``piece`` for the workers (once one has room), or decode it here if there are none."""
-    while pool is not None and pool.full:
-        pool = _collect(pool, order, wait=True)
-    if pool is None:
+    """Queue ``piece`` for the workers, or decode it here when they have enough queued."""
+    if pool is None or pool.full:
         order.outcome(piece.index, decode_piece(piece.text))
-        return None
-    pool.submit(piece.index, piece.text)
-    return _collect(pool, order, wait=False)
+    else:
+        pool.submit(piece.index, piece.text)
+    return pool if pool is None else _collect(pool, order, wait=False)
 
 
 def _collect(pool: DecodePool, order: _InOrder, wait: bool) -> DecodePool | None:

@@ -1,18 +1,25 @@
 """Worker processes that decode pieces while the main process decompresses and cuts.
 
 msgspec holds the GIL while it builds Python objects, so threads would not overlap; forked
-processes share the already-imported modules, start in milliseconds, and send back
-compact columns. Workers take pieces from one shared queue, which balances the load by
-itself; the main process mostly waits, so its queue feeder threads never starve for the
-GIL.
+processes share the already-imported modules and start in milliseconds. Workers take
+pieces from one shared queue, which balances the load by itself.
+
+The bulk data does not go through the queues: each piece in flight owns a slot of a
+shared memory mapping (created before the fork, so every worker sees it). The main
+process copies the piece's text into its slot; the worker decodes it in place and writes
+the resulting columns back into the same slot (pickle protocol 5, buffers out of band),
+so the queues carry only small messages and nothing is pickled twice.
 """
 
 from __future__ import annotations
 
+import mmap
 import multiprocessing as mp
 import os
+import pickle
 import queue
 import signal
+import sys
 import warnings
 from multiprocessing.queues import Queue
 
@@ -20,7 +27,10 @@ from ctda.ingest.decode import Decoded, decode_piece
 
 #: how long to wait for a result before checking that the workers are still alive
 POLL_SECONDS = 0.5
-Result = tuple[int, Decoded | None]
+#: a piece: (index, slot, length) with its text in the slot, or (index, -1, text) if too big
+Task = tuple[int, int, "int | bytes"]
+#: a result: (index, pickled header, buffer lengths in the slot) or (index, Decoded or None)
+Result = tuple[int, bytes, list[int]] | tuple[int, Decoded | None]
 
 
 def usable_cpus() -> int:
@@ -32,24 +42,44 @@ def usable_cpus() -> int:
 
 
 def pool_available() -> bool:
-    """Whether forked decode workers can help: fork exists and a second core is ours."""
-    return usable_cpus() >= 2 and "fork" in mp.get_all_start_methods()
+    """Whether forked decode workers can help: Linux (fork is unsafe with macOS system
+    frameworks, absent on Windows) and a second core is ours."""
+    return sys.platform.startswith("linux") and usable_cpus() >= 2
 
 
 class WorkerLost(RuntimeError):
     """A worker process died (e.g. killed for memory); the pieces in flight must be redone."""
 
 
+class _Slots:
+    """Equal regions of one anonymous shared mapping."""
+
+    def __init__(self, count: int, size: int) -> None:
+        self.size = size
+        self.memory = mmap.mmap(-1, count * size)  # MAP_SHARED: forked children see writes
+        self.free = list(range(count))
+
+    def region(self, slot: int, length: int) -> memoryview:
+        return memoryview(self.memory)[slot * self.size : slot * self.size + length]
+
+
 class DecodePool:
     """Forked processes running :func:`decode_piece` on submitted pieces."""
 
-    def __init__(self, workers: int, depth: int) -> None:
+    def __init__(self, workers: int, depth: int, slot_bytes: int) -> None:
         self.capacity = workers * depth  # pieces in flight at most, to bound memory
+        self._slots = _Slots(self.capacity, slot_bytes)
+        self._slot_of: dict[int, int] = {}
         ctx = mp.get_context("fork")
-        self._todo: Queue[tuple[int, bytes] | None] = ctx.Queue()
+        self._todo: Queue[Task | None] = ctx.Queue()
         self._done: Queue[Result] = ctx.Queue()
         self._procs = [
-            ctx.Process(target=_serve, args=(self._todo, self._done), name=f"ctda-decode-{i}", daemon=True)
+            ctx.Process(
+                target=_serve,
+                args=(self._todo, self._done, self._slots),
+                name=f"ctda-decode-{i}",
+                daemon=True,
+            )
             for i in range(workers)
         ]
         with warnings.catch_warnings():
@@ -58,20 +88,29 @@ class DecodePool:
             warnings.simplefilter("ignore", DeprecationWarning)
             for proc in self._procs:
                 proc.start()
-        self.inflight: set[int] = set()
+
+    @property
+    def inflight(self) -> set[int]:
+        return set(self._slot_of)
 
     @property
     def full(self) -> bool:
-        return len(self.inflight) >= self.capacity
+        return len(self._slot_of) >= self.capacity
 
     def submit(self, index: int, text: bytes) -> None:
-        self._todo.put((index, text))
-        self.inflight.add(index)
+        slot = self._slots.free.pop()
+        self._slot_of[index] = slot
+        if len(text) > self._slots.size:  # a huge event: send the text itself
+            self._todo.put((index, -1, text))
+            return
+        with self._slots.region(slot, len(text)) as region:
+            region[:] = text
+        self._todo.put((index, slot, len(text)))
 
-    def results(self, wait: bool) -> list[Result]:
+    def results(self, wait: bool) -> list[tuple[int, Decoded | None]]:
         """Results ready now; with ``wait``, at least one (unless none is in flight)."""
-        out: list[Result] = []
-        while self.inflight:
+        out: list[tuple[int, Decoded | None]] = []
+        while self._slot_of:
             try:
                 item = self._done.get(timeout=POLL_SECONDS) if wait and not out else self._done.get_nowait()
             except queue.Empty:
@@ -81,9 +120,25 @@ class DecodePool:
                     codes = [p.exitcode for p in self._procs if not p.is_alive()]
                     raise WorkerLost(f"decode worker exited with code {codes[0]}") from None
                 continue
-            self.inflight.discard(item[0])
-            out.append(item)
+            out.append((item[0], self._unpack(item)))
         return out
+
+    def _unpack(self, item: Result) -> Decoded | None:
+        """The result's Decoded, its buffers copied out of the slot, which is then free again."""
+        slot = self._slot_of.pop(item[0])
+        try:
+            if len(item) == 2:
+                return item[1]
+            header, lengths = item[1], item[2]
+            buffers, offset = [], slot * self._slots.size
+            for n in lengths:
+                buffers.append(bytearray(self._slots.memory[offset : offset + n]))
+                offset += n
+            decoded = pickle.loads(header, buffers=buffers)
+            assert isinstance(decoded, Decoded)
+            return decoded
+        finally:
+            self._slots.free.append(slot)
 
     def close(self) -> None:
         """Stop the workers; pieces still queued are abandoned."""
@@ -100,14 +155,34 @@ class DecodePool:
             for q in (self._todo, self._done):
                 q.cancel_join_thread()
                 q.close()
+            self._slots.memory.close()
 
 
-def _serve(todo: Queue[tuple[int, bytes] | None], done: Queue[Result]) -> None:
+def _serve(todo: Queue[Task | None], done: Queue[Result], slots: _Slots) -> None:
     """Worker loop: decode until told to stop; a crash on one piece hands it back to the parent."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
-    while (item := todo.get()) is not None:
-        index, text = item
+    while (task := todo.get()) is not None:
+        index, slot, payload = task
         try:
-            done.put((index, decode_piece(text)))
+            if isinstance(payload, bytes):
+                done.put((index, decode_piece(payload)))
+                continue
+            with slots.region(slot, payload) as text:
+                decoded = decode_piece(text)
+            done.put(_pack(index, decoded, slots, slot))
         except Exception:  # the parent redoes the piece itself, where errors surface normally
             done.put((index, None))
+
+
+def _pack(index: int, decoded: Decoded, slots: _Slots, slot: int) -> Result:
+    """Write the result's buffers into the slot; the message keeps only the small rest."""
+    buffers: list[pickle.PickleBuffer] = []
+    header = pickle.dumps(decoded, protocol=5, buffer_callback=buffers.append)
+    raws = [b.raw() for b in buffers]
+    if sum(r.nbytes for r in raws) > slots.size:
+        return (index, decoded)
+    offset = slot * slots.size
+    for raw in raws:
+        slots.memory[offset : offset + raw.nbytes] = raw
+        offset += raw.nbytes
+    return (index, header, [r.nbytes for r in raws])

@@ -18,9 +18,10 @@ from ctda.ingest.assemble import assemble
 from ctda.ingest.derive import derive
 from ctda.ingest.errors import TraceError
 from ctda.ingest.events import METADATA
+from ctda.ingest.memory import release_free_memory
 from ctda.ingest.pipeline import decode_pieces
 from ctda.ingest.source import Framing
-from ctda.ingest.table import EventTable, TraceMeta
+from ctda.ingest.table import EventTable, TraceMeta, column_array
 from ctda.ingest.timestamps import NA
 
 Progress = Callable[[int], None]
@@ -46,8 +47,10 @@ def read_trace(path: str | Path, progress: Progress | None = None, *, parallel: 
     assert chunker.framing is not None  # set before the last piece is produced
     chunker.framing.tail = tail
     read_document_meta(p, chunker.framing, meta)
+    release_free_memory()
     events = assemble(p, pieces)
     check_complete_events(p, events)
+    release_free_memory()
     return derive(events, meta)
 
 
@@ -86,7 +89,7 @@ def read_document_meta(path: Path, framing: Framing, meta: TraceMeta) -> None:
 
 def check_complete_events(path: Path, events: pa.Table) -> None:
     """Complete events (ph X) need ts and dur; the first one lacking either is an error."""
-    ph = events.column("ph").combine_chunks()
+    ph = column_array(events, "ph")
     is_x = np.array([v == "X" for v in ph.dictionary.to_pylist()] or [False])[ph.indices.to_numpy()]
     for field in ("ts", "dur"):
         bad = np.flatnonzero(is_x & (events.column(f"{field}_ns").to_numpy() == NA))

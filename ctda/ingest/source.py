@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gzip
 import re
+import types
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -17,8 +18,9 @@ from typing import BinaryIO
 
 from ctda.ingest.errors import TraceError
 
+_gzip_impl: types.ModuleType
 try:  # isal's inflate is ~2x zlib's; optional so the reader works without it
-    from isal import igzip as _gzip_impl  # type: ignore[import-untyped]
+    from isal import igzip as _gzip_impl  # type: ignore[import-untyped,no-redef]
 except ImportError:  # pragma: no cover - exercised only where isal is missing
     _gzip_impl = gzip
 

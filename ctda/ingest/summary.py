@@ -16,7 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ctda.ingest.derive import steps as find_steps
-from ctda.ingest.kinds import CPU_KINDS, GPU_KINDS, GPU_WORK_KINDS, Kind, in_kinds
+from ctda.ingest.kinds import GPU_WORK_KINDS, Kind, in_kinds
 from ctda.ingest.table import EventTable
 
 #: host calls that block the calling thread until the device (or a stream/event) catches up
@@ -26,6 +26,10 @@ BLOCKING_CALLS = frozenset(
     for call in ("DeviceSynchronize", "StreamSynchronize", "EventSynchronize", "StreamWaitEvent", "Memcpy")
 )
 _NCCL = re.compile(r"nccl|rccl", re.IGNORECASE)
+#: CPU-side collectives of any backend (gloo, hccl, ... included)
+_COLLECTIVE = re.compile(r"^(c10d::|record_param_comms$|(nccl|rccl|gloo|hccl|mpi|ucc):)")
+#: host events that are operators (python_function frames such as torch/cuda/nccl.py are not)
+_OPS = frozenset({Kind.CPU_OP, Kind.USER_ANNOTATION})
 NS_PER_MS = 1e6
 
 
@@ -87,6 +91,7 @@ class TraceSummary:
     sync: dict[str, int]
     nccl_kernels: dict[str, int]
     nccl_cpu_ops: dict[str, int]
+    collective_ops: dict[str, int]  # c10d::*, record_param_comms, nccl:/gloo:/hccl:* ops
     warnings: dict[str, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -101,6 +106,7 @@ def summarize(table: EventTable, top: int = 3) -> TraceSummary:
     x = (table.strings("ph") == "X")[table.col("ph")]
     start, end = _span(table, x)
     backend = meta.distributed_info.get("backend")
+    by_lane = _rows_by_lane(table)
     return TraceSummary(
         path=meta.path,
         n_bytes=meta.n_bytes,
@@ -115,12 +121,13 @@ def summarize(table: EventTable, top: int = 3) -> TraceSummary:
         backend=backend if isinstance(backend, str) else None,
         span_ms=(end - start) / NS_PER_MS,
         events_by_category=_categories(table, x),
-        cpu_threads=_threads(table, top),
-        gpu_streams=_streams(table, top),
+        cpu_threads=_threads(table, top, by_lane),
+        gpu_streams=_streams(table, top, by_lane),
         steps=_steps(table, start),
         sync=_sync(table),
-        nccl_kernels=_named(table, in_kinds(kind, GPU_KINDS), _NCCL),
-        nccl_cpu_ops=_named(table, in_kinds(kind, CPU_KINDS), _NCCL),
+        nccl_kernels=_named(table, kind == Kind.KERNEL, _NCCL),
+        nccl_cpu_ops=_named(table, in_kinds(kind, _OPS), _NCCL),
+        collective_ops=_named(table, in_kinds(kind, _OPS), _COLLECTIVE),
         warnings=dict(meta.warnings),
     )
 
@@ -136,18 +143,42 @@ def _span(table: EventTable, x: npt.NDArray[np.bool_]) -> tuple[int, int]:
 
 def _categories(table: EventTable, x: npt.NDArray[np.bool_]) -> dict[str, int]:
     """Counts by category for complete events, by "category [phase]" for the rest."""
-    cat, ph = table.decoded("cat"), table.decoded("ph")
-    keys = np.where(x, cat, np.char.add(np.char.add(np.where(cat == "", "-", cat).astype(str), " ["), ph.astype(str)))
-    keys = np.char.add(keys.astype(str), np.where(x, "", "]"))
-    return dict(Counter(keys.tolist()).most_common())
+    cats, phs = table.strings("cat"), table.strings("ph")
+    # one code per (category, phase or "complete"), counted in one pass
+    phase = np.where(x, 0, table.col("ph").astype(np.int64) + 1)
+    counts = np.bincount(table.col("cat").astype(np.int64) * (len(phs) + 1) + phase)
+    out: Counter[str] = Counter()
+    for code in np.flatnonzero(counts).tolist():
+        c, p = divmod(code, len(phs) + 1)
+        out[cats[c] if p == 0 else f"{cats[c] or '-'} [{phs[p - 1]}]"] += int(counts[code])
+    return dict(out.most_common())
 
 
-def _threads(table: EventTable, top: int) -> list[ThreadSummary]:
-    lanes, lane = table.lanes, table.col("lane")
+def _rows_by_lane(table: EventTable) -> dict[int, npt.NDArray[np.int64]]:
+    """Rows of each lane, from one sort (not one scan of the table per lane)."""
+    lane = table.col("lane")
+    order = np.argsort(lane, kind="stable")
+    lanes, starts = np.unique(lane[order], return_index=True)
+    bounds = [*starts.tolist(), len(order)]
+    return {int(ln): order[bounds[i] : bounds[i + 1]] for i, ln in enumerate(lanes.tolist()) if ln >= 0}
+
+
+def _top(
+    codes: npt.NDArray[np.integer], weights: npt.NDArray[np.int64] | None, top: int
+) -> list[tuple[int, int]]:
+    """The ``top`` most frequent (or heaviest) name codes, with their counts (or weights)."""
+    totals = np.bincount(codes, weights=weights)
+    best = np.argsort(-totals, kind="stable")[:top]
+    return [(int(c), int(totals[c])) for c in best if totals[c] > 0]
+
+
+def _threads(table: EventTable, top: int, by_lane: dict[int, npt.NDArray[np.int64]]) -> list[ThreadSummary]:
+    lanes, names = table.lanes, table.strings("name")
     depth, ts, dur = table.col("depth"), table.col("ts_ns"), np.maximum(table.col("dur_ns"), 0)
+    name = table.col("name")
     out = []
     for row in lanes[~lanes.is_gpu.astype(bool)].itertuples():
-        rows = np.flatnonzero(lane == row.lane)
+        rows = by_lane.get(int(row.lane), np.zeros(0, dtype=np.int64))
         tops = rows[depth[rows] == 0]
         out.append(
             ThreadSummary(
@@ -156,7 +187,7 @@ def _threads(table: EventTable, top: int) -> list[ThreadSummary]:
                 name=str(row.thread_name),
                 n_events=len(rows),
                 busy_ms=_covered(ts[tops], ts[tops] + dur[tops]) / NS_PER_MS,
-                top_names=Counter(table.decoded("name", rows).tolist()).most_common(top),
+                top_names=[(names[c], n) for c, n in _top(name[rows], None, top)],
             )
         )
     return out
@@ -172,17 +203,14 @@ def _covered(starts: npt.NDArray[np.int64], ends: npt.NDArray[np.int64]) -> int:
     return int(e[-1] - s[0] - gaps.sum())
 
 
-def _streams(table: EventTable, top: int) -> list[StreamSummary]:
-    lanes, lane, kind = table.lanes, table.col("lane"), table.col("kind")
+def _streams(table: EventTable, top: int, by_lane: dict[int, npt.NDArray[np.int64]]) -> list[StreamSummary]:
+    lanes, kind, name, names = table.lanes, table.col("kind"), table.col("name"), table.strings("name")
     dur = np.maximum(table.col("dur_ns"), 0)
     out = []
     for row in lanes[lanes.is_gpu.astype(bool)].itertuples():
-        rows = np.flatnonzero(lane == row.lane)
+        rows = by_lane.get(int(row.lane), np.zeros(0, dtype=np.int64))
         k = kind[rows]
         work = rows[in_kinds(k, GPU_WORK_KINDS)]
-        by_name: Counter[str] = Counter()
-        for name, d in zip(table.decoded("name", work).tolist(), dur[work].tolist(), strict=True):
-            by_name[name] += d
         out.append(
             StreamSummary(
                 device=_maybe(row.device),
@@ -192,7 +220,7 @@ def _streams(table: EventTable, top: int) -> list[StreamSummary]:
                 n_memset=int(np.sum(k == Kind.MEMSET)),
                 n_sync=int(np.sum(k == Kind.SYNC)),
                 busy_ms=float(dur[work].sum()) / NS_PER_MS,
-                top_names=[(n, d / NS_PER_MS) for n, d in by_name.most_common(top)],
+                top_names=[(names[c], ns / NS_PER_MS) for c, ns in _top(name[work], dur[work], top)],
             )
         )
     return out

@@ -16,7 +16,13 @@ import pyarrow.parquet as pq
 
 from ctda.ingest.timestamps import NA
 
-__all__ = ["NA", "EventTable", "TraceMeta"]
+__all__ = ["NA", "EventTable", "TraceMeta", "column_array"]
+
+
+def column_array(table: pa.Table, name: str) -> pa.Array:
+    """A column as one Arrow array; zero-copy when it is one chunk (combine_chunks copies)."""
+    column = table.column(name)
+    return column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
 
 
 @dataclass
@@ -78,7 +84,7 @@ class EventTable:
     def col(self, name: str) -> npt.NDArray[Any]:
         """A numeric column as numpy (zero-copy, cached); dictionary columns give codes."""
         if name not in self._np:
-            arr = self.events.column(name).combine_chunks()
+            arr = column_array(self.events, name)
             if pa.types.is_dictionary(arr.type):
                 arr = arr.indices
             self._np[name] = arr.to_numpy(zero_copy_only=False)
@@ -86,7 +92,7 @@ class EventTable:
 
     def strings(self, name: str) -> npt.NDArray[np.object_]:
         """The dictionary values of a string column (index with ``col(name)``)."""
-        arr = self.events.column(name).combine_chunks()
+        arr = column_array(self.events, name)
         return np.asarray(arr.dictionary.to_pylist(), dtype=object)
 
     def decoded(self, name: str, rows: npt.NDArray[np.int64] | None = None) -> npt.NDArray[np.object_]:
@@ -121,6 +127,8 @@ class EventTable:
         from ctda.ingest.derive import bind_flows
 
         table = pq.read_table(path)
+        if any(c.num_chunks > 1 for c in table.columns):  # one chunk per row group
+            table = table.unify_dictionaries().combine_chunks()
         md = table.schema.metadata or {}
         if b"ctda.meta" not in md:
             raise ValueError("not a ctda events table (no ctda metadata)")

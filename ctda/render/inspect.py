@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from rich import box
 from rich.console import Console, Group, RenderableType
 from rich.panel import Panel
@@ -59,27 +61,27 @@ def _or_dash(value: object) -> str:
 def _section(
     title: str,
     columns: tuple[str, ...],
-    rows: list[tuple[str, ...]],
+    rows: Sequence[tuple[str, ...]],
     total: int | None = None,
     width: int = 0,
 ) -> Group:
     """A titled table. A header starting with "#" is a number (right-aligned). Cells are cut
     with "…" to fit ``width`` (rich would rather drop whole columns): the last column takes
     what the others leave, the others are capped at ``MAX_CELL``."""
-    rows = [tuple(_short(c, MAX_CELL) for c in r[:-1]) + r[-1:] for r in rows]
+    cells = [(*(_short(c, MAX_CELL) for c in r[:-1]), r[-1]) for r in rows]
     headers = [c.lstrip("#") for c in columns]
-    widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(headers)]
+    widths = [max([len(h), *(len(r[i]) for r in cells)]) for i, h in enumerate(headers)]
     if width:
         # between two columns: a padding cell each side of the box's one-cell divider
         room = max(width - sum(widths[:-1]) - 3 * (len(widths) - 1), 8)
-        rows = [(*r[:-1], _short(r[-1], room)) for r in rows]
+        cells = [(*r[:-1], _short(r[-1], room)) for r in cells]
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, padding=(0, 1))
     for header, col in zip(headers, columns, strict=True):
         table.add_column(Text(header), justify="right" if col.startswith("#") else "left", no_wrap=True)
-    for row in rows:
+    for row in cells:
         table.add_row(*(Text(cell) for cell in row))
-    if total is not None and total > len(rows):
-        table.add_row(Text(f"… {total - len(rows)} more", style="dim"))
+    if total is not None and total > len(cells):
+        table.add_row(Text(f"… {total - len(cells)} more", style="dim"))
     return Group(Text(title, style="bold"), table)
 
 
@@ -96,13 +98,15 @@ def _sync(s: TraceSummary) -> RenderableType:
 
 
 def _nccl(s: TraceSummary, width: int) -> RenderableType:
-    if not s.nccl_kernels and not s.nccl_cpu_ops:
-        return Text("No NCCL kernels or ops.", style="dim")
-    rows = [
-        (where, f"{sum(names.values()):,}", next(iter(names), "-"))
-        for where, names in (("GPU kernels", s.nccl_kernels), ("CPU ops", s.nccl_cpu_ops))
-    ]
-    return _section("NCCL", ("where", "#count", "most frequent"), rows, width=width)
+    if not s.nccl_kernels and not s.nccl_cpu_ops and not s.collective_ops:
+        return Text("No NCCL kernels or ops, no collectives.", style="dim")
+    groups = (
+        ("NCCL kernels", s.nccl_kernels),
+        ("NCCL CPU ops", s.nccl_cpu_ops),
+        ("collectives", s.collective_ops),
+    )
+    rows = [(where, f"{sum(names.values()):,}", next(iter(names), "-")) for where, names in groups]
+    return _section("NCCL and collectives", ("", "#count", "most frequent"), rows, width=width)
 
 
 def _short(name: str, width: int = NAME_WIDTH) -> str:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 import os
+import sys
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -20,6 +22,9 @@ from ctda.store.model import RunData
 
 #: test hook: raise :class:`InjectedFault` after this many write batches
 FAIL_AFTER_ENV = "CTDA_STORE_FAIL_AFTER_BATCHES"
+#: test hook: stop (sleep) after this many write batches, so a test can kill the writer
+STALL_AFTER_ENV = "CTDA_STORE_STALL_AFTER_BATCHES"
+STALL_MARK = "ctda-store: stalled"
 
 Progress = Callable[[int, int], None]  # (rows written, rows total)
 
@@ -99,20 +104,32 @@ class QueryResult:
         return [dict(zip(self.columns, r)) for r in self.rows]
 
 
+def _env_int(name: str) -> int | None:
+    raw = os.environ.get(name, "").strip()
+    return int(raw) if raw else None
+
+
 class FaultCounter:
-    """Counts committed write batches; raises once the configured number is reached."""
+    """Counts committed write batches for the atomicity tests' hooks.
+
+    ``fail_after`` (or $CTDA_STORE_FAIL_AFTER_BATCHES) raises :class:`InjectedFault` once
+    that many batches are done; $CTDA_STORE_STALL_AFTER_BATCHES prints ``STALL_MARK`` to
+    stderr and sleeps for good instead, for tests that kill the writing process.
+    """
 
     def __init__(self, fail_after: int | None) -> None:
-        if fail_after is None:
-            env = os.environ.get(FAIL_AFTER_ENV, "").strip()
-            fail_after = int(env) if env else None
-        self.fail_after = fail_after
+        self.fail_after = fail_after if fail_after is not None else _env_int(FAIL_AFTER_ENV)
+        self.stall_after = _env_int(STALL_AFTER_ENV)
         self.done = 0
 
     def tick(self) -> None:
         self.done += 1
         if self.fail_after is not None and self.done >= self.fail_after:
             raise InjectedFault(f"injected fault after {self.done} write batch(es) ({FAIL_AFTER_ENV})")
+        if self.stall_after is not None and self.done >= self.stall_after:
+            print(STALL_MARK, file=sys.stderr, flush=True)
+            while True:
+                time.sleep(3600)
 
 
 class Store(ABC):
@@ -160,6 +177,26 @@ class Store(ABC):
     @abstractmethod
     def gc(self, stale_after_s: float | None = None) -> int:
         """Remove runs a failed writer left behind; returns how many were removed."""
+
+    @abstractmethod
+    def get_blob(self, run_id: int, name: str) -> bytes | None:
+        """A payload stored with a run (``RunData.blobs``), or None."""
+
+    @abstractmethod
+    def scenarios(self, run_id: int) -> list[dict[str, Any]]:
+        """What-if scenarios saved for a run (not the baseline): name, data (JSON), ..."""
+
+    @abstractmethod
+    def save_scenario(self, run_id: int, name: str, data: str) -> None:
+        """Save (or replace) what-if scenario ``name``; ``data`` is its writer's JSON record.
+
+        Known keys of the record fill the Scenario's properties: ``overrides``,
+        ``step_ns``, ``predicted_ns`` (-> ``cp_ns``) and ``path`` (edge ids).
+        """
+
+    @abstractmethod
+    def delete_scenario(self, run_id: int, name: str) -> bool:
+        """Remove a what-if scenario; False when there is none."""
 
     @abstractmethod
     def query(self, text: str, params: dict[str, Any] | None = None, *, write: bool = False) -> QueryResult:

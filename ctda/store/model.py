@@ -19,7 +19,6 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from ctda import __version__
 from ctda.analysis import report
@@ -78,11 +77,18 @@ class RunData:
     cp: pa.Table  # window (idx), target (event idx) + schema.CP columns
     scenario: dict[str, Any]  # schema.SCENARIO properties except key/run_id
     rules: dict[str, str] = field(default_factory=dict)
+    blobs: dict[str, bytes] = field(default_factory=dict)  # e.g. "snapshot": the analysis
 
     @property
     def n_rows(self) -> int:
         """Events plus dependency edges: the figure rows/s is measured on."""
         return self.events.num_rows + self.deps.num_rows
+
+    def scenario_table(self, run_id: int) -> pa.Table:
+        """The baseline Scenario as a one-row table (its path list loads fast from Arrow)."""
+        props = dict(self.scenario, run_id=run_id, key=schema.scenario_key(run_id, self.scenario["name"]))
+        types = dict(schema.SCENARIO.props)
+        return pa.table({c: pa.array([props[c]], _arrow_type(types[c])) for c in schema.SCENARIO.columns})
 
     def keyed(self, run_id: int) -> dict[str, pa.Table]:
         """Tables with global keys for ``run_id``, columns in schema order.
@@ -118,8 +124,12 @@ def _col(t: pa.Table, name: str) -> I64:
 
 def _nullable(values: npt.NDArray[np.int64]) -> pa.Array:
     """Trace ints use an NA sentinel; the store keeps them as nulls."""
-    return pa.array(values, type=pa.int64(), mask=values == NA)
+    return _unless(values, NA)
 
+
+def _unless(values: npt.NDArray[np.int64], missing: int) -> pa.Array:
+    """Ints with ``missing`` as null: absent values cost Neo4j no storage."""
+    return pa.array(values, type=pa.int64(), mask=values == missing)
 
 
 def _coded(codes: npt.ArrayLike, values: npt.ArrayLike) -> pa.Array:
@@ -178,11 +188,11 @@ def build(a: Analysis, name: str, file: str, sha256: str) -> RunData:
             "on_cp": dep_on_cp,
             "src_end": (g.src % 2 == 1) & (g.src < 2 * n),
             "dst_end": (g.dst % 2 == 1) & (g.dst < 2 * n),
-            "owner": g.owner.astype(np.int64),
+            "owner": _unless(g.owner.astype(np.int64), -1),
         }
     )
     windows = _windows(a, ev_win, events)
-    cp = _cp(a, etype_names, rule_names, events.column("display_name").combine_chunks())
+    cp = _cp(a, rule_names)
     starts, ends = a.window_bounds()
     step_ns = [int(x) for x in ends - starts]
     now = datetime.now(timezone.utc).isoformat(timespec="seconds")
@@ -206,7 +216,12 @@ def build(a: Analysis, name: str, file: str, sha256: str) -> RunData:
         "checks_json": json.dumps(report.checks(a)),
         "graph_json": json.dumps(graph_summary(a)),
         "trace_json": json.dumps(
-            {"rank": meta.rank, "world_size": meta.world_size, "n_bytes": meta.n_bytes, "warnings": meta.warnings}
+            {
+                "rank": meta.rank,
+                "world_size": meta.world_size,
+                "n_bytes": meta.n_bytes,
+                "warnings": meta.warnings,
+            }
         ),
     }
     scenario = {
@@ -214,8 +229,9 @@ def build(a: Analysis, name: str, file: str, sha256: str) -> RunData:
         "overrides_json": "{}",
         "step_ns": step_ns,
         "cp_ns": int(ch.ns.sum()),
-        "path": [int(x) for x in tm.path],
+        "path": tm.path.astype(np.int64).tolist(),
         "created_at": now,
+        "data_json": "",
     }
     return RunData(name, run, events, deps, windows, cp, scenario, rule_docs())
 
@@ -239,6 +255,11 @@ def _window_of(a: Analysis) -> I64:
     starts, ends = a.window_bounds()
     ts = a.nodes.ts
     out = np.full(a.nodes.n, -1, dtype=np.int64)
+    if len(starts) and np.all(starts[1:] >= ends[:-1]):  # ProfilerSteps: sorted, disjoint
+        k = np.searchsorted(starts, ts, side="right") - 1
+        inside = (k >= 0) & (ts < ends[np.maximum(k, 0)])
+        out[inside] = k[inside]
+        return out
     for i in range(len(a.windows) - 1, -1, -1):  # reversed so the first match wins
         out[(ts >= starts[i]) & (ts < ends[i])] = i
     return out
@@ -285,24 +306,19 @@ def _events(a: Analysis) -> tuple[pa.Table, I64]:
             "name": _padded(t, "name", uid, "(source)", "(sink)"),
             "display_name": _factorized(names),
             "cat": _padded(t, "cat", uid, "", ""),
-            "kind": _coded(pad(nd.kind.astype(np.int64), len(Kind), len(Kind) + 1), [*kind_names, "source", "sink"]),
+            "kind": _coded(
+                pad(nd.kind.astype(np.int64), len(Kind), len(Kind) + 1), [*kind_names, "source", "sink"]
+            ),
             "pid": _padded(t, "pid", uid, "", ""),
             "tid": _padded(t, "tid", uid, "", ""),
             "ts_ns": pad(nd.ts, t_src, t_sink),
             "dur_ns": pad(nd.end - nd.ts, 0, 0),
-            "end_ns": pad(nd.end, t_src, t_sink),
-            "lane": pad(nd.lane.astype(np.int64), -1, -1),
             "lane_label": _coded(_lane_codes(nd.lane, n, lanes), lanes),
-            "is_gpu": pad(nd.is_gpu, False, False),
-            "step": pad(t.col("step")[uid].astype(np.int64), -1, -1),
-            "window": pad(window, -1, -1),
-            "parent": pad(nd.parent, -1, -1),
-            "depth": pad(nd.depth.astype(np.int64), 0, 0),
+            "step": _unless(pad(t.col("step")[uid].astype(np.int64), -1, -1), -1),
+            "window": _unless(pad(window, -1, -1), -1),
+            "parent": _unless(pad(nd.parent, -1, -1), -1),
             "correlation": trace_int("correlation"),
             "external_id": trace_int("external_id"),
-            "device": trace_int("device"),
-            "stream": trace_int("stream"),
-            "sequence_nr": trace_int("sequence_nr"),
             "on_cp": on_cp,
             "cp_ns": pad(cp_ns, 0, 0),
             "self_ns": pad(report.self_time(a), 0, 0),
@@ -332,10 +348,12 @@ def _windows(a: Analysis, ev_win: I64, events: pa.Table) -> pa.Table:
     self_ns = _col(events, "self_ns")[: a.nodes.n]
     self_by_win = np.bincount(ev_win[ev_win >= 0], weights=self_ns[ev_win >= 0], minlength=len(a.windows))
     rows: dict[str, list[Any]] = {c: [] for c in schema.WINDOW.columns[3:]}
+    ch = a.charges
+    by_win = ch.groupby(["window", "cls"]).ns.sum()
+    present = set(by_win.index.get_level_values(0).tolist())
     for i, w in enumerate(a.windows):
-        c = a.charges[a.charges.window == i]
-        by = c.groupby("cls").ns.sum()
-        total = int(c.ns.sum())
+        by = by_win.xs(i, level="window") if i in present else by_win.iloc[:0]
+        total = int(by.sum())
         rows["idx"].append(i)
         rows["label"].append(w.label)
         rows["step"].append(w.step if w.step is not None else -1)
@@ -352,7 +370,7 @@ def _windows(a: Analysis, ev_win: I64, events: pa.Table) -> pa.Table:
     return pa.table({c: pa.array(v, _arrow_type(types[c])) for c, v in rows.items()})
 
 
-def _cp(a: Analysis, etype_names: list[str], rule_names: list[str], names: pa.Array) -> pa.Table:
+def _cp(a: Analysis, rule_names: list[str]) -> pa.Table:
     """Each window's critical path, in order, with what every step is charged to."""
     n = a.nodes.n
     g = a.graph
@@ -366,26 +384,17 @@ def _cp(a: Analysis, etype_names: list[str], rule_names: list[str], names: pa.Ar
     # rows are in path order within each window, windows in order
     starts = np.flatnonzero(np.r_[True, win[1:] != win[:-1]]) if len(win) else np.zeros(0, np.int64)
     pos = np.arange(len(win), dtype=np.int64) - np.repeat(starts, np.diff(np.r_[starts, len(win)]))
-    lanes = _lane_lut(a)
-    lane_codes = _lane_codes(a.nodes.lane, n, lanes)
-    gap_names = [report.GAP_NAMES.get(c, f"({c})") for c in CLASSES]
-    gap_label = _coded(cls, gap_names)
-    ev_name = names.take(pa.array(np.maximum(event, 0)))
     return pa.table(
         {
             "window": win,
             "target": target,
             "pos": pos,
             "edge": edge,
-            "t0": ch.t0.to_numpy(dtype=np.int64),
-            "t1": ch.t1.to_numpy(dtype=np.int64),
+            "t0": np.maximum(ch.t0.to_numpy(dtype=np.int64), a.window_bounds()[0][win]),
             "ns": ch.ns.to_numpy(dtype=np.int64),
-            "type": _coded(ch.etype.to_numpy(dtype=np.int64), etype_names),
             "rule": _coded(ch.rule.to_numpy(dtype=np.int64), rule_names),
             "class": _coded(cls, CLASSES),
             "wait": event < 0,
-            "name": pc.if_else(pa.array(event >= 0), ev_name, gap_label),
-            "lane": _coded(lane_codes[dst_ev], lanes),
         }
     )
 
@@ -395,6 +404,7 @@ def _arrow_type(t: str) -> pa.DataType:
         "INT64": pa.int64(),
         "STRING": pa.string(),
         "BOOL": pa.bool_(),
+        "BLOB": pa.binary(),
         "DOUBLE": pa.float64(),
         "INT64[]": pa.list_(pa.int64()),
     }[t]

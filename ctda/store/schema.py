@@ -10,12 +10,15 @@ constraints and indexes)::
     (:Event {key, run_id, idx, name, ...})-[:DEP {type, rule, weight, ...}]->(:Event)
     (:Rule {name, doc})                                   what each edge rule reads and why
     (:Meta {key: 'ctda', schema_version, next_run_id})    run ids are never reused
+    (:Blob {run_id, name, chunk, data})                   e.g. the run's analysis snapshot
 
 An ``Event`` is one analysed trace event (plus a SOURCE and a SINK pseudo event per run,
 ``kind`` 'source'/'sink', so every dependency edge has two endpoints). ``Event.key`` is
 ``run_id * KEY_SPAN + idx``: globally unique, so Ladybug can use it as the primary key.
 A CP relationship points at the event whose own time it charges, or, for a wait or gap
-(``wait = true``), at the event that waited (the edge's destination).
+(``wait = true``), at the event that waited (the edge's destination); either way the
+target's ``lane_label`` is the lane the time is spent on. Absent values are nulls (a
+top-level event's ``parent``, a wait edge's ``owner``): Neo4j does not store them.
 """
 
 from __future__ import annotations
@@ -80,7 +83,7 @@ EVENT = Label(
         ("key", "INT64"),
         ("run_id", "INT64"),
         ("idx", "INT64"),
-        ("uid", "INT64"),
+        ("uid", "INT64"),  # row of the event in the trace (ctda convert/inspect numbering)
         ("name", "STRING"),
         ("display_name", "STRING"),  # rollup name: step numbers and object addresses folded
         ("cat", "STRING"),
@@ -89,24 +92,17 @@ EVENT = Label(
         ("tid", "STRING"),
         ("ts_ns", "INT64"),
         ("dur_ns", "INT64"),
-        ("end_ns", "INT64"),
-        ("lane", "INT64"),
-        ("lane_label", "STRING"),
-        ("is_gpu", "BOOL"),
-        ("step", "INT64"),  # enclosing ProfilerStep number from the trace, -1 outside
-        ("window", "INT64"),  # baseline analysis window holding the start, -1 outside all
-        ("parent", "INT64"),
-        ("depth", "INT64"),
+        ("lane_label", "STRING"),  # "thread <tid> (<name>)" or "GPU <d> stream <s>"
+        ("step", "INT64"),  # enclosing ProfilerStep number from the trace, null outside
+        ("window", "INT64"),  # baseline analysis window holding the start, null outside all
+        ("parent", "INT64"),  # idx of the enclosing event on its thread, null at top level
         ("correlation", "INT64"),
         ("external_id", "INT64"),
-        ("device", "INT64"),
-        ("stream", "INT64"),
-        ("sequence_nr", "INT64"),
-        ("on_cp", "BOOL"),
-        ("cp_ns", "INT64"),
-        ("self_ns", "INT64"),
-        ("slack_ns", "INT64"),
-        ("class", "STRING"),
+        ("on_cp", "BOOL"),  # a critical-path edge of some window starts or ends here, or charges it
+        ("cp_ns", "INT64"),  # time charged to this event on the critical paths of all windows
+        ("self_ns", "INT64"),  # observed self time (the edges it owns)
+        ("slack_ns", "INT64"),  # how much its start may slip before a window end moves
+        ("class", "STRING"),  # bound-by class of its own time (ctda.analysis.classify)
     ),
 )
 WINDOW = Label(
@@ -137,52 +133,56 @@ SCENARIO = Label(
         ("overrides_json", "STRING"),
         ("step_ns", "INT64[]"),
         ("cp_ns", "INT64"),
-        ("path", "INT64[]"),  # edge ids of the whole-trace critical path, SOURCE to SINK
+        ("path", "INT64[]"),  # edge ids of the critical path (baseline: whole trace, SOURCE to SINK)
         ("created_at", "STRING"),
+        ("data_json", "STRING"),  # a what-if's own record, as its writer saved it
     ),
 )
 RULE = Label("Rule", (("name", "STRING"), ("doc", "STRING")))
+#: opaque per-run payloads, cut in chunks (the what-if engine's columnar snapshot)
+BLOB = Label(
+    "Blob", (("key", "STRING"), ("run_id", "INT64"), ("name", "STRING"), ("chunk", "INT64"), ("data", "BLOB"))
+)
+BLOB_CHUNK = 4 << 20
 #: one node: the schema version and the run id sequence (also a lock for Neo4j writers)
-META = Label("Meta", (("key", "STRING"), ("schema_version", "INT64"), ("next_run_id", "INT64"), ("lock", "INT64")))
+META = Label(
+    "Meta", (("key", "STRING"), ("schema_version", "INT64"), ("next_run_id", "INT64"), ("lock", "INT64"))
+)
 META_KEY = "ctda"
 
 DEP = Label(
     "DEP",
     (
-        ("edge", "INT64"),
-        ("type", "STRING"),
-        ("rule", "STRING"),
-        ("weight", "INT64"),
-        ("gap", "INT64"),
-        ("binding", "BOOL"),
-        ("on_cp", "BOOL"),
+        ("edge", "INT64"),  # edge id within the run (Scenario.path and CP.edge use it)
+        ("type", "STRING"),  # ctda.analysis.edges.EdgeType, lower case
+        ("rule", "STRING"),  # the rule that made it (see the Rule nodes)
+        ("weight", "INT64"),  # calibrated weight (ns)
+        ("gap", "INT64"),  # observed time between its endpoints (ns)
+        ("binding", "BOOL"),  # the last-arriving predecessor of its destination
+        ("on_cp", "BOOL"),  # on the critical path of some window
         ("src_end", "BOOL"),  # the edge leaves the source event's end (else its start)
-        ("dst_end", "BOOL"),
-        ("owner", "INT64"),  # idx of the event whose own time this edge is, -1 for waits
+        ("dst_end", "BOOL"),  # the edge enters the destination event's end (else its start)
+        ("owner", "INT64"),  # idx of the event whose own time this edge is, null for waits
     ),
     ("Event", "Event"),
 )
 CP = Label(
     "CP",
     (
-        ("pos", "INT64"),
-        ("edge", "INT64"),
-        ("t0", "INT64"),
-        ("t1", "INT64"),
-        ("ns", "INT64"),
-        ("type", "STRING"),
-        ("rule", "STRING"),
-        ("class", "STRING"),
-        ("wait", "BOOL"),
-        ("name", "STRING"),  # charged event's display name, or the wait's label
-        ("lane", "STRING"),  # lane of the edge's destination event
+        ("pos", "INT64"),  # order along the window's path, from 0
+        ("edge", "INT64"),  # the DEP edge (DEP.edge)
+        ("t0", "INT64"),  # start of the charged interval, clipped to the window (ns)
+        ("ns", "INT64"),  # time charged
+        ("rule", "STRING"),  # the edge's rule (its type is on the DEP edge: strings are costly)
+        ("class", "STRING"),  # bound-by class of this stretch of the path
+        ("wait", "BOOL"),  # a wait or gap: points at the waiting event, not a charged one
     ),
     ("Window", "Event"),
 )
 HAS_SCENARIO = Label("HAS_SCENARIO", (), ("Run", "Scenario"))
 HAS_WINDOW = Label("HAS_WINDOW", (), ("Scenario", "Window"))
 
-NODES = (RUN, EVENT, WINDOW, SCENARIO, RULE, META)
+NODES = (RUN, EVENT, WINDOW, SCENARIO, RULE, META, BLOB)
 RELS = (DEP, CP, HAS_SCENARIO, HAS_WINDOW)
 
 
@@ -197,3 +197,39 @@ def window_key(run_id: int, scenario: str, idx: int) -> str:
 
 def scenario_key(run_id: int, scenario: str) -> str:
     return f"{run_id}/{scenario}"
+
+
+def blob_key(run_id: int, name: str, chunk: int) -> str:
+    return f"{run_id}/{name}/{chunk}"
+
+
+def blob_chunks(run_id: int, name: str, data: bytes) -> list[dict[str, object]]:
+    """Blob node properties for ``data`` (at least one chunk, so empty data round-trips)."""
+    parts = [data[i : i + BLOB_CHUNK] for i in range(0, len(data), BLOB_CHUNK)] or [b""]
+    return [
+        {"key": blob_key(run_id, name, k), "run_id": run_id, "name": name, "chunk": k, "data": part}
+        for k, part in enumerate(parts)
+    ]
+
+
+def scenario_props(run_id: int, name: str, data: str, now: str) -> dict[str, object]:
+    """Scenario node properties for a what-if record saved by its writer (JSON text)."""
+    import json
+
+    try:
+        rec = json.loads(data)
+    except ValueError:
+        rec = {}
+    rec = rec if isinstance(rec, dict) else {}
+    ints = lambda key: [int(x) for x in rec.get(key) or []]  # noqa: E731
+    return {
+        "key": scenario_key(run_id, name),
+        "run_id": run_id,
+        "name": name,
+        "overrides_json": json.dumps(rec.get("overrides", [])),
+        "step_ns": ints("step_ns"),
+        "cp_ns": int(rec.get("predicted_ns") or sum(ints("step_ns"))),
+        "path": ints("path"),
+        "created_at": now,
+        "data_json": data,
+    }

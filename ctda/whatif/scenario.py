@@ -12,8 +12,10 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
+from numba import njit
 
 from ctda.analysis import attribution
+from ctda.analysis.classify import inherit_down
 from ctda.analysis.engine import Analysis, window_ends
 from ctda.analysis.propagate import Timing, replay
 from ctda.whatif.select import Override
@@ -69,21 +71,19 @@ def inclusive(a: Analysis, events: I64) -> npt.NDArray[np.bool_]:
     """Selected events plus everything nested inside them on their threads."""
     mask = np.zeros(a.nodes.n, dtype=bool)
     mask[events] = True
-    parent, depth = a.nodes.parent, a.nodes.depth
-    for d in range(1, int(depth.max(initial=0)) + 1):
-        at = np.flatnonzero((depth == d) & (parent >= 0))
-        mask[at] |= mask[parent[at]]
-    return mask
+    return inherit_down(mask, a.nodes.parent, a.nodes.depth)
 
 
 def factors_for(a: Analysis, overrides: list[Override]) -> npt.NDArray[np.float64]:
     """Per-event factor; later overrides win over earlier ones on shared events."""
     f = np.ones(a.nodes.n, dtype=np.float64)
-    dur = (a.nodes.end - a.nodes.ts).astype(np.float64)
+    dur: npt.NDArray[np.float64] | None = None
     for o in overrides:
         if o.factor is not None:
             f[inclusive(a, o.events)] = o.factor
         elif o.dur_ns is not None:
+            if dur is None:
+                dur = (a.nodes.end - a.nodes.ts).astype(np.float64)
             for ev, new in zip(o.events, o.dur_ns):
                 ratio = float(new) / dur[ev] if dur[ev] > 0 else 1.0
                 f[inclusive(a, np.array([ev]))] = ratio
@@ -97,10 +97,19 @@ def run(a: Analysis, overrides: list[Override], name: str = "what-if") -> Scenar
     if len(a.contention):
         w = a.contention.reweigh(a.calibration.weight, f, g.owner)
     else:
-        w = a.calibration.weight.copy()
-        owned = np.flatnonzero(g.owner >= 0)
-        w[owned] = np.rint(w[owned] * f[g.owner[owned]]).astype(np.int64)
+        w = _scaled(a.calibration.weight, f, g.owner)
     timing = replay(g, w, a.calibration.binding, int(a.nodes.time[a.nodes.source]), window_ends(a.windows))
     charges = attribution.window_paths(g, timing, a.windows, a.event_cls)
     view = replace(a, timing=timing, charges=charges)
     return Scenario(name=name, base=a, overrides=overrides, weight=w, timing=timing, analysis=view, factors=f)
+
+
+@njit(cache=True)  # type: ignore[misc]
+def _scaled(weight, factor, owner):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """Each edge's weight times its owner event's factor, rounded half to even; waits unchanged."""
+    w = weight.copy()
+    for e in range(w.shape[0]):
+        o = owner[e]
+        if o >= 0:
+            w[e] = np.int64(np.rint(weight[e] * factor[o]))
+    return w

@@ -1,0 +1,20 @@
+# ctda image: the CLI and the web UI, talking to a Neo4j store (see docker-compose.yml).
+#   docker build -t ctda .
+#   docker run --rm -e NEO4J_AUTH=neo4j/secret ctda runs --db bolt://host:7687
+FROM python:3.11-slim
+
+ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
+# numba caches compiled kernels next to the package unless told otherwise
+ENV NUMBA_CACHE_DIR=/tmp/numba-cache
+
+WORKDIR /src
+COPY pyproject.toml README.md ./
+COPY ctda ./ctda
+RUN pip install ".[neo4j,embedded,ui]" && rm -rf /src
+
+RUN useradd --create-home --uid 1000 ctda && mkdir -p /data/uploads && chown -R ctda /data
+USER ctda
+WORKDIR /home/ctda
+EXPOSE 8501
+ENTRYPOINT ["ctda"]
+CMD ["ui", "--db", "bolt://neo4j:7687", "--port", "8501", "--address", "0.0.0.0"]

@@ -1,0 +1,345 @@
+"""Store commands: ``ingest``, ``runs``, ``rm``, ``report`` and ``query``.
+
+``--db`` (or ``$CTDA_DB``) picks the store: a file path for the embedded store (default
+under the user data directory) or a ``bolt://`` / ``neo4j://`` URI for a Neo4j server,
+with credentials from ``CTDA_NEO4J_USER`` / ``CTDA_NEO4J_PASSWORD`` or ``NEO4J_AUTH``.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from enum import Enum
+from pathlib import Path
+from typing import Any, TypeVar
+
+import typer
+from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.table import Table
+
+from ctda.analysis.engine import AnalysisOptions, OptionError, parse_cross_thread
+from ctda.analysis.report import build as build_report
+from ctda.cli.common import app, console, err_console, fail, file_progress, guarded
+from ctda.ingest.reader import read_trace
+from ctda.ingest.table import EventTable
+from ctda.queries import loader
+from ctda.queries.loader import QueryError
+from ctda.render.analyze import render_json, render_markdown, render_table
+from ctda.store import StoreError, open_store, resolve
+from ctda.store.base import QueryResult, RunInfo
+from ctda.store.config import Target
+
+T = TypeVar("T")
+
+DB_HELP = "Store: a file path (embedded, the default) or bolt:// / neo4j:// URI. Default: $CTDA_DB."
+
+
+class ReportFormat(str, Enum):
+    table = "table"
+    json = "json"
+    md = "md"
+
+
+class QueryFormat(str, Enum):
+    table = "table"
+    csv = "csv"
+    json = "json"
+
+
+class RunsFormat(str, Enum):
+    table = "table"
+    json = "json"
+
+
+def _store_guard(fn: Callable[[], T]) -> T:
+    """Trace errors (via ``guarded``) and store/query errors become one-line exits."""
+
+    def inner() -> T:
+        try:
+            return fn()
+        except (StoreError, QueryError, OptionError) as exc:
+            fail(str(exc))
+
+    return guarded(inner)
+
+
+def _target(db: str | None) -> Target:
+    return resolve(db)
+
+
+@contextmanager
+def _write_progress(enabled: bool) -> Iterator[Callable[[int, int], None] | None]:
+    if not enabled:
+        yield None
+        return
+    columns = (TextColumn("storing"), BarColumn(), TextColumn("{task.completed:,}/{task.total:,} rows"))
+    with Progress(*columns, TimeRemainingColumn(), console=err_console, transient=True) as bar:
+        task = bar.add_task("store", total=1)
+        yield lambda done, total: bar.update(task, completed=done, total=total)
+
+
+@app.command("ingest")
+def ingest_cmd(
+    traces: list[Path] = typer.Argument(..., help="Kineto traces (.json, .json.gz) or ctda .parquet tables."),
+    run: str = typer.Option(
+        None, "--run", help="Run name (default: the file name); a prefix with several traces."
+    ),
+    db: str = typer.Option(None, "--db", help=DB_HELP),
+    force: bool = typer.Option(
+        False, "--force", help="Store again even if the same file and options are stored."
+    ),
+    cross_thread: str = typer.Option(
+        "all",
+        "--cross-thread",
+        help="Cross-thread rules: all, none, or a list of fwdbwd,backward_join,gil,cuda_lock.",
+    ),
+    windows: str = typer.Option(
+        "steps",
+        "--windows",
+        help="'steps' (each ProfilerStep#N), 'trace' (whole trace), or a regex over CPU event names.",
+    ),
+    mode: str = typer.Option(
+        "ctda", "--mode", help="'ctda', or 'hta' for HolisticTraceAnalysis's rules and weights."
+    ),
+    top: int = typer.Option(10, "--top", min=1, help="Rows in the hotspot tables printed after storing."),
+) -> None:
+    """Analyse traces and store each as a run: events, dependency edges and critical paths."""
+    from ctda.store.ingest import default_name, ingest
+
+    if mode not in ("ctda", "hta"):
+        fail(f"--mode must be 'ctda' or 'hta', not {mode!r}")
+    try:
+        options = AnalysisOptions(windows=windows, cross_thread=parse_cross_thread(cross_thread), mode=mode)
+    except OptionError as exc:
+        fail(str(exc))
+    target = _target(db)
+    for path in traces:
+        name = run if run and len(traces) == 1 else (f"{run}/{default_name(path)}" if run else None)
+
+        def read(p: Path) -> EventTable:
+            with file_progress(p, "reading") as progress:
+                return read_trace(p, progress)
+
+        def one(path: Path = path, name: str | None = name) -> None:
+            with _write_progress(sys.stderr.isatty()) as progress:
+                done = ingest(path, target, options, name=name, force=force, read=read, progress=progress)
+            if not done.stored:
+                err_console.print(
+                    f"{path}: already stored as run [bold]{done.run.name}[/] (same file and options); "
+                    "--force stores it again",
+                    highlight=False,
+                )
+                _print_report(target, done.run.name, "all", top, ReportFormat.table)
+                return
+            rate = done.rows / max(done.seconds, 1e-9)
+            err_console.print(
+                f"stored run [bold]{done.run.name}[/]: {done.run.events:,} events, {done.run.edges:,} edges "
+                f"in {done.seconds:.1f} s ({rate:,.0f} rows/s) -> {target.location}",
+                highlight=False,
+            )
+            assert done.analysis is not None
+            render_table(build_report(done.analysis, top=top), console)
+
+        _store_guard(one)
+
+
+@app.command("runs")
+def runs_cmd(
+    db: str = typer.Option(None, "--db", help=DB_HELP),
+    all_: bool = typer.Option(False, "--all", help="Also show unfinished runs (pending, being deleted)."),
+    fmt: RunsFormat = typer.Option(RunsFormat.table, "--format", help="'table' or 'json'."),
+) -> None:
+    """List the runs in the store."""
+
+    def go() -> None:
+        with open_store(_target(db), read_only=True) as store:
+            runs = store.runs(include_incomplete=all_)
+            where = store.location
+        if fmt is RunsFormat.json:
+            typer.echo(json.dumps([_run_dict(r) for r in runs], indent=2))
+            return
+        if not runs:
+            err_console.print(f"no runs in {where}", highlight=False)
+            return
+        t = Table(title=f"Runs in {where}", title_justify="left", show_edge=False, header_style="bold")
+        for col in (
+            "name",
+            "events",
+            "edges",
+            "steps",
+            "CP ms",
+            "ingested",
+            "file",
+            *(["status"] if all_ else []),
+        ):
+            t.add_column(col, justify="right" if col in ("events", "edges", "steps", "CP ms") else "left")
+        for r in runs:
+            cells = [
+                r.name,
+                f"{r.events:,}",
+                f"{r.edges:,}",
+                str(r.steps),
+                f"{r.cp_ns / 1e6:,.3f}",
+                r.ingested_at,
+                r.file,
+            ]
+            t.add_row(*cells, *([r.status] if all_ else []))
+        console.print(t)
+
+    _store_guard(go)
+
+
+def _run_dict(r: RunInfo) -> dict[str, Any]:
+    return {
+        "name": r.name,
+        "status": r.status,
+        "file": r.file,
+        "sha256": r.sha256,
+        "ctda_version": r.ctda_version,
+        "options": r.options,
+        "ingested_at": r.ingested_at,
+        "steps": r.steps,
+        "step_ns": r.step_ns,
+        "cp_ns": r.cp_ns,
+        "events": r.events,
+        "edges": r.edges,
+    }
+
+
+@app.command("rm")
+def rm_cmd(
+    run: str = typer.Argument(..., help="Run name (see ctda runs)."),
+    db: str = typer.Option(None, "--db", help=DB_HELP),
+) -> None:
+    """Delete a run and everything stored for it."""
+
+    def go() -> None:
+        target = _target(db)
+        with open_store(target, read_only=True) as store:
+            if not [r for r in store.runs(include_incomplete=True) if r.name == run]:
+                fail(f"no run {run!r} in {store.location}")
+        with open_store(target) as store:
+            store.delete_run(run)
+        err_console.print(f"deleted run [bold]{run}[/]", highlight=False)
+
+    _store_guard(go)
+
+
+def _print_report(target: Target, run: str, step: str, top: int, fmt: ReportFormat) -> None:
+    from ctda.store.report import build
+
+    with open_store(target, read_only=True) as store:
+        report = build(store, run, step=step, top=top)
+    if fmt is ReportFormat.json:
+        typer.echo(render_json(report))
+    elif fmt is ReportFormat.md:
+        typer.echo(render_markdown(report))
+    else:
+        render_table(report, console)
+
+
+@app.command("report")
+def report_cmd(
+    run: str = typer.Argument(..., help="Run name (see ctda runs)."),
+    db: str = typer.Option(None, "--db", help=DB_HELP),
+    step: str = typer.Option("all", "--step", help="A ProfilerStep number, or 'all'."),
+    top: int = typer.Option(10, "--top", min=1, help="Rows in the hotspot and near-critical tables."),
+    fmt: ReportFormat = typer.Option(ReportFormat.table, "--format", help="Output format."),
+) -> None:
+    """The report of a stored run, read back from the store (the tables of ctda analyze)."""
+    _store_guard(lambda: _print_report(_target(db), run, step, top, fmt))
+
+
+@app.command("query")
+def query_cmd(
+    query: str = typer.Argument(None, help="A named query (see --list) or Cypher text."),
+    param: list[str] = typer.Option([], "--param", "-p", help="Query parameter k=v (repeatable)."),
+    db: str = typer.Option(None, "--db", help=DB_HELP),
+    fmt: QueryFormat = typer.Option(QueryFormat.table, "--format", help="'table', 'csv' or 'json'."),
+    write: bool = typer.Option(False, "--write", help="Allow a query that changes the store."),
+    list_: bool = typer.Option(False, "--list", help="List the named queries and their parameters."),
+) -> None:
+    """Run Cypher, or a named query from ctda/queries, against the store (read-only unless --write)."""
+
+    def go() -> None:
+        if list_ or not query:
+            _list_queries()
+            return
+        raw = _params(param)
+        if loader.looks_named(query):
+            named = loader.get(query)
+            params = named.bind(raw)
+            text = None
+        else:
+            named, text = None, query
+            params = {k: loader.guess(v) for k, v in raw.items()}
+            if loader.is_write(text) and not write:
+                fail(
+                    "this query may change the store (CREATE, MERGE, SET, DELETE, CALL, ...); "
+                    "pass --write to run it"
+                )
+        with open_store(_target(db), read_only=not write) as store:
+            body = named.text(store.dialect) if named is not None else text
+            assert body is not None
+            result = store.query(body, params, write=write)
+        _print_result(result, fmt)
+
+    _store_guard(go)
+
+
+def _params(items: list[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise QueryError(f"--param takes key=value, not {item!r}")
+        out[key.strip()] = value
+    return out
+
+
+def _list_queries() -> None:
+    t = Table(
+        title="Named queries (ctda query NAME --param k=v)",
+        title_justify="left",
+        show_edge=False,
+        header_style="bold",
+    )
+    t.add_column("name")
+    t.add_column("parameters")
+    t.add_column("what it answers", overflow="fold", max_width=70)
+    for q in loader.load_all().values():
+        ps = ", ".join(p.name if p.required else f"{p.name}={p.default}" for p in q.params)
+        t.add_row(q.name, ps, q.description)
+    console.print(t)
+
+
+def _cell(v: Any) -> str:
+    if isinstance(v, float):
+        return f"{v:.6g}"
+    if isinstance(v, (dict, list)):
+        return json.dumps(v, default=str)
+    return "" if v is None else str(v)
+
+
+def _print_result(result: QueryResult, fmt: QueryFormat) -> None:
+    if fmt is QueryFormat.json:
+        typer.echo(json.dumps(result.records(), indent=2, default=str))
+    elif fmt is QueryFormat.csv:
+        buf = io.StringIO()
+        w = csv.writer(buf)
+        w.writerow(result.columns)
+        for row in result.rows:
+            w.writerow([json.dumps(v, default=str) if isinstance(v, (dict, list)) else v for v in row])
+        typer.echo(buf.getvalue(), nl=False)
+    else:
+        t = Table(show_edge=False, header_style="bold")
+        for c in result.columns:
+            t.add_column(c, overflow="fold", max_width=60)
+        for row in result.rows:
+            t.add_row(*[_cell(v) for v in row])
+        console.print(t)
+        err_console.print(f"{len(result.rows)} row(s)", style="dim")

@@ -1,0 +1,90 @@
+"""``ctda ui``: the Streamlit app over the store, in a child process."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import typer
+
+from ctda.cli.common import app, console, fail
+from ctda.store.config import resolve
+
+DB_HELP = "Store: a file path (embedded, the default) or bolt:// / neo4j:// URI. Default: $CTDA_DB."
+
+
+def command(
+    db: str | None,
+    port: int,
+    address: str,
+    max_upload_mb: int,
+    max_events: int,
+    uploads: str | None,
+) -> tuple[list[str], dict[str, str]]:
+    """The ``streamlit run`` command line and environment for these options."""
+    from ctda.ui.settings import Settings, to_argv
+
+    script = Path(__file__).resolve().parents[1] / "ui" / "app.py"
+    env = dict(os.environ)
+    # a URI with credentials goes through the environment, never onto a command line
+    # that every local user can read in the process list
+    ui_db = db
+    if db and "@" in db:
+        env["CTDA_DB"], ui_db = db, None
+    settings = Settings(db=ui_db, max_upload_mb=max_upload_mb, max_events=max_events, uploads=uploads)
+    cmd = [
+        sys.executable,
+        "-m",
+        "streamlit",
+        "run",
+        str(script),
+        "--server.port",
+        str(port),
+        "--server.address",
+        address,
+        "--server.headless",
+        "true",
+        "--server.maxUploadSize",
+        str(max_upload_mb),
+        "--browser.gatherUsageStats",
+        "false",
+        "--server.fileWatcherType",
+        "none",
+        "--client.toolbarMode",
+        "viewer",
+        "--",
+        *to_argv(settings),
+    ]
+    return cmd, env
+
+
+@app.command("ui")
+def ui_cmd(
+    db: str = typer.Option(None, "--db", help=DB_HELP),
+    port: int = typer.Option(8501, "--port", min=1, max=65535, help="Port to serve on."),
+    address: str = typer.Option(
+        "127.0.0.1", "--address", help="Interface to listen on (0.0.0.0 to share on the network)."
+    ),
+    max_upload_mb: int = typer.Option(2048, "--max-upload-mb", min=1, help="Largest trace upload accepted."),
+    max_events: int = typer.Option(
+        4000, "--max-events", min=100, help="Events drawn per timeline (critical ones first)."
+    ),
+    uploads: str = typer.Option(
+        None, "--uploads", help="Folder for uploaded traces (default: beside the embedded store)."
+    ),
+) -> None:
+    """Browse runs, critical paths, hotspots and what-if scenarios in a web UI (Streamlit)."""
+    try:
+        import plotly  # noqa: F401
+        import streamlit  # noqa: F401
+    except ImportError as exc:
+        fail(f"the UI needs streamlit and plotly (pip install 'ctda[ui]'): {exc}")
+    cmd, env = command(db, port, address, max_upload_mb, max_events, uploads)
+    console.print(f"ctda ui: store {resolve(db).location}, http://{address}:{port}", highlight=False)
+    try:
+        code = subprocess.call(cmd, env=env)
+    except KeyboardInterrupt:
+        code = 0
+    raise typer.Exit(code)

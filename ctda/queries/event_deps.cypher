@@ -1,0 +1,17 @@
+// An event's dependency edges: what it waits for (direction 'in') and what waits for
+// it ('out'), with type, rule, weight, observed gap and whether the edge is binding.
+// @param run string  run name (ctda runs)
+// @param event int  event index (Event.idx)
+MATCH (r:Run {name: $run, status: 'complete'})
+MATCH (o:Event)-[d:DEP]->(e:Event)
+WHERE e.key = r.id * 1099511627776 + $event
+RETURN 'in' AS direction, d.edge AS edge, d.type AS type, d.rule AS rule, d.weight AS weight_ns, d.gap AS gap_ns,
+       d.binding AS binding, d.on_cp AS on_cp, o.idx AS other, o.name AS other_name, o.lane_label AS other_lane
+ORDER BY edge
+UNION ALL
+MATCH (r:Run {name: $run, status: 'complete'})
+MATCH (e:Event)-[d:DEP]->(o:Event)
+WHERE e.key = r.id * 1099511627776 + $event
+RETURN 'out' AS direction, d.edge AS edge, d.type AS type, d.rule AS rule, d.weight AS weight_ns, d.gap AS gap_ns,
+       d.binding AS binding, d.on_cp AS on_cp, o.idx AS other, o.name AS other_name, o.lane_label AS other_lane
+ORDER BY edge

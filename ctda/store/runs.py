@@ -1,0 +1,111 @@
+"""A stored run as what-if commands and the UI use it: its Analysis and its scenarios.
+
+The run's Analysis comes from the columnar snapshot stored with it (no trace re-read, no
+graph re-read per scenario). Scenarios are stored as their overrides plus summary results;
+re-applying the overrides to the snapshot reproduces them exactly.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ctda.analysis import snapshot
+from ctda.analysis.engine import Analysis
+from ctda.store import open_store
+from ctda.store.base import RunInfo, Store, StoreError
+from ctda.whatif.scenario import Scenario, run
+from ctda.whatif.select import Override
+
+SNAPSHOT_KEY = "snapshot"
+_CACHE: dict[tuple[str, str, int], Analysis] = {}
+
+
+@dataclass
+class StoredRun:
+    """One complete run in one store."""
+
+    db: str | None
+    info: RunInfo
+
+    @property
+    def name(self) -> str:
+        return self.info.name
+
+    def _store(self, write: bool = False) -> Store:
+        return open_store(self.db, read_only=not write)
+
+    def query_rows(self, cypher: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+        """Rows of a read-only query; ``$run`` is bound to this run's name."""
+        with self._store() as s:
+            return s.query(cypher, {"run": self.name, **(params or {})}).records()
+
+    def scenarios(self) -> list[dict[str, Any]]:
+        """Stored scenarios of this run (name, overrides, predicted totals)."""
+        with self._store() as s:
+            return [_decode(r) for r in s.scenarios(self.info.id)]
+
+    def save_scenario(self, sc: Scenario) -> None:
+        st = sc.step_times()
+        record = {
+            "name": sc.name,
+            "overrides": [_override_json(o) for o in sc.overrides],
+            "base_ns": int(st.base_ns.sum()),
+            "predicted_ns": int(st.predicted_ns.sum()),
+            "step_ns": [int(x) for x in st.predicted_ns],
+            "path": [int(x) for x in sc.analysis.charges.edge.to_numpy()],
+        }
+        with self._store(write=True) as s:
+            s.save_scenario(self.info.id, sc.name, json.dumps(record))
+
+    def delete_scenario(self, name: str) -> bool:
+        with self._store(write=True) as s:
+            return bool(s.delete_scenario(self.info.id, name))
+
+    def load_scenario(self, a: Analysis, name: str) -> Scenario | None:
+        rec = next((r for r in self.scenarios() if r["name"] == name), None)
+        if rec is None:
+            return None
+        return run(a, [_override_from(o) for o in rec["overrides"]], name=name)
+
+
+def _override_json(o: Override) -> dict[str, Any]:
+    return {
+        "label": o.label,
+        "events": [int(x) for x in o.events],
+        "factor": o.factor,
+        "dur_ns": None if o.dur_ns is None else [int(x) for x in o.dur_ns],
+    }
+
+
+def _override_from(d: dict[str, Any]) -> Override:
+    dur = d.get("dur_ns")
+    return Override(
+        label=str(d["label"]),
+        events=np.asarray(d["events"], dtype=np.int64),
+        factor=d.get("factor"),
+        dur_ns=None if dur is None else np.asarray(dur, dtype=np.int64),
+    )
+
+
+def _decode(r: dict[str, Any]) -> dict[str, Any]:
+    return dict(json.loads(r["data"])) if isinstance(r.get("data"), str) else dict(r)
+
+
+def open_run(name: str, db: str | None) -> tuple[Analysis, StoredRun]:
+    """The Analysis of stored run ``name`` (cached per process) and its handle."""
+    with open_store(db, read_only=True) as s:
+        info = s.find_run(name)
+        if info is None:
+            have = ", ".join(r.name for r in s.runs()) or "none"
+            raise StoreError(f"no run {name!r} in {s.location} (runs: {have}); ingest the trace first")
+        key = (s.location, info.sha256 + info.options_key, info.id)
+        if key not in _CACHE:
+            blob = s.get_blob(info.id, SNAPSHOT_KEY)
+            if blob is None:
+                raise StoreError(f"run {name!r} has no analysis snapshot; re-ingest it with --force")
+            _CACHE[key] = snapshot.load(blob)
+    return _CACHE[key], StoredRun(db, info)

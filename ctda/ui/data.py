@@ -1,0 +1,420 @@
+"""The UI's only door to the store, and its caches.
+
+The embedded store allows one writer *or* readers per moment across processes, so the UI
+never keeps it open: each request opens it read-only, reads, and closes it, and the CLI
+can ingest while the UI is up. What is expensive and immutable (a run's Analysis, its
+report per step, name indexes, timelines, scenarios) is cached in-process with
+``st.cache_resource``, keyed by the store location, the run id and its content digest:
+a re-ingested run gets a new id, so a stale entry can never be served for it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from ctda.analysis.classify import CLASSES
+from ctda.analysis.engine import Analysis, AnalysisOptions
+from ctda.analysis.report import Report
+from ctda.analysis.report import build as build_report
+from ctda.analysis.rules.context import RuleOptions
+from ctda.queries import loader
+from ctda.store import open_store
+from ctda.store.base import QueryResult, RunInfo, Store, StoreError
+from ctda.store.config import resolve
+from ctda.ui import frames
+from ctda.ui.settings import Settings
+from ctda.whatif.compare import Comparison, Side, compare
+from ctda.whatif.scenario import Scenario
+from ctda.whatif.scenario import run as run_scenario
+from ctda.whatif.select import Override
+
+#: analyses kept in memory at once (a 1M-event run holds a few hundred MB)
+MAX_ANALYSES = 6
+
+
+class UIError(Exception):
+    """A problem to show as one line (bad upload, read-only query, ...)."""
+
+
+@dataclass(frozen=True)
+class RunRef:
+    """A run as a cache key: where it is stored, its id, and what it holds."""
+
+    location: str
+    id: int
+    name: str
+    sha256: str
+    options_key: str
+
+    @classmethod
+    def of(cls, location: str, info: RunInfo) -> RunRef:
+        return cls(location, info.id, info.name, info.sha256, info.options_key)
+
+    @property
+    def tag(self) -> str:
+        return f"{self.location}#{self.id}:{self.sha256[:16]}:{self.options_key}"
+
+
+@dataclass
+class Loaded:
+    """A run's analysis, where it came from, and its store handle (None: no snapshot API)."""
+
+    ref: RunRef
+    info: RunInfo
+    analysis: Analysis
+    stored: Any  # ctda.store.runs.StoredRun, or None when the store cannot serve one
+    source: str  # "snapshot" or "trace file"
+
+    @property
+    def tag(self) -> str:
+        return self.ref.tag
+
+
+@contextmanager
+def reading(db: str | None) -> Iterator[Store]:
+    """The store opened read-only for one request."""
+    store = open_store(db, read_only=True)
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+def list_runs(db: str | None) -> list[RunInfo]:
+    """Complete runs, read fresh on every call (the CLI may have written meanwhile)."""
+    with reading(db) as s:
+        return s.runs()
+
+
+def find(db: str | None, name: str) -> RunInfo | None:
+    return next((r for r in list_runs(db) if r.name == name), None)
+
+
+# --- analyses ------------------------------------------------------------------------
+
+
+def _options(info: RunInfo) -> AnalysisOptions:
+    o = info.options
+    return AnalysisOptions(
+        windows=str(o.get("windows", "steps")),
+        cross_thread=tuple(o.get("cross_thread", AnalysisOptions().cross_thread)),
+        mode=str(o.get("mode", "ctda")),
+        rule_options=RuleOptions(**o.get("rule_options", {})),
+    )
+
+
+@st.cache_resource(max_entries=MAX_ANALYSES, show_spinner="Loading the run's analysis…")
+def _load(db: str | None, ref: RunRef, _info: RunInfo) -> Loaded:
+    from ctda.store.runs import StoredRun, open_run
+
+    try:
+        a, stored = open_run(ref.name, db)
+        return Loaded(ref, _info, a, stored, "snapshot")
+    except (StoreError, AttributeError, NotImplementedError) as exc:
+        # a store without analysis snapshots (older, or its backend lacks the API):
+        # re-analyse the trace file the run was ingested from, if it is still there
+        path = Path(_info.file)
+        if not path.is_file():
+            raise StoreError(
+                f"run {ref.name!r} has no analysis snapshot ({_one_line(exc)}) and its trace "
+                f"{_info.file} is gone; re-ingest it"
+            ) from None
+    from ctda.analysis.engine import analyze
+    from ctda.ingest.reader import read_trace
+
+    a = analyze(read_trace(path), _options(_info))
+    return Loaded(ref, _info, a, StoredRun(db, _info), "trace file")
+
+
+def load(settings: Settings, info: RunInfo) -> Loaded:
+    """The analysis of a stored run (cached across reruns and sessions)."""
+    return _load(settings.db, RunRef.of(settings.location, info), info)
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def report(tag: str, step: str, _a: Analysis) -> Report:
+    """``ctda analyze``'s report for one step or all, every hotspot row kept.
+
+    ``top`` also sizes the near-critical table, so it is the number of distinct names
+    (plus the wait rows), not "everything": a million near-critical rows cost seconds.
+    """
+    top = len(names(tag, _a).names) + len(CLASSES)
+    return build_report(_a, step=step, top=top)
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def names(tag: str, _a: Analysis) -> frames.Names:
+    return frames.Names(_a)
+
+
+@st.cache_resource(max_entries=32, show_spinner=False)
+def windows_of(tag: str, _a: Analysis) -> frames.Windows:
+    return frames.Windows(_a)
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def timeline(tag: str, window: int, max_events: int, _a: Analysis) -> frames.Timeline:
+    return frames.timeline(_a, window, max_events, names(tag, _a))
+
+
+@st.cache_resource(max_entries=32, show_spinner=False)
+def class_by_window(tag: str, _a: Analysis) -> Any:
+    return frames.class_by_window(_a)
+
+
+@st.cache_resource(max_entries=32, show_spinner=False)
+def steps(tag: str, _a: Analysis) -> Any:
+    return frames.steps(_a)
+
+
+# --- scenarios -----------------------------------------------------------------------
+
+
+def overrides_key(overrides: list[Override]) -> str:
+    """A digest of what a scenario changes (labels, events, factors), for cache keys."""
+    h = hashlib.sha256()
+    for o in overrides:
+        h.update(o.label.encode())
+        h.update(o.events.tobytes())
+        h.update(repr(o.factor).encode())
+        if o.dur_ns is not None:
+            h.update(o.dur_ns.tobytes())
+    return h.hexdigest()[:16]
+
+
+@st.cache_resource(max_entries=24, show_spinner=False)
+def scenario(tag: str, key: str, name: str, _a: Analysis, _overrides: list[Override]) -> Scenario:
+    """One re-propagation (milliseconds to a few hundred on 1M events), cached so moving a
+    slider back to an earlier value is instant."""
+    return run_scenario(_a, _overrides, name=name)
+
+
+def stored_scenarios(loaded: Loaded) -> tuple[list[dict[str, Any]], str]:
+    """Saved scenarios of a run, and a note when the store cannot list them."""
+    if loaded.stored is None:
+        return [], "this store does not keep scenarios"
+    try:
+        return list(loaded.stored.scenarios()), ""
+    except (StoreError, AttributeError, NotImplementedError) as exc:
+        return [], f"scenarios unavailable: {_one_line(exc)}"
+
+
+def load_scenario(loaded: Loaded, name: str) -> Scenario:
+    """A saved scenario re-applied to the run (cached by its overrides)."""
+    recs = {r["name"]: r for r in stored_scenarios(loaded)[0]}
+    if name not in recs:
+        raise UIError(f"no scenario {name!r} in run {loaded.ref.name!r}")
+    sc = loaded.stored.load_scenario(loaded.analysis, name)
+    if sc is None:
+        raise UIError(f"no scenario {name!r} in run {loaded.ref.name!r}")
+    # keep one object per (run, overrides): reports and timelines key on its tag
+    return scenario(loaded.tag, overrides_key(sc.overrides), name, loaded.analysis, sc.overrides)
+
+
+def scenario_tag(loaded: Loaded, sc: Scenario) -> str:
+    return f"{loaded.tag}|{overrides_key(sc.overrides)}"
+
+
+def save_scenario(loaded: Loaded, sc: Scenario) -> None:
+    if loaded.stored is None:
+        raise UIError("this store does not keep scenarios")
+    try:
+        loaded.stored.save_scenario(sc)
+    except (AttributeError, NotImplementedError) as exc:
+        raise UIError(f"this store cannot save scenarios yet ({_one_line(exc)})") from None
+
+
+def delete_scenario(loaded: Loaded, name: str) -> bool:
+    if loaded.stored is None:
+        raise UIError("this store does not keep scenarios")
+    return bool(loaded.stored.delete_scenario(name))
+
+
+# --- queries -------------------------------------------------------------------------
+
+
+def run_query(db: str | None, text: str, params: dict[str, Any]) -> QueryResult:
+    """A read-only query on a read-only store; write clauses are refused before sending."""
+    if not text.strip():
+        raise UIError("the query is empty")
+    if loader.is_write(text):
+        raise UIError("the console is read-only: queries that change the store are refused")
+    with reading(db) as s:
+        return s.query(text, params)
+
+
+def named_text(db: str | None, name: str) -> str:
+    """A named query's text in this store's dialect."""
+    dialect = "neo4j" if resolve(db).kind == "neo4j" else "ladybug"
+    return loader.get(name).text(dialect)
+
+
+@st.cache_data(max_entries=256, show_spinner=False)
+def run_breakdown(db: str | None, tag: str, name: str) -> str:
+    """``class share · ...`` of a run's whole critical path, from the store (immutable per run)."""
+    try:
+        with reading(db) as s:
+            res = loader.run(s, "hotspots_by_class", run=name)
+    except (StoreError, loader.QueryError) as exc:
+        return f"({_one_line(exc)})"
+    recs = res.records()
+    shares = pd.DataFrame({"class": [r["class"] for r in recs], "share": [float(r["share"]) for r in recs]})
+    return frames.breakdown_text(shares)
+
+
+# --- writes (short-lived write opens) -------------------------------------------------
+
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def ingest_upload(
+    settings: Settings,
+    filename: str,
+    data: bytes,
+    *,
+    name: str | None,
+    force: bool,
+    step: Callable[[str, float], None],
+) -> Any:
+    """Keep an uploaded trace under the uploads folder and ingest it as a run.
+
+    ``step(message, fraction)`` reports progress. Raises :class:`UIError` with one line
+    (naming the uploaded file, not the temporary path) for anything that goes wrong.
+    """
+    from ctda.analysis.engine import OptionError
+    from ctda.analysis.graph import GraphCycleError
+    from ctda.ingest.errors import TraceError
+    from ctda.ingest.reader import read_trace
+    from ctda.store.ingest import default_name, ingest
+
+    limit = settings.max_upload_mb << 20
+    if len(data) > limit:
+        raise UIError(
+            f"{filename}: {len(data) / 2**20:.1f} MB is over the upload limit of {settings.max_upload_mb} MB"
+        )
+    if not data:
+        raise UIError(f"{filename}: the file is empty")
+    digest = hashlib.sha256(data).hexdigest()
+    folder = settings.uploads_dir
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{digest[:12]}-{_UNSAFE.sub('_', Path(filename).name)}"
+    existed = path.exists()
+    if not existed:
+        path.write_bytes(data)
+    step("reading the trace", 0.1)
+    size = max(len(data), 1)
+
+    def read(p: Path) -> Any:
+        table = read_trace(p, lambda done: step("reading the trace", 0.1 + 0.5 * min(done / size, 1.0)))
+        step("analysing", 0.65)
+        return table
+
+    def stored(done: int, total: int) -> None:
+        step(f"storing {done:,}/{total:,} rows", 0.75 + 0.25 * done / max(total, 1))
+
+    run_name = (name or "").strip() or default_name(Path(filename))
+    try:
+        out = ingest(
+            path,
+            resolve(settings.db),
+            AnalysisOptions(),
+            name=run_name,
+            force=force,
+            read=read,
+            progress=stored,
+        )
+    except TraceError as exc:
+        _discard(path, existed)
+        raise UIError(f"{filename}: {exc.problem}") from None
+    except (StoreError, OptionError, GraphCycleError) as exc:
+        _discard(path, existed)
+        raise UIError(f"{filename}: {_one_line(exc)}") from None
+    except MemoryError:
+        _discard(path, existed)
+        raise UIError(f"{filename}: out of memory while analysing") from None
+    except Exception as exc:  # a reader or engine bug must still read as one line
+        _discard(path, existed)
+        raise UIError(f"{filename}: could not ingest ({type(exc).__name__}: {_one_line(exc)})") from None
+    step("done", 1.0)
+    return out
+
+
+def _discard(path: Path, existed: bool) -> None:
+    if not existed:
+        path.unlink(missing_ok=True)
+
+
+def delete_run(settings: Settings, name: str) -> bool:
+    """Remove a run (and its uploaded trace, if the UI kept it and no other run uses it)."""
+    with open_store(settings.db) as s:
+        info = s.find_run(name)
+        gone = s.delete_run(name)
+        others = {r.file for r in s.runs()}
+    if info is not None and gone:
+        f = Path(info.file)
+        if f.parent == settings.uploads_dir and info.file not in others:
+            f.unlink(missing_ok=True)
+    return bool(gone)
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
+# --- comparisons ---------------------------------------------------------------------
+
+
+@dataclass
+class CachedSide(Side):
+    """A comparison side whose report comes from the UI's cache (built once per side)."""
+
+    tag: str = ""
+
+    @property
+    def report(self) -> Report:
+        return report(self.tag, "all", self.analysis)
+
+
+@st.cache_resource(max_entries=8, show_spinner="Comparing…")
+def comparison(tag_a: str, tag_b: str, _a: CachedSide, _b: CachedSide) -> Comparison:
+    return compare(_a, _b)
+
+
+# --- small per-run tables, cached so a rerun that changes nothing about them is free -----
+
+
+@st.cache_resource(max_entries=128, show_spinner=False)
+def by_class(tag: str, windows: tuple[int, ...] | None, _a: Analysis) -> pd.DataFrame:
+    return frames.by_class(_a, None if windows is None else list(windows))
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def classes_present(tag: str, _a: Analysis) -> list[str]:
+    return frames.classes_present(_a)
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def categories(tag: str, _a: Analysis) -> list[str]:
+    return frames.categories(_a)
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def edges_on_path(tag: str, _a: Analysis) -> Any:
+    return frames.edges_on_path(_a)
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def hotspots(tag: str, step: str, windows: tuple[int, ...], _a: Analysis) -> pd.DataFrame:
+    """The hotspot table of :func:`frames.hotspots` (report, names, slack) per selection."""
+    return frames.hotspots(_a, report(tag, step, _a), names(tag, _a), windows_of(tag, _a), list(windows))

@@ -1,0 +1,558 @@
+"""Tables behind the pages, computed from an :class:`Analysis` (no Streamlit, no Plotly).
+
+Everything here is vectorised over the analysed events: a 1M-event run must answer each
+page interaction well inside a second. Times shown to people are in milliseconds relative
+to the trace start (the SOURCE node's observed time), like ``ctda analyze``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+from ctda.analysis.classify import CLASSES
+from ctda.analysis.engine import Analysis
+from ctda.analysis.report import GAP_NAMES, Report, lane_labels
+from ctda.ui.rules import etype_name, summary
+
+I64 = npt.NDArray[np.int64]
+MS = 1e6  # ns per millisecond
+_STEP_NUM = re.compile(r"^ProfilerStep#\d+$")
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+#: reverse of report.GAP_NAMES: the hotspot row label of a wait class -> the class
+GAP_CLASS = {label: cls for cls, label in GAP_NAMES.items()}
+
+
+def t0(a: Analysis) -> int:
+    """The trace start every displayed time is relative to (the observed SOURCE time)."""
+    return int(a.nodes.time[a.nodes.source])
+
+
+def event_times(a: Analysis) -> tuple[I64, I64]:
+    """Start and end of every analysed event in this analysis' timing (re-timed for scenarios)."""
+    t = a.timing.time
+    n = a.nodes.n
+    return t[0 : 2 * n : 2], t[1 : 2 * n : 2]
+
+
+class Names:
+    """Display names of the analysed events (step numbers and object addresses folded).
+
+    Same folding as :func:`ctda.analysis.report.display_names`, but grouped by integer
+    code so per-name work on millions of events never touches Python strings per event.
+    """
+
+    def __init__(self, a: Analysis) -> None:
+        codes = a.table.col("name")[a.nodes.uid]
+        values = a.table.strings("name")
+        folded = np.array(
+            ["ProfilerStep#*" if _STEP_NUM.match(str(v)) else _ADDRESS.sub("", str(v)) for v in values]
+            or [""],
+            dtype=object,
+        )
+        names, of_value = np.unique(folded, return_inverse=True)
+        self.names: npt.NDArray[np.object_] = names.astype(object)
+        # negative codes (no name) index from the end, as report.display_names does
+        self.group: I64 = of_value.reshape(-1)[np.where(codes < 0, codes + len(folded), codes)].astype(
+            np.int64
+        )
+
+    def of(self, events: I64) -> npt.NDArray[np.object_]:
+        return self.names[self.group[events]]
+
+    def index(self, name: str) -> int | None:
+        k = int(np.searchsorted(self.names, name))
+        return k if k < len(self.names) and self.names[k] == name else None
+
+
+class Windows:
+    """The analysis windows of one timing: bounds, and which window each event starts in."""
+
+    def __init__(self, a: Analysis) -> None:
+        self.a = a
+        self.starts, self.ends = a.window_bounds()
+
+    @cached_property
+    def of_event(self) -> I64:
+        """Window each analysed event starts in (-1: outside every window)."""
+        start, _ = event_times(self.a)
+        order = np.argsort(self.starts, kind="stable")
+        s, e = self.starts[order], self.ends[order]
+        k = np.searchsorted(s, start, side="right") - 1
+        ok = (k >= 0) & (start < e[np.maximum(k, 0)])
+        return np.where(ok, order[np.maximum(k, 0)], -1).astype(np.int64)
+
+    def inside(self, sel: list[int]) -> npt.NDArray[np.bool_]:
+        """Events starting inside any of the windows ``sel``."""
+        mark = np.zeros(len(self.starts) + 1, dtype=bool)
+        mark[sel] = True
+        return mark[self.of_event]  # -1 reads the last slot, which stays False
+
+
+# --- steps and bound-by ------------------------------------------------------------
+
+
+def class_by_window(a: Analysis) -> pd.DataFrame:
+    """Critical-path ms per (window, class): rows window, label, class, ms."""
+    ch = a.charges
+    by = ch.groupby(["window", "cls"]).ns.sum().reset_index()
+    labels = [w.label for w in a.windows]
+    return pd.DataFrame(
+        {
+            "window": by.window.to_numpy(dtype=np.int64),
+            "label": [labels[int(w)] for w in by.window],
+            "class": [CLASSES[int(c)] for c in by.cls],
+            "ms": by.ns.to_numpy() / MS,
+        }
+    )
+
+
+def steps(a: Analysis) -> pd.DataFrame:
+    """One row per window: label, step, start, duration, CP length and what bounds it."""
+    starts, ends = a.window_bounds()
+    base = t0(a)
+    cw = class_by_window(a)
+    top = cw.sort_values("ms", ascending=False).drop_duplicates("window").set_index("window")
+    cp = cw.groupby("window").ms.sum()
+    rows = []
+    for i, w in enumerate(a.windows):
+        total = float(cp.get(i, 0.0))
+        rows.append(
+            {
+                "idx": i,
+                "window": w.label,
+                "step": w.step if w.step is not None else -1,
+                "start_ms": (int(starts[i]) - base) / MS,
+                "duration_ms": int(ends[i] - starts[i]) / MS,
+                "cp_ms": total,
+                "bound_by": str(top["class"].get(i, "")),
+                "bound_by_share": float(top.ms.get(i, 0.0)) / total if total else 0.0,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def by_class(a: Analysis, sel: list[int] | None = None) -> pd.DataFrame:
+    """Critical-path ms and share per bound-by class over the windows ``sel`` (all: None)."""
+    ch = a.charges if sel is None else a.charges[a.charges.window.isin(sel)]
+    by = ch.groupby("cls").ns.sum().sort_values(ascending=False)
+    total = float(by.sum()) or 1.0
+    return pd.DataFrame(
+        {
+            "class": [CLASSES[int(c)] for c in by.index],
+            "cp_ms": by.to_numpy() / MS,
+            "share": by.to_numpy() / total,
+        }
+    )
+
+
+def breakdown_text(df: pd.DataFrame, top: int = 3) -> str:
+    """``gpu_compute 61% · cpu 20% · ...`` from a frame with class and share columns."""
+    return " · ".join(f"{r['class']} {r['share']:.0%}" for r in df.head(top).to_dict("records"))
+
+
+# --- the timeline of one window ------------------------------------------------------
+
+
+@dataclass
+class Lane:
+    """One CPU thread or GPU stream in the timeline: its label and rows (depth levels)."""
+
+    lane: int
+    label: str
+    top: float  # y of its first row (rows grow downwards)
+    rows: int
+    is_gpu: bool
+
+
+@dataclass
+class Timeline:
+    """What the critical-path chart draws for one window."""
+
+    window: int
+    label: str
+    start_ms: float
+    end_ms: float
+    events: pd.DataFrame  # event, name, lane, y, start_ms, end_ms, dur_ms, on_cp, cls
+    lanes: list[Lane]
+    path: pd.DataFrame  # x (ms), y: the path through the critical events, in time order
+    total: int  # events overlapping the window
+    critical: int  # distinct events charged on the window's path
+    path_points: int = 0  # points of the full path before it was thinned for drawing
+
+    @property
+    def simplified(self) -> bool:
+        return self.path_points > len(self.path)
+
+    @property
+    def shown(self) -> int:
+        return len(self.events)
+
+
+MAX_ROWS = 12  # depth levels per lane; deeper calls share the last row
+#: a polyline this long is already several points per pixel; more only slows the browser
+MAX_PATH_POINTS = 12_000
+
+
+def window_charges(a: Analysis, window: int) -> pd.DataFrame:
+    """The charges of one window; a slice, not a filtered copy, when they are grouped by
+    window in order (as ``attribution.window_paths`` builds them)."""
+    w = a.charges.window.to_numpy()
+    if len(w) and bool(np.all(w[1:] >= w[:-1])):
+        lo, hi = np.searchsorted(w, [window, window + 1])
+        return a.charges.iloc[int(lo) : int(hi)]
+    return a.charges[w == window]
+
+
+def _top(values: npt.NDArray[np.int64], k: int) -> I64:
+    """Indices of the ``k`` largest values, largest first (partial sort: k << n)."""
+    if len(values) > k:
+        part = np.argpartition(-values, k - 1)[:k]
+        return part[np.argsort(-values[part], kind="stable")].astype(np.int64)
+    return np.argsort(-values, kind="stable").astype(np.int64)
+
+
+def timeline(a: Analysis, window: int, max_events: int, names: Names) -> Timeline:
+    """Events overlapping ``window`` (critical ones first, then the longest, at most
+    ``max_events``), one lane per thread/stream, and the path drawn through them."""
+    starts, ends = a.window_bounds()
+    s, e = int(starts[window]), int(ends[window])
+    base = t0(a)
+    st, en = event_times(a)
+    g, n = a.graph, a.nodes.n
+    cand = np.flatnonzero((st < e) & (en > s) | ((st == en) & (st >= s) & (st < e)))
+    ch = window_charges(a, window)
+    ev = ch.event.to_numpy()
+    edges = ch.edge.to_numpy()
+    # a wait is drawn on the event that waited (its edge's destination), like the store's CP rows
+    dst_ev, src_ev = g.dst[edges] // 2, g.src[edges] // 2
+    at = np.where(ev >= 0, ev, np.where(dst_ev < n, dst_ev, src_ev))
+    ok = at < n
+    charged = ev >= 0
+    critical_ns = np.bincount(ev[charged], weights=ch.ns.to_numpy()[charged], minlength=n)
+    crit = np.flatnonzero(critical_ns > 0)
+    layout = Layout(a, cand)
+    # critical events always drawn (largest charge first if even they exceed the cap)
+    chosen = crit[_top(critical_ns[crit].astype(np.int64), max_events)]
+    if len(chosen) < max_events:
+        taken = np.zeros(n, dtype=bool)
+        taken[chosen] = True
+        rest = cand[~taken[cand]]
+        rest = rest[_top(en[rest] - st[rest], max_events - len(chosen))]
+        chosen = np.concatenate([chosen, rest])
+    on_cp = critical_ns[chosen] > 0
+    labels = lane_labels(a)
+    events = pd.DataFrame(
+        {
+            "event": chosen,
+            "name": names.of(chosen),
+            "lane": [labels.get(int(x), str(x)) for x in a.nodes.lane[chosen]],
+            "y": layout.y(chosen),
+            "start_ms": (st[chosen] - base) / MS,
+            "end_ms": (en[chosen] - base) / MS,
+            "dur_ms": (en[chosen] - st[chosen]) / MS,
+            "on_cp": on_cp,
+            "cls": [CLASSES[int(c)] for c in a.event_cls[chosen]],
+        }
+    )
+    x0 = (np.clip(ch.t0.to_numpy()[ok], s, e) - base) / MS
+    x1 = (np.clip(ch.t1.to_numpy()[ok], s, e) - base) / MS
+    full = _path_points(x0, x1, layout.y(at[ok]))
+    path = thin(full, MAX_PATH_POINTS)
+    return Timeline(
+        window=window,
+        label=a.windows[window].label,
+        start_ms=(s - base) / MS,
+        end_ms=(e - base) / MS,
+        events=events,
+        lanes=layout.lanes,
+        path=path,
+        total=len(cand),
+        critical=len(crit),
+        path_points=len(full),
+    )
+
+
+class Layout:
+    """Lanes (CPU threads first, then GPU streams) sized by the depths present, and the
+    y of any analysed event on them."""
+
+    def __init__(self, a: Analysis, events: I64) -> None:
+        self.a = a
+        n_lanes = int(a.nodes.lane.max(initial=0)) + 1
+        lane_of = a.nodes.lane[events].astype(np.int64)
+        depth = np.minimum(a.nodes.depth[events].astype(np.int64), MAX_ROWS - 1)
+        max_depth = np.full(n_lanes, -1, dtype=np.int64)
+        np.maximum.at(max_depth, lane_of, depth)
+        present = np.flatnonzero(max_depth >= 0)
+        is_gpu = a.table.lanes.set_index("lane").is_gpu
+        labels = lane_labels(a)
+        gpu = {int(x): bool(is_gpu.get(int(x), False)) for x in present}
+        self.lanes: list[Lane] = []
+        self.top_of = np.zeros(n_lanes, dtype=np.float64)
+        y = 0.0
+        for x in sorted((int(x) for x in present), key=lambda x: (gpu[x], x)):
+            rows = int(max_depth[x]) + 1
+            self.lanes.append(Lane(x, labels.get(x, str(x)), y, rows, gpu[x]))
+            self.top_of[x] = y
+            y += rows + 0.6  # a little air between lanes
+
+    def y(self, idx: I64) -> npt.NDArray[np.float64]:
+        """Row of each event: its lane's first row plus its (capped) call depth."""
+        n = self.a.nodes
+        d = np.minimum(n.depth[idx].astype(np.int64), MAX_ROWS - 1)
+        return np.asarray(self.top_of[np.maximum(n.lane[idx], 0)] + d, dtype=np.float64)
+
+
+def _path_points(
+    x0: npt.NDArray[np.float64], x1: npt.NDArray[np.float64], y: npt.NDArray[np.float64]
+) -> pd.DataFrame:
+    """A polyline: each stretch horizontal at its event's row, jumps between stretches.
+
+    Collinear points (consecutive stretches on the same row) are dropped: a window's path
+    has thousands of stretches but far fewer changes of row.
+    """
+    if len(y) == 0:
+        return pd.DataFrame({"x": [], "y": []})
+    xs = np.empty(2 * len(y))
+    ys = np.empty(2 * len(y))
+    xs[0::2], xs[1::2] = x0, x1
+    ys[0::2], ys[1::2] = y, y
+    keep = np.ones(len(ys), dtype=bool)
+    keep[1:-1] = ~((ys[1:-1] == ys[:-2]) & (ys[1:-1] == ys[2:]))
+    return pd.DataFrame({"x": xs[keep], "y": ys[keep]})
+
+
+def thin(path: pd.DataFrame, max_points: int) -> pd.DataFrame:
+    """At most about ``max_points`` points that draw the same picture (M4 decimation).
+
+    The x range is cut into ``max_points / 4`` bins; each bin keeps its first and last
+    point and those with the lowest and highest y, so every jump between lanes and rows
+    that a pixel column could show is still drawn. ``x`` must be non-decreasing.
+    """
+    n = len(path)
+    if n <= max_points:
+        return path
+    x, y = path.x.to_numpy(), path.y.to_numpy()
+    bins = max(max_points // 4, 1)
+    span = float(x[-1] - x[0]) or 1.0
+    b = np.minimum(((x - x[0]) / span * bins).astype(np.int64), bins - 1)
+    first = np.flatnonzero(np.r_[True, b[1:] != b[:-1]])  # bins are contiguous runs
+    last = np.r_[first[1:], n] - 1
+    counts = last - first + 1
+    keep = [first, last]
+    for reduce in (np.minimum, np.maximum):
+        extreme = np.repeat(reduce.reduceat(y, first), counts)
+        hit = np.flatnonzero(y == extreme)
+        # the first hit in each bin (hits are in order, so bins of hits are runs too)
+        keep.append(hit[np.r_[True, b[hit[1:]] != b[hit[:-1]]]])
+    out = np.unique(np.concatenate(keep))
+    return pd.DataFrame({"x": x[out], "y": y[out]})
+
+
+# --- hotspots and drill-down ---------------------------------------------------------
+
+
+def hotspots(a: Analysis, report: Report, names: Names, wins: Windows, sel: list[int]) -> pd.DataFrame:
+    """The report's hotspot table in ms, plus each name's smallest slack in the windows."""
+    hot = report.hotspots
+    inside = wins.inside(sel)
+    idx = np.flatnonzero(inside)
+    slack = a.timing.slack[0 : 2 * a.nodes.n : 2][idx]
+    min_slack = pd.Series(slack).groupby(names.group[idx]).min()
+    gid = [names.index(str(x)) for x in hot.name]
+    slack_ms = [float(min_slack.get(k, np.nan)) / MS if k is not None else np.nan for k in gid]
+    return pd.DataFrame(
+        {
+            "name": hot.name,
+            "category": hot.category,
+            "class": hot["class"],
+            "cp_ms": hot.cp_ns / MS,
+            "cp_share": hot.cp_share,
+            "total_ms": hot.total_ns / MS,
+            "total_share": hot.total_share,
+            "count": hot["count"],
+            "on_cp": hot.on_cp,
+            "min_slack_ms": slack_ms,
+        }
+    )
+
+
+def instances(
+    a: Analysis, names: Names, wins: Windows, name: str, sel: list[int], limit: int = 500
+) -> pd.DataFrame:
+    """Events called ``name`` in the windows ``sel``, most critical (then longest) first, at most
+    ``limit``: where, how long, CP time and slack. ``attrs["total"]`` counts them all."""
+    k = names.index(name)
+    cols = ["event", "uid", "lane", "window", "start_ms", "dur_ms", "cp_ms", "slack_ms"]
+    if k is None:
+        return pd.DataFrame(columns=cols)
+    idx = np.flatnonzero((names.group == k) & wins.inside(sel))
+    ch = a.charges[a.charges.window.isin(sel) & (a.charges.event >= 0)]
+    cp = ch[ch.event.isin(idx)].groupby("event").ns.sum()
+    # instances that start outside the windows but are charged inside them (long ops)
+    idx = np.union1d(idx, cp.index.to_numpy(dtype=np.int64))
+    st, en = event_times(a)
+    cp_ns = cp.reindex(idx, fill_value=0).to_numpy()
+    dur = en[idx] - st[idx]
+    # rank before building labels: a common op has 100k instances, the page shows `limit`
+    total = len(idx)
+    top = np.lexsort((-dur, -cp_ns))[:limit]
+    idx, cp_ns, dur = idx[top], cp_ns[top], dur[top]
+    labels = lane_labels(a)
+    win = wins.of_event[idx]
+    df = pd.DataFrame(
+        {
+            "event": idx,
+            "uid": a.nodes.uid[idx],
+            "lane": [labels.get(int(x), str(x)) for x in a.nodes.lane[idx]],
+            "window": [a.windows[int(w)].label if w >= 0 else "" for w in win],
+            "start_ms": (st[idx] - t0(a)) / MS,
+            "dur_ms": dur / MS,
+            "cp_ms": cp_ns / MS,
+            "slack_ms": a.timing.slack[2 * idx] / MS,
+        }
+    )
+    df.attrs["total"] = total  # before the cut to `limit` rows
+    return df
+
+
+def gap_instances(a: Analysis, names: Names, label: str, sel: list[int], limit: int = 500) -> pd.DataFrame:
+    """Path stretches of a wait row (``(launch latency)``, ...): the edges and who waited."""
+    cls = GAP_CLASS.get(label, label.strip("()"))
+    cols = ["edge", "window", "start_ms", "ms", "type", "rule", "waiting", "waiting_event", "why"]
+    if cls not in CLASSES:
+        return pd.DataFrame(columns=cols)
+    ch = a.charges[a.charges.window.isin(sel) & (a.charges.event < 0) & (a.charges.cls == CLASSES.index(cls))]
+    ch = ch.sort_values("ns", ascending=False).head(limit)
+    g, n = a.graph, a.nodes.n
+    dst = g.dst[ch.edge.to_numpy()] // 2
+    rules = [g.rule_names[int(r)] for r in ch.rule]
+    return pd.DataFrame(
+        {
+            "edge": ch.edge.to_numpy(),
+            "window": [a.windows[int(w)].label for w in ch.window],
+            "start_ms": (ch.t0.to_numpy() - t0(a)) / MS,
+            "ms": ch.ns.to_numpy() / MS,
+            "type": [etype_name(int(t)) for t in ch.etype],
+            "rule": rules,
+            "waiting": [str(names.of(np.array([d]))[0]) if d < n else "(SINK)" for d in dst],
+            "waiting_event": np.where(dst < n, dst, -1),
+            "why": [summary(r) for r in rules],
+        }
+    ).reset_index(drop=True)
+
+
+def _endpoint(a: Analysis, names: Names, node: int) -> tuple[int, str, str, str]:
+    """(event, name, point, lane) of a graph node; SOURCE and SINK have no event."""
+    n = a.nodes.n
+    if node >= 2 * n:
+        return -1, "(SOURCE)" if node == a.nodes.source else "(SINK)", "", ""
+    i = node // 2
+    lane = lane_labels(a).get(int(a.nodes.lane[i]), "")
+    return i, str(names.of(np.array([i]))[0]), "end" if node % 2 else "start", lane
+
+
+def edges_on_path(a: Analysis) -> npt.NDArray[np.bool_]:
+    """Per graph edge: on the critical path of some window."""
+    mark = np.zeros(a.graph.n_edges, dtype=bool)
+    mark[a.charges.edge.to_numpy()] = True
+    return mark
+
+
+def event_edges(
+    a: Analysis, names: Names, event: int, on_path: npt.NDArray[np.bool_] | None = None
+) -> pd.DataFrame:
+    """Every dependency edge into or out of an event's start and end, and why it exists.
+
+    ``on_path`` is :func:`edges_on_path` (pass it when asking repeatedly: it is O(edges)).
+    """
+    g = a.graph
+    if on_path is None:
+        on_path = edges_on_path(a)
+    rows = []
+    for node in (2 * event, 2 * event + 1):
+        for direction, ptr, lst, other_end in (
+            ("waits for", g.in_ptr, g.in_edges, g.src),
+            ("released", g.out_ptr, g.out_edges, g.dst),
+        ):
+            for edge in lst[ptr[node] : ptr[node + 1]]:
+                edge = int(edge)
+                oi, oname, opoint, olane = _endpoint(a, names, int(other_end[edge]))
+                rule = g.rule_names[int(g.rule[edge])]
+                dst = int(g.dst[edge])
+                rows.append(
+                    {
+                        "point": "end" if node % 2 else "start",
+                        "direction": direction,
+                        "other_event": oi,
+                        "other": f"{oname} ({opoint})" if opoint else oname,
+                        "other_lane": olane,
+                        "edge": edge,
+                        "type": etype_name(int(g.etype[edge])),
+                        "rule": rule,
+                        "gap_us": float(a.nodes.time[dst] - a.nodes.time[int(g.src[edge])]) / 1e3,
+                        "weight_us": float(a.calibration.weight[edge]) / 1e3,
+                        "binding": bool(a.timing.binding_edge[dst] == edge),
+                        "on_cp": bool(on_path[edge]),
+                        "why": summary(rule),
+                    }
+                )
+    return pd.DataFrame(rows)
+
+
+def event_charges(a: Analysis, event: int) -> pd.DataFrame:
+    """The critical-path stretches charged to one event, per window."""
+    ch = a.charges[a.charges.event == event]
+    g = a.graph
+    return pd.DataFrame(
+        {
+            "window": [a.windows[int(w)].label for w in ch.window],
+            "start_ms": (ch.t0.to_numpy() - t0(a)) / MS,
+            "ms": ch.ns.to_numpy() / MS,
+            "edge": ch.edge.to_numpy(),
+            "type": [etype_name(int(t)) for t in ch.etype],
+            "rule": [g.rule_names[int(r)] for r in ch.rule],
+        }
+    )
+
+
+def event_facts(a: Analysis, names: Names, event: int) -> dict[str, object]:
+    """A few lines about one event (for the drill-down header)."""
+    st, en = event_times(a)
+    return {
+        "event": event,
+        "uid": int(a.nodes.uid[event]),
+        "name": str(names.of(np.array([event]))[0]),
+        "category": str(a.table.decoded("cat", a.nodes.uid[[event]])[0]),
+        "class": CLASSES[int(a.event_cls[event])],
+        "lane": lane_labels(a).get(int(a.nodes.lane[event]), ""),
+        "start_ms": (int(st[event]) - t0(a)) / MS,
+        "dur_ms": int(en[event] - st[event]) / MS,
+        "slack_ms": int(a.timing.slack[2 * event]) / MS,
+    }
+
+
+# --- choices for the what-if page ----------------------------------------------------
+
+
+def categories(a: Analysis) -> list[str]:
+    """Trace categories of the analysed events, most frequent first."""
+    cats = a.table.col("cat")[a.nodes.uid]
+    values = a.table.strings("cat")
+    counts = np.bincount(cats[cats >= 0], minlength=len(values))
+    return [str(values[i]) for i in np.argsort(-counts, kind="stable") if counts[i] > 0]
+
+
+def classes_present(a: Analysis) -> list[str]:
+    """Classes of the analysed events: those with most critical-path time first."""
+    counts = np.bincount(a.event_cls.astype(np.int64), minlength=len(CLASSES))
+    ch = a.charges[a.charges.event >= 0]
+    cp = np.bincount(ch.cls.to_numpy().astype(np.int64), weights=ch.ns.to_numpy(), minlength=len(CLASSES))
+    order = np.lexsort((-counts, -cp))
+    return [CLASSES[i] for i in order if counts[i] > 0]

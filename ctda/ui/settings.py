@@ -1,0 +1,95 @@
+"""What the UI process was started with: the store, upload limits, drawing caps.
+
+``ctda ui`` passes these as arguments after ``--`` on the ``streamlit run`` command line;
+each also has an environment variable so tests (Streamlit's AppTest runs the script
+in-process, with pytest's own argv) and deployments can set them without a command line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from ctda.store.config import resolve
+
+DEFAULT_MAX_UPLOAD_MB = 2048
+DEFAULT_MAX_EVENTS = 4000
+
+ENV_DB = "CTDA_DB"
+ENV_MAX_UPLOAD = "CTDA_UI_MAX_UPLOAD_MB"
+ENV_MAX_EVENTS = "CTDA_UI_MAX_EVENTS"
+ENV_UPLOADS = "CTDA_UI_UPLOADS"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The UI's configuration; immutable for the life of the server process."""
+
+    db: str | None  # --db value (None: $CTDA_DB or the default embedded store)
+    max_upload_mb: int = DEFAULT_MAX_UPLOAD_MB
+    max_events: int = DEFAULT_MAX_EVENTS  # events drawn per timeline, critical ones first
+    uploads: str | None = None  # where uploaded traces are kept (None: beside the store)
+
+    @property
+    def location(self) -> str:
+        """The store, printable (no credentials)."""
+        return resolve(self.db).location
+
+    @property
+    def kind(self) -> str:
+        """``ladybug`` (embedded) or ``neo4j``."""
+        return resolve(self.db).kind
+
+    @property
+    def uploads_dir(self) -> Path:
+        """Uploaded traces are kept so a run's ``file`` names a real file."""
+        if self.uploads:
+            return Path(self.uploads).expanduser()
+        target = resolve(self.db)
+        if target.kind == "ladybug":
+            return Path(target.location).parent / "uploads"
+        from platformdirs import user_data_dir
+
+        return Path(user_data_dir("ctda", appauthor=False)) / "uploads"
+
+
+def _int_env(name: str, default: int) -> int:
+    raw = os.environ.get(name, "").strip()
+    try:
+        return int(raw) if raw else default
+    except ValueError:
+        return default
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="ctda-ui", add_help=False)
+    p.add_argument("--db", default=None)
+    p.add_argument("--max-upload-mb", type=int, default=None)
+    p.add_argument("--max-events", type=int, default=None)
+    p.add_argument("--uploads", default=None)
+    return p
+
+
+def from_argv(argv: list[str] | None = None) -> Settings:
+    """Settings from the script's arguments, then the environment, then defaults."""
+    # unknown arguments are ignored: under AppTest, argv is pytest's own command line
+    ns, _ = parser().parse_known_args(sys.argv[1:] if argv is None else argv)
+    return Settings(
+        db=ns.db or os.environ.get(ENV_DB) or None,
+        max_upload_mb=ns.max_upload_mb or _int_env(ENV_MAX_UPLOAD, DEFAULT_MAX_UPLOAD_MB),
+        max_events=max(ns.max_events or _int_env(ENV_MAX_EVENTS, DEFAULT_MAX_EVENTS), 100),
+        uploads=ns.uploads or os.environ.get(ENV_UPLOADS) or None,
+    )
+
+
+def to_argv(s: Settings) -> list[str]:
+    """The script arguments that reproduce ``s`` (for ``ctda ui``)."""
+    out = ["--max-upload-mb", str(s.max_upload_mb), "--max-events", str(s.max_events)]
+    if s.db:
+        out += ["--db", s.db]
+    if s.uploads:
+        out += ["--uploads", s.uploads]
+    return out

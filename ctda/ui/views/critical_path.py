@@ -1,0 +1,108 @@
+"""Critical path page: per step, the timeline with the path drawn through it, and what bounds it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from ctda.analysis.classify import CLASSES
+from ctda.analysis.engine import Analysis
+from ctda.ui import charts, data, frames, widgets
+from ctda.ui.rules import etype_name
+from ctda.ui.settings import Settings
+
+PATH_ROWS = 500
+
+
+def view_picker(loaded: data.Loaded) -> tuple[str, Analysis, str]:
+    """Baseline or a saved scenario of the run: (label, analysis, cache tag)."""
+    saved, note = data.stored_scenarios(loaded)
+    options = ["baseline", *[str(r["name"]) for r in saved]]
+    pick = widgets.choice(
+        "View", options, key="cp_view", help="The observed run, or a saved what-if scenario."
+    )
+    if note:
+        st.caption(note)
+    if pick == "baseline":
+        return pick, loaded.analysis, loaded.tag
+    try:
+        sc = data.load_scenario(loaded, pick)
+    except data.UIError as exc:
+        st.error(str(exc))
+        return "baseline", loaded.analysis, loaded.tag
+    return f"scenario {pick}", sc.analysis, data.scenario_tag(loaded, sc)
+
+
+def path_listing(a: Analysis, tag: str, window: int) -> pd.DataFrame:
+    """The first stretches of a window's path, in time order."""
+    ch = a.charges[a.charges.window == window].head(PATH_ROWS)
+    names = data.names(tag, a)
+    g, n = a.graph, a.nodes.n
+    ev = ch.event.to_numpy()
+    waits = ev < 0
+    # a wait is shown against the event that waited (the edge's destination)
+    at = np.where(waits, g.dst[ch.edge.to_numpy()] // 2, ev)
+    known = at < n
+    who = np.where(known, names.of(np.where(known, at, 0)), "(SINK)")
+    return pd.DataFrame(
+        {
+            "start_ms": (ch.t0.to_numpy() - frames.t0(a)) / frames.MS,
+            "ms": ch.ns.to_numpy() / frames.MS,
+            "class": [CLASSES[int(c)] for c in ch.cls],
+            "event": who,
+            "wait": waits,
+            "type": [etype_name(int(t)) for t in ch.etype],
+            "rule": [g.rule_names[int(r)] for r in ch.rule],
+        }
+    )
+
+
+def render_run(s: Settings, loaded: data.Loaded) -> None:
+    label, a, tag = view_picker(loaded)
+    steps = data.steps(tag, a)
+    c1, c2, c3, c4 = st.columns([1, 1, 2, 1])  # class names are long
+    c1.metric("Windows", len(steps))
+    c2.metric("Mean step", widgets.ms(float(steps.duration_ms.mean())))
+    total = data.by_class(tag, None, a)
+    c3.metric("Bound by", str(total["class"].iloc[0]) if len(total) else "-")
+    c4.metric("Share", f"{float(total.share.iloc[0]):.0%}" if len(total) else "-")
+    window = widgets.step_picker(steps, key="cp_step", allow_all=False)
+    assert window is not None
+    st.plotly_chart(charts.steps(data.class_by_window(tag, a), window), width="stretch", key="cp_steps")
+    tl = data.timeline(tag, window, s.max_events, a)
+    st.plotly_chart(charts.timeline(tl), width="stretch", key="cp_timeline")
+    capped = (
+        f"; drew {tl.shown:,} of {tl.total:,}: critical first, then the longest"
+        if tl.shown < tl.total
+        else ""
+    )
+    if tl.simplified:
+        capped += f"; the path is drawn with {len(tl.path):,} of its {tl.path_points:,} points"
+    st.caption(
+        f"{label}: {tl.total:,} events overlap {tl.label}, {tl.critical:,} of them on its critical path"
+        f"{capped}. Drag to zoom, double-click to reset."
+    )
+    left, right = st.columns([2, 3])
+    with left:
+        by = data.by_class(tag, (window,), a)
+        st.markdown(f"**Bound by, {tl.label}**")
+        st.plotly_chart(charts.breakdown(by, ""), width="stretch", key="cp_breakdown")
+    with right:
+        st.markdown(f"**Path stretches of {tl.label}** (first {PATH_ROWS}, in order)")
+        st.dataframe(path_listing(a, tag, window), hide_index=True, width="stretch", height=360)
+
+
+def render() -> None:
+    s = widgets.settings()
+    st.title("Critical path")
+    info = widgets.current_run(s)
+    if info is None:
+        return
+    loaded = widgets.load(s, info)
+    if loaded is not None:
+        render_run(s, loaded)
+
+
+if __name__ == "__main__":
+    render()

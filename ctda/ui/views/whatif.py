@@ -1,0 +1,246 @@
+"""What-if page: scale groups of events, see the predicted step time and path at once."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+from streamlit.delta_generator import DeltaGenerator
+
+from ctda.analysis.classify import CLASSES
+from ctda.analysis.engine import Analysis
+from ctda.queries import loader
+from ctda.store.base import StoreError
+from ctda.ui import charts, data, widgets
+from ctda.ui.settings import Settings
+from ctda.whatif.export import write_perfetto
+from ctda.whatif.scenario import Scenario
+from ctda.whatif.select import Override, SelectionError, from_rows, parse_scale
+
+KINDS = ("class", "category", "name (regex)", "Cypher query")
+MAX_GROUPS = 8
+#: examples for the Cypher group (rows of uid, plus factor or dur in µs; $run is bound)
+EXAMPLES = {
+    "critical kernels": (
+        "MATCH (r:Run {name: $run})\nMATCH (e:Event)\n"
+        "WHERE e.run_id = r.id AND e.on_cp AND e.kind = 'kernel'\nRETURN e.uid AS uid"
+    ),
+    "critical runtime calls": (
+        "MATCH (r:Run {name: $run})\nMATCH (e:Event)\n"
+        "WHERE e.run_id = r.id AND e.on_cp AND e.kind = 'runtime'\nRETURN e.uid AS uid"
+    ),
+    "ops over 1 ms capped at 1 ms": (
+        "MATCH (r:Run {name: $run})\nMATCH (e:Event)\n"
+        "WHERE e.run_id = r.id AND e.kind = 'cpu_op' AND e.dur_ns > 1000000\n"
+        "RETURN e.uid AS uid, 1000.0 AS dur"
+    ),
+}
+
+
+def query_choices() -> dict[str, str]:
+    """Named what-if queries shipped in ctda/queries (``whatif*``), then the built-in examples."""
+    out = {}
+    for name, q in sorted(loader.load_all().items()):
+        if name.startswith("whatif"):
+            out[f"{name} (ctda/queries)"] = q.texts.get("", next(iter(q.texts.values())))
+    out.update(EXAMPLES)
+    return out
+
+
+def group(a: Analysis, loaded: data.Loaded, s: Settings, i: int) -> list[Override]:
+    """One group's widgets; its overrides (none while it changes nothing or is invalid)."""
+    c1, c2, c3 = st.columns([1.2, 3, 2])
+    kind = widgets.choice("Select by", KINDS, key=f"wi_kind_{i}", where=c1)
+    factor = c3.slider(
+        "Factor",
+        0.0,
+        2.0,
+        1.0,
+        0.05,
+        key=f"wi_f_{i}",
+        help="New time as a multiple of the old: 0 removes the work, 0.5 halves it, 2 doubles it.",
+    )
+    try:
+        if kind == "class":
+            present = data.classes_present(loaded.tag, a)
+            value = widgets.choice("Class", present, key=f"wi_class_{i}", where=c2)
+            spec = f"class={value}={factor:g}"
+        elif kind == "category":
+            value = widgets.choice("Category", data.categories(loaded.tag, a), key=f"wi_cat_{i}", where=c2)
+            spec = f"cat={value}={factor:g}"
+        elif kind == "name (regex)":
+            value = c2.text_input("Name pattern (regex)", key=f"wi_name_{i}", placeholder="e.g. ^aten::conv")
+            if not value:
+                return []
+            spec = f"name~{value}={factor:g}"
+        else:
+            return cypher_group(a, loaded, s, i, factor, c2)
+        # parsed even at factor 1, so a bad pattern is reported before the slider moves
+        override = parse_scale(a, spec)
+        return [] if factor == 1.0 else [override]
+    except SelectionError as exc:
+        st.warning(str(exc))
+        return []
+
+
+def cypher_group(
+    a: Analysis, loaded: data.Loaded, s: Settings, i: int, factor: float, where: DeltaGenerator
+) -> list[Override]:
+    """Events picked by a read-only query returning ``uid`` (and ``factor`` or ``dur`` µs)."""
+    choices = query_choices()
+    pick = widgets.choice("Query", list(choices), key=f"wi_qpick_{i}", where=where)
+    text_key = f"wi_qtext_{i}"
+    if st.session_state.get(f"wi_qlast_{i}") != pick:
+        st.session_state[text_key] = choices[pick]
+        st.session_state[f"wi_qlast_{i}"] = pick
+    text = st.text_area("Cypher ($run is this run)", key=text_key, height=120)
+    rows_key = f"wi_rows_{i}"
+    if st.button("Run query", key=f"wi_qrun_{i}"):
+        try:
+            res = data.run_query(s.db, text, {"run": loaded.ref.name} if "$run" in text else {})
+            st.session_state[rows_key] = (text, res.records())
+        except (data.UIError, StoreError) as exc:
+            st.session_state.pop(rows_key, None)
+            st.error(str(exc))
+            return []
+    got = st.session_state.get(rows_key)
+    if not got or got[0] != text:
+        st.caption("Run the query to select its events.")
+        return []
+    rows = got[1]
+    # rows without their own factor or duration take the slider's factor
+    if rows and "factor" not in rows[0] and "dur" not in rows[0]:
+        if factor == 1.0:
+            st.caption(f"{len(rows):,} events selected; move the factor to change them.")
+            return []
+        rows = [{**r, "factor": factor} for r in rows]
+    st.caption(f"{len(rows):,} rows")
+    return from_rows(a, rows, label=f"cypher:{pick}")
+
+
+def outcome(loaded: data.Loaded, sc: Scenario) -> None:
+    """Predicted step time, bound-by breakdown and path of one step."""
+    stt = sc.step_times()
+    base_ms, pred_ms = float(stt.base_ns.mean()) / 1e6, float(stt.predicted_ns.mean()) / 1e6
+    joined, left = sc.moved()
+    c1, c2, c3 = st.columns(3)
+    c1.metric("Mean step (observed)", widgets.ms(base_ms))
+    change = (pred_ms - base_ms) / base_ms if base_ms else 0.0
+    c2.metric("Mean step (predicted)", widgets.ms(pred_ms), delta=widgets.pct(change), delta_color="inverse")
+    c3.metric("Critical path changes", f"+{len(joined):,} / -{len(left):,} events")
+    observed = data.by_class(loaded.tag, None, loaded.analysis)
+    predicted = data.by_class(data.scenario_tag(loaded, sc), None, sc.analysis)
+    by = pd.merge(
+        observed[["class", "cp_ms"]].rename(columns={"cp_ms": "a_ms"}),
+        predicted[["class", "cp_ms"]].rename(columns={"cp_ms": "b_ms"}),
+        on="class",
+        how="outer",
+    ).fillna(0.0)
+    by["order"] = [CLASSES.index(c) for c in by["class"]]
+    left_col, right_col = st.columns(2)
+    with left_col:
+        fig = charts.side_by_side(
+            by.sort_values("order"), "class", "observed", "predicted", "Bound by, all windows"
+        )
+        st.plotly_chart(fig, width="stretch", key="wi_breakdown")
+    with right_col:
+        per = pd.DataFrame({"label": stt.window, "a_ms": stt.base_ns / 1e6, "b_ms": stt.predicted_ns / 1e6})
+        st.plotly_chart(
+            charts.step_compare(per, "observed", "predicted", "Step time"), width="stretch", key="wi_steps"
+        )
+
+
+def predicted_path(s: Settings, loaded: data.Loaded, sc: Scenario) -> None:
+    a = sc.analysis
+    tag = data.scenario_tag(loaded, sc)
+    steps = data.steps(tag, a)
+    window = widgets.step_picker(steps, key="wi_step", allow_all=False, label="Predicted path of step")
+    assert window is not None
+    tl = data.timeline(tag, window, s.max_events, a)
+    st.plotly_chart(charts.timeline(tl), width="stretch", key="wi_timeline")
+
+
+def save_and_export(loaded: data.Loaded, sc: Scenario) -> None:
+    c1, c2 = st.columns(2)
+    with c1:
+        if st.button("Save scenario", key="wi_save", help="Store it with the run (Compare can use it)."):
+            try:
+                data.save_scenario(loaded, sc)
+                st.success(f"Saved scenario **{sc.name}** with run {loaded.ref.name}.")
+            except (data.UIError, StoreError) as exc:
+                st.error(str(exc))
+    with c2:
+        key = data.scenario_tag(loaded, sc)
+        ready = st.session_state.get("wi_export")
+        # writing the file walks every event in Python: only on request, then kept per scenario
+        stale = ready is None or ready[0] != key
+        if stale and st.button("Prepare Perfetto export", key="wi_export_prep"):
+            with st.spinner("Writing the predicted timeline…"):
+                st.session_state["wi_export"] = (key, perfetto_bytes(sc))
+            ready = st.session_state["wi_export"]
+        if ready is not None and ready[0] == key:
+            st.download_button(
+                "Download predicted timeline (.json.gz)",
+                ready[1],
+                file_name=f"{_slug(loaded.ref.name)}-{_slug(sc.name)}.json.gz",
+                mime="application/gzip",
+                key="wi_download",
+                help="Opens in ui.perfetto.dev or chrome://tracing; critical events have args.critical = 1.",
+            )
+
+
+def perfetto_bytes(sc: Scenario) -> bytes:
+    with tempfile.TemporaryDirectory() as d:
+        out = Path(d) / "predicted.json.gz"
+        write_perfetto(sc.analysis, out, name=sc.name)
+        return out.read_bytes()
+
+
+def _slug(text: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in text)[:60] or "scenario"
+
+
+def render() -> None:
+    s = widgets.settings()
+    st.title("What-if")
+    info = widgets.current_run(s)
+    if info is None:
+        return
+    loaded = widgets.load(s, info)
+    if loaded is None:
+        return
+    a = loaded.analysis
+    n = int(st.session_state.setdefault("wi_n", 1))
+    overrides: list[Override] = []
+    for i in range(n):
+        with st.container(border=True):
+            overrides += group(a, loaded, s, i)
+    b1, b2, _ = st.columns([1, 1, 4])
+    if b1.button("Add group", disabled=n >= MAX_GROUPS, key="wi_add"):
+        st.session_state["wi_n"] = n + 1
+        st.rerun()
+    if b2.button("Remove last group", disabled=n <= 1, key="wi_remove"):
+        st.session_state["wi_n"] = n - 1
+        st.rerun()
+    if not overrides:
+        st.info("Pick events and move a factor away from 1 to predict the step time.")
+        return
+    label = "; ".join(o.label for o in overrides)
+    name = st.text_input("Scenario name", key="wi_name", placeholder=label) or label
+    sc = data.scenario(loaded.tag, data.overrides_key(overrides), name, a, overrides)
+    st.session_state["wi_current"] = (loaded.tag, name, overrides)  # for the Compare page
+    changed = int(np.sum(sc.factors != 1.0))
+    st.caption(
+        f"{len(overrides)} selection(s) change {changed:,} events. A factor applies to the events' nested "
+        "calls too; where groups overlap, the later group wins."
+    )
+    outcome(loaded, sc)
+    predicted_path(s, loaded, sc)
+    save_and_export(loaded, sc)
+
+
+if __name__ == "__main__":
+    render()

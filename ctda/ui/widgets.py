@@ -1,0 +1,133 @@
+"""Pieces every page shares: settings, the run picker, step pickers, one-line errors."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, TypeVar
+
+import pandas as pd
+import streamlit as st
+from streamlit.delta_generator import DeltaGenerator
+
+from ctda.store.base import RunInfo, StoreError
+from ctda.ui import data
+from ctda.ui.settings import Settings, from_argv
+
+T = TypeVar("T")
+RUN_KEY = "run"
+_PENDING_RUN = "_pending_run"
+_FLASH = "_flash"
+
+
+def choice(label: str, options: Sequence[T], key: str, where: DeltaGenerator | None = None, **kw: Any) -> T:
+    """A selectbox over non-empty ``options`` that always has a value (typed as one)."""
+    value = (where or st).selectbox(label, options, key=key, **kw)
+    return options[0] if value is None else value
+
+
+def settings() -> Settings:
+    """This server's settings (argv after ``--``, else the environment)."""
+    return from_argv()
+
+
+@st.cache_data(ttl=2, show_spinner=False)
+def _runs(db: str | None) -> list[RunInfo]:
+    # a short TTL: reruns of one interaction share a listing, yet CLI writes show up at once
+    return data.list_runs(db)
+
+
+def runs(s: Settings) -> list[RunInfo]:
+    """Complete runs in the store; a store problem becomes one line on the page."""
+    try:
+        return _runs(s.db)
+    except StoreError as exc:
+        st.error(f"store {s.location}: {exc}")
+        return []
+
+
+def forget_runs() -> None:
+    """Drop the cached listing after this UI wrote to the store."""
+    _runs.clear()
+    data.run_breakdown.clear()
+
+
+def sidebar(s: Settings) -> None:
+    """Store location and the run every page works on (kept across pages)."""
+    with st.sidebar:
+        st.caption(f"store: `{s.location}`")
+        names = [r.name for r in runs(s)]
+        wanted = st.query_params.get(RUN_KEY)
+        if wanted in names and RUN_KEY not in st.session_state:
+            st.session_state[RUN_KEY] = wanted
+        pending = st.session_state.pop(_PENDING_RUN, None)
+        if pending in names:
+            st.session_state[RUN_KEY] = pending
+        if st.session_state.get(RUN_KEY) not in names:
+            st.session_state.pop(RUN_KEY, None)
+        if names:
+            st.selectbox("Run", names, key=RUN_KEY, help="The run the analysis pages show.")
+        else:
+            st.info("No runs yet: ingest a trace on the Runs page.")
+
+
+def select_run(name: str) -> None:
+    """Make ``name`` the current run from the next rerun on (the picker is already drawn)."""
+    st.session_state[_PENDING_RUN] = name
+
+
+def flash(kind: str, text: str) -> None:
+    """A message that survives one ``st.rerun()`` (shown by :func:`show_flash`)."""
+    st.session_state[_FLASH] = (kind, text)
+
+
+def show_flash() -> None:
+    kind, text = st.session_state.pop(_FLASH, ("", ""))
+    show = {"success": st.success, "info": st.info, "warning": st.warning, "error": st.error}.get(kind)
+    if show is not None:
+        show(text)
+
+
+def current_run(s: Settings) -> RunInfo | None:
+    """The run picked in the sidebar, or None (with a hint on the page)."""
+    name = st.session_state.get(RUN_KEY)
+    info = next((r for r in runs(s) if r.name == name), None)
+    if info is None:
+        st.info("Pick a run in the sidebar, or ingest a trace on the Runs page.")
+    return info
+
+
+def load(s: Settings, info: RunInfo) -> data.Loaded | None:
+    """The run's analysis, or None after showing why it cannot be loaded."""
+    try:
+        loaded = data.load(s, info)
+    except StoreError as exc:
+        st.error(str(exc))
+        return None
+    if loaded.source != "snapshot":
+        st.caption(f"Analysis recomputed from {info.file} (the store holds no snapshot of this run).")
+    return loaded
+
+
+def step_label(row: pd.Series) -> str:
+    return f"{row.window} · {row.duration_ms:.3f} ms · {row.bound_by}"
+
+
+def step_picker(steps: pd.DataFrame, key: str, allow_all: bool, label: str = "Step") -> int | None:
+    """Window index picked (None: all windows, when ``allow_all``)."""
+    options: list[int | None] = [None] if allow_all else []
+    options += [int(i) for i in steps.idx]
+    labels = {int(r.idx): step_label(r) for r in steps.itertuples()}
+    return st.selectbox(
+        label,
+        options,
+        key=key,
+        format_func=lambda i: f"all {len(steps)} windows" if i is None else labels[i],
+    )
+
+
+def ms(v: float) -> str:
+    return f"{v:,.3f} ms"
+
+
+def pct(v: float) -> str:
+    return f"{v:+.1%}"

@@ -1,0 +1,55 @@
+"""``ctda ui``: the command line it runs, and how the app reads its settings."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from ctda.cli.app import _register
+from ctda.cli.common import app
+from ctda.cli.ui_cmd import command
+from ctda.ui.settings import DEFAULT_MAX_EVENTS, Settings, from_argv, to_argv
+
+
+def test_command_runs_streamlit_headless_on_the_app(tmp_path: Path) -> None:
+    db = str(tmp_path / "s.lbug")
+    cmd, _ = command(db, 8765, "127.0.0.1", 100, 3000, None)
+    assert cmd[1:4] == ["-m", "streamlit", "run"]
+    assert Path(cmd[4]).name == "app.py" and Path(cmd[4]).is_file()
+    flags = dict(zip(cmd[5 : cmd.index("--") : 2], cmd[6 : cmd.index("--") : 2]))
+    assert flags["--server.port"] == "8765"
+    assert flags["--server.headless"] == "true"
+    assert flags["--server.maxUploadSize"] == "100"
+    s = from_argv(cmd[cmd.index("--") + 1 :])
+    assert s == Settings(db=db, max_upload_mb=100, max_events=3000)
+
+
+def test_credentials_never_go_on_the_command_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CTDA_DB", raising=False)
+    uri = "bolt://neo4j:secret@localhost:7687"
+    cmd, env = command(uri, 8501, "127.0.0.1", 10, 4000, None)
+    assert not any("secret" in part for part in cmd)
+    assert env["CTDA_DB"] == uri
+
+
+def test_settings_fall_back_to_the_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("CTDA_DB", str(tmp_path / "env.lbug"))
+    monkeypatch.setenv("CTDA_UI_MAX_EVENTS", "250")
+    monkeypatch.delenv("CTDA_UI_UPLOADS", raising=False)
+    s = from_argv(["-x", "pytest-arg"])  # unknown arguments (pytest's own) are ignored
+    assert s.db == str(tmp_path / "env.lbug") and s.max_events == 250
+    assert s.uploads_dir == tmp_path / "uploads"  # beside the embedded store
+    assert s.kind == "ladybug"
+    monkeypatch.setenv("CTDA_UI_MAX_EVENTS", "not a number")
+    assert from_argv([]).max_events == DEFAULT_MAX_EVENTS
+    assert from_argv(to_argv(s)) == s
+
+
+def test_ui_is_a_registered_command() -> None:
+    _register()
+    out = CliRunner().invoke(app, ["ui", "--help"])
+    assert out.exit_code == 0
+    for option in ("--db", "--port", "--max-upload-mb", "--max-events"):
+        assert option in out.output

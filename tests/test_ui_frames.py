@@ -1,0 +1,146 @@
+"""The UI's tables and figures, computed straight from analyses of real traces (no Streamlit)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+pytest.importorskip("plotly")
+
+from ctda.analysis.engine import Analysis, AnalysisOptions, analyze
+from ctda.analysis.report import build
+from ctda.ingest.reader import read_trace
+from ctda.ui import charts, frames
+from ctda.ui.rules import rule_doc, rule_docs, summary
+from ctda.whatif.scenario import run
+from ctda.whatif.select import parse_scale
+
+DATA = Path(__file__).parent / "data" / "hta"
+
+
+@pytest.fixture(scope="module")
+def minitoy() -> Analysis:
+    return analyze(read_trace(DATA / "rocm62_mi250_minitoy_train.json.gz"))
+
+
+@pytest.fixture(scope="module")
+def simple() -> Analysis:
+    return analyze(read_trace(DATA / "simple_add_param_benchmark.json.gz"))
+
+
+def test_steps_charge_each_window_exactly(minitoy: Analysis) -> None:
+    steps = frames.steps(minitoy)
+    assert list(steps.window) == ["ProfilerStep#1", "ProfilerStep#2"]
+    assert np.allclose(steps.cp_ms, steps.duration_ms)
+    assert steps.bound_by.iloc[0] == "launch_overhead"
+    cw = frames.class_by_window(minitoy)
+    assert np.allclose(cw.groupby("window").ms.sum().to_numpy(), steps.duration_ms)
+    by = frames.by_class(minitoy)
+    assert by.share.sum() == pytest.approx(1.0) and by["class"].iloc[0] == "launch_overhead"
+    assert frames.breakdown_text(by).startswith("launch_overhead 71%")
+
+
+def test_timeline_draws_critical_events_first_within_the_cap(simple: Analysis) -> None:
+    names = frames.Names(simple)
+    full = frames.timeline(simple, 0, 10**6, names)
+    assert full.shown == full.total and full.critical > 0
+    assert full.events.on_cp.sum() == full.critical
+    capped = frames.timeline(simple, 0, 100, names)
+    assert capped.shown == 100 and capped.total == full.total
+    # every critical event is kept while they fit; the rest are the longest of the others
+    crit = min(full.critical, 100)
+    assert capped.events.on_cp.sum() == crit
+    # the path is the same however many events are drawn, and stays inside the window
+    assert capped.path.equals(full.path)
+    assert capped.path.x.min() >= capped.start_ms - 1e-9 and capped.path.x.max() <= capped.end_ms + 1e-9
+    # one lane per thread / stream that has events in the window; GPU lanes after CPU ones
+    gpu = [lane.is_gpu for lane in capped.lanes]
+    assert gpu == sorted(gpu) and any(gpu) and not all(gpu)
+    tops = [lane.top for lane in capped.lanes]
+    assert tops == sorted(tops)
+
+
+def test_timeline_of_a_scenario_uses_its_times(minitoy: Analysis) -> None:
+    sc = run(minitoy, [parse_scale(minitoy, "class=launch_overhead=0")])
+    base = frames.timeline(minitoy, 0, 1000, frames.Names(minitoy))
+    pred = frames.timeline(sc.analysis, 0, 1000, frames.Names(sc.analysis))
+    assert pred.end_ms - pred.start_ms < base.end_ms - base.start_ms
+    assert pred.critical > 0 and pred.path.x.max() <= pred.end_ms + 1e-9
+
+
+def test_path_points_drop_collinear_points() -> None:
+    x0 = np.array([0.0, 1.0, 2.0, 3.0])
+    x1 = np.array([1.0, 2.0, 3.0, 4.0])
+    y = np.array([0.0, 0.0, 0.0, 2.0])
+    pts = frames._path_points(x0, x1, y)
+    assert list(zip(pts.x, pts.y)) == [(0.0, 0.0), (3.0, 0.0), (3.0, 2.0), (4.0, 2.0)]
+
+
+def test_hotspots_add_slack_and_drill_down(minitoy: Analysis) -> None:
+    names = frames.Names(minitoy)
+    wins = frames.Windows(minitoy)
+    sel = list(range(len(minitoy.windows)))
+    rep = build(minitoy, top=1000)
+    hot = frames.hotspots(minitoy, rep, names, wins, sel)
+    assert hot.cp_ms.sum() == pytest.approx(rep.total_ns / 1e6)
+    top = hot.iloc[0]
+    assert top["name"] == "hipLaunchKernel" and top.min_slack_ms == 0.0
+    inst = frames.instances(minitoy, names, wins, "hipLaunchKernel", sel)
+    assert len(inst) == top["count"] and inst.cp_ms.sum() == pytest.approx(top.cp_ms)
+    event = int(inst.event.iloc[0])
+    edges = frames.event_edges(minitoy, names, event)
+    assert set(edges.point) == {"start", "end"} and set(edges.direction) == {"waits for", "released"}
+    assert edges.on_cp.any() and edges.binding.any()
+    assert all(r in rule_docs() for r in edges.rule)
+    charged = frames.event_charges(minitoy, event)
+    assert charged.ms.sum() == pytest.approx(inst.cp_ms.iloc[0])
+    facts = frames.event_facts(minitoy, names, event)
+    assert facts["name"] == "hipLaunchKernel" and facts["class"] == "launch_overhead"
+
+
+def test_wait_rows_drill_to_their_edges(minitoy: Analysis) -> None:
+    names = frames.Names(minitoy)
+    waits = frames.gap_instances(minitoy, names, "(cross-thread wait)", [0, 1])
+    assert len(waits) > 0 and set(waits.type) == {"cross_thread"}
+    assert waits.why.str.len().min() > 10
+    assert frames.gap_instances(minitoy, names, "(no such wait)", [0]).empty
+
+
+def test_rule_docs_cover_every_rule_of_both_modes(minitoy: Analysis) -> None:
+    hta = analyze(minitoy.table, AnalysisOptions(mode="hta"))
+    for a in (minitoy, hta):
+        for rule in a.graph.rule_names:
+            assert not rule_doc(rule).startswith("(no documentation"), rule
+            assert "\n" not in summary(rule)
+
+
+def test_choices_for_whatif(minitoy: Analysis) -> None:
+    assert frames.classes_present(minitoy)[0] == "launch_overhead"
+    cats = frames.categories(minitoy)
+    assert "cpu_op" in cats and "cuda_runtime" in cats
+
+
+def test_figures_build(minitoy: Analysis) -> None:
+    names = frames.Names(minitoy)
+    tl = frames.timeline(minitoy, 0, 1000, names)
+    fig = charts.timeline(tl)
+    assert fig.layout.yaxis.ticktext == tuple(lane.label for lane in tl.lanes)
+    assert {t.name for t in fig.data} >= {"critical path", "other events"}
+    assert charts.breakdown(frames.by_class(minitoy)).data[0].orientation == "h"
+    assert len(charts.steps(frames.class_by_window(minitoy), 0).layout.shapes) == 1
+
+
+def test_thin_keeps_the_shape_of_a_long_path() -> None:
+    rng = np.random.default_rng(0)
+    x = np.cumsum(rng.random(100_000))
+    y = rng.integers(0, 10, 100_000).astype(float)
+    path = pd.DataFrame({"x": x, "y": y})
+    out = frames.thin(path, 2000)
+    assert len(out) <= 2000
+    assert out.x.iloc[0] == x[0] and out.x.iloc[-1] == x[-1]  # both ends kept
+    assert set(out.y) == set(y)  # every row the path visits is still visited
+    assert out.x.is_monotonic_increasing
+    assert frames.thin(path.head(10), 2000).equals(path.head(10))
