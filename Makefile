@@ -4,7 +4,8 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 DEV_STAMP := $(VENV)/.dev-installed
 RUN_STAMP := $(VENV)/.run-installed
-DEMO_TRACE ?= tests/data/hta/simple_add_param_benchmark.json.gz
+DEMO_TRACE ?= tests/data/hta/rocm62_mi250_minitoy_train.json.gz
+DEMO_DB    ?= .demo/store
 PYTEST_ARGS ?=
 
 .PHONY: demo test lint bench clean help
@@ -28,7 +29,8 @@ $(DEV_STAMP): pyproject.toml | $(PY)
 	touch $@ $(RUN_STAMP)
 
 demo: $(RUN_STAMP)
-	$(VENV)/bin/ctda inspect $(DEMO_TRACE)
+	$(VENV)/bin/ctda ingest $(DEMO_TRACE) --run demo --db $(DEMO_DB) --force
+	$(VENV)/bin/ctda opportunities demo --db $(DEMO_DB) --top 5
 
 test: $(DEV_STAMP)
 	$(PY) -m pytest $(PYTEST_ARGS)
@@ -41,4 +43,4 @@ bench: $(DEV_STAMP)
 	$(PY) -m bench.run
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .demo .pytest_cache .mypy_cache .ruff_cache

@@ -3,6 +3,7 @@ give exactly the table a one-piece read gives."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 from pathlib import Path
@@ -10,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from ctda.ingest import chunks, pool
+from ctda.ingest import chunks, pool, source
 from ctda.ingest.decode import decode_piece
 from ctda.ingest.errors import TraceError
 from ctda.ingest.reader import read_trace
@@ -131,6 +132,18 @@ def test_shipped_trace_in_pieces_equals_one_piece(monkeypatch: pytest.MonkeyPatc
     whole = read_trace(path, parallel=False)
     monkeypatch.setattr(chunks, "CHUNK_BYTES", 1 << 20)
     same(read_trace(path, parallel=True), whole)
+
+
+@pytest.mark.parametrize("name", ["t.json", "t.json.gz"])
+def test_progress_reports_file_bytes_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    path = tmp_path / name
+    text = json.dumps({"traceEvents": tricky_events(300)}).encode()
+    path.write_bytes(gzip.compress(text) if name.endswith(".gz") else text)
+    monkeypatch.setattr(source, "READ_BLOCK", 4096)
+    seen: list[int] = []
+    read_trace(path, progress=seen.append)
+    assert len(seen) > 3
+    assert seen == sorted(seen) and seen[-1] == path.stat().st_size
 
 
 def test_decode_piece_reports_where_a_piece_ends_inside_an_event() -> None:

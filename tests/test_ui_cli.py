@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -53,3 +59,31 @@ def test_ui_is_a_registered_command() -> None:
     assert out.exit_code == 0
     for option in ("--db", "--port", "--max-upload-mb", "--max-events"):
         assert option in out.output
+
+
+def test_sigterm_stops_the_server_too(tmp_path: Path) -> None:
+    """Stopping ``ctda ui`` must not leave its Streamlit child serving (and holding the port)."""
+    pytest.importorskip("streamlit")
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    cmd = [sys.executable, "-m", "ctda.cli.app", "ui", "--db", str(tmp_path / "s.lbug"), "--port", str(port)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2):
+                    break
+            except OSError:
+                time.sleep(0.3)
+        else:
+            pytest.fail("ctda ui did not come up")
+        proc.send_signal(signal.SIGTERM)  # the parent only, as a service manager would
+        assert proc.wait(timeout=30) == 0
+        with pytest.raises(OSError):
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

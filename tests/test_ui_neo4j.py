@@ -11,13 +11,13 @@ import pytest
 
 pytest.importorskip("streamlit")
 
-from streamlit.testing.v1 import AppTest  # noqa: E402
+from streamlit.testing.v1 import AppTest
 
-from ctda.analysis.engine import AnalysisOptions  # noqa: E402
-from ctda.store import open_store  # noqa: E402
-from ctda.store.config import resolve  # noqa: E402
-from ctda.store.ingest import ingest  # noqa: E402
-from tests.neo4j_fixture import neo4j_server  # noqa: E402, F401
+from ctda.analysis.engine import AnalysisOptions
+from ctda.store import open_store
+from ctda.store.config import resolve
+from ctda.store.ingest import ingest
+from tests.neo4j_fixture import neo4j_server  # noqa: F401
 
 if TYPE_CHECKING:
     from scripts.neo4j_server import ServerInfo

@@ -312,6 +312,14 @@ def test_whatif_save_scenario(env: Path) -> None:
     at.selectbox(key="cmp_what_b").set_value("scenario half-cpu").run()
     ok(at)
     assert any(m.label == "Prediction error" for m in at.metric)
+    # listed on the What-if page, and deleted from there
+    at.switch_page("views/whatif.py").run()
+    ok(at)
+    assert at.selectbox(key="wi_del_name").value == "half-cpu"
+    at.button(key="wi_del").click().run()
+    ok(at)
+    assert any("Deleted scenario **half-cpu**" in x.value for x in at.success)
+    assert "Saved scenarios of this run (0)" in [e.label for e in at.expander]
 
 
 # --- Compare ---------------------------------------------------------------------------

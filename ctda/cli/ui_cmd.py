@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -83,8 +84,27 @@ def ui_cmd(
         fail(f"the UI needs streamlit and plotly (pip install 'ctda[ui]'): {exc}")
     cmd, env = command(db, port, address, max_upload_mb, max_events, uploads)
     console.print(f"ctda ui: store {resolve(db).location}, http://{address}:{port}", highlight=False)
+    raise typer.Exit(serve(cmd, env))
+
+
+def serve(cmd: list[str], env: dict[str, str]) -> int:
+    """Run the server until it exits; SIGTERM/SIGINT to us stop it too (no orphan left
+    holding the port), then its exit code is ours."""
+    child = subprocess.Popen(cmd, env=env)
+
+    def stop(signum: int, _frame: object) -> None:
+        if child.poll() is None:
+            child.send_signal(signum)
+
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
-        code = subprocess.call(cmd, env=env)
-    except KeyboardInterrupt:
-        code = 0
-    raise typer.Exit(code)
+        while True:
+            try:
+                code = child.wait()
+                break
+            except KeyboardInterrupt:  # the handler already passed it on; keep waiting
+                continue
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    return 0 if code in (-signal.SIGTERM, -signal.SIGINT) else code

@@ -18,12 +18,13 @@ def warnings_for(table: EventTable, partial: int, odd_flows: dict[str, int]) -> 
     meta.warn("complete events with zero duration", int(np.sum(x & (dur == 0))))
     meta.warn("complete events with negative duration", int(np.sum(x & (dur < 0) & (dur != NA))))
     meta.warn("slices partially overlapping their parent on a thread", partial)
-    for rows, what in (
-        (np.flatnonzero(x & (kind == Kind.OTHER)), "complete events of unknown category {!r}"),
-        (np.flatnonzero(~x & (kind == Kind.OTHER)), "events of unknown phase {!r}"),
+    unknown = kind == Kind.OTHER
+    for mask, column, what in (
+        (x & unknown, "cat", "complete events of unknown category {!r}"),
+        (~x & unknown, "ph", "events of unknown phase {!r}"),
     ):
-        column = "cat" if "category" in what else "ph"
-        for value, count in pd.Series(table.decoded(column, rows)).value_counts().items():
+        values = table.decoded(column, np.flatnonzero(mask))
+        for value, count in pd.Series(values).value_counts().items():
             meta.warn(what.format(value), int(count))
     span = np.flatnonzero(kind == Kind.TRACE_SPAN)
     if len(span):

@@ -61,11 +61,11 @@ def compressed_position(stream: BinaryIO) -> int:
     return int(raw.tell())
 
 
-def read_blocks(path: Path, stream: BinaryIO, block: int = READ_BLOCK) -> Iterator[bytes]:
+def read_blocks(path: Path, stream: BinaryIO) -> Iterator[bytes]:
     """Yield decompressed blocks; corrupt or truncated compression becomes a TraceError."""
     try:
         while True:
-            data = stream.read(block)
+            data = stream.read(READ_BLOCK)
             if not data:
                 return
             yield data

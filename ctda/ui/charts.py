@@ -91,6 +91,7 @@ def timeline(tl: Timeline) -> go.Figure:
         # above the plot: below it, the legend would cover the axis title
         legend={"orientation": "h", "x": 0, "y": 1.0, "yanchor": "bottom"},
         dragmode="zoom",
+        modebar={"orientation": "v"},  # along the right edge, clear of the legend
         xaxis={"title": "ms since trace start", "range": [tl.start_ms, tl.end_ms]},
         yaxis={
             "tickvals": [lane.top for lane in tl.lanes],
@@ -119,7 +120,7 @@ def breakdown(df: pd.DataFrame, title: str = "Bound by") -> go.Figure:
     fig.update_layout(
         title={"text": title, "x": 0},
         height=max(220, 28 * len(df) + 90),
-        margin={"l": 10, "r": 10, "t": 40 if title else 20, "b": 30},
+        margin={"l": 10, "r": 10, "t": 40, "b": 30},
         xaxis={"title": "critical-path ms"},
         yaxis={"autorange": "reversed"},
     )

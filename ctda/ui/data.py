@@ -95,10 +95,6 @@ def list_runs(db: str | None) -> list[RunInfo]:
         return s.runs()
 
 
-def find(db: str | None, name: str) -> RunInfo | None:
-    return next((r for r in list_runs(db) if r.name == name), None)
-
-
 # --- analyses ------------------------------------------------------------------------
 
 

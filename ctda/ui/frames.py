@@ -503,7 +503,9 @@ def event_edges(
                         "why": summary(rule),
                     }
                 )
-    return pd.DataFrame(rows)
+    cols = ["point", "direction", "other", "type", "rule", "why", "binding", "on_cp", "gap_us", "weight_us"]
+    cols += ["other_lane", "other_event", "edge"]
+    return pd.DataFrame(rows, columns=cols)
 
 
 def event_charges(a: Analysis, event: int) -> pd.DataFrame:

@@ -156,9 +156,16 @@ def outcome(loaded: data.Loaded, sc: Scenario) -> None:
 def predicted_path(s: Settings, loaded: data.Loaded, sc: Scenario) -> None:
     a = sc.analysis
     tag = data.scenario_tag(loaded, sc)
-    steps = data.steps(tag, a)
-    window = widgets.step_picker(steps, key="wi_step", allow_all=False, label="Predicted path of step")
-    assert window is not None
+    # labelled from the step times the page already has: a per-class table of every
+    # predicted window would cost a pass over all charges on each slider move
+    stt = sc.step_times()
+    labels = {
+        i: f"{w} · {p / 1e6:.3f} ms predicted (observed {b / 1e6:.3f} ms)"
+        for i, (w, p, b) in enumerate(zip(stt.window, stt.predicted_ns, stt.base_ns))
+    }
+    window = widgets.choice(
+        "Predicted path of step", list(labels), key="wi_step", format_func=lambda i: labels[i]
+    )
     tl = data.timeline(tag, window, s.max_events, a)
     st.plotly_chart(charts.timeline(tl), width="stretch", key="wi_timeline")
 
@@ -192,6 +199,40 @@ def save_and_export(loaded: data.Loaded, sc: Scenario) -> None:
             )
 
 
+def saved_scenarios(loaded: data.Loaded) -> None:
+    """The run's stored scenarios, with a way to delete one."""
+    saved, note = data.stored_scenarios(loaded)
+    with st.expander(f"Saved scenarios of this run ({len(saved)})"):
+        if note:
+            st.caption(note)
+        if not saved:
+            st.caption("None yet: save one below once it predicts something worth keeping.")
+            return
+        rows = [
+            {
+                "name": r.get("name"),
+                "predicted total ms": (r.get("predicted_ns") or 0) / 1e6,
+                "observed total ms": (r.get("base_ns") or 0) / 1e6,
+                "changes": "; ".join(str(o.get("label")) for o in r.get("overrides", [])),
+            }
+            for r in saved
+        ]
+        st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+        c1, c2 = st.columns([3, 1])
+        name = widgets.choice("Scenario", [str(r["name"]) for r in saved], key="wi_del_name", where=c1)
+        if c2.button("Delete scenario", key="wi_del"):
+            try:
+                gone = data.delete_scenario(loaded, name)
+            except (data.UIError, StoreError) as exc:
+                st.error(str(exc))
+                return
+            widgets.flash(
+                "success" if gone else "warning",
+                f"Deleted scenario **{name}**." if gone else f"No scenario {name!r}.",
+            )
+            st.rerun()
+
+
 def perfetto_bytes(sc: Scenario) -> bytes:
     with tempfile.TemporaryDirectory() as d:
         out = Path(d) / "predicted.json.gz"
@@ -206,6 +247,7 @@ def _slug(text: str) -> str:
 def render() -> None:
     s = widgets.settings()
     st.title("What-if")
+    widgets.show_flash()
     info = widgets.current_run(s)
     if info is None:
         return
@@ -225,6 +267,7 @@ def render() -> None:
     if b2.button("Remove last group", disabled=n <= 1, key="wi_remove"):
         st.session_state["wi_n"] = n - 1
         st.rerun()
+    saved_scenarios(loaded)
     if not overrides:
         st.info("Pick events and move a factor away from 1 to predict the step time.")
         return
