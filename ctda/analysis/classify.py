@@ -97,6 +97,8 @@ def event_classes(ctx: RuleContext) -> npt.NDArray[np.int8]:
     cls = np.full(n.n, CLASS_CODE["cpu"], dtype=np.int8)
     comm = ctx.name_mask(COMM_RE)
     data = _inherit(ctx.name_mask(DATA_RE) & ~n.is_gpu, n.parent, n.depth)
+    # an annotation's own time is time its thread spent in no recorded op
+    cls[n.kind == Kind.USER_ANNOTATION] = CLASS_CODE["cpu_gap"]
     cls[data] = CLASS_CODE["data_loading"]
     cls[comm & ~n.is_gpu] = CLASS_CODE["communication"]
     runtime = (n.kind == Kind.RUNTIME) | (n.kind == Kind.DRIVER)

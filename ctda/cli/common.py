@@ -36,11 +36,21 @@ def fail(message: str, code: int = 2) -> NoReturn:
     raise typer.Exit(code)
 
 
+def _user_errors() -> tuple[type[BaseException], ...]:
+    """Errors whose message is meant for the user (imported late: the CLI loads fast)."""
+    from ctda.analysis.engine import OptionError
+    from ctda.queries.loader import QueryError
+    from ctda.store.base import StoreError
+    from ctda.whatif.select import SelectionError
+
+    return (TraceError, StoreError, QueryError, SelectionError, OptionError)
+
+
 def guarded(fn: Callable[[], T]) -> T:
     """Run ``fn``; turn known input errors into one-line messages with exit code 2."""
     try:
         return fn()
-    except TraceError as exc:
+    except _user_errors() as exc:
         fail(str(exc))
     except MemoryError:
         fail("out of memory")

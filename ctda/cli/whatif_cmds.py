@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from enum import Enum
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -19,7 +21,7 @@ from ctda.whatif import compare as cmp
 from ctda.whatif.export import write_perfetto
 from ctda.whatif.opportunities import rank
 from ctda.whatif.scenario import Scenario, run
-from ctda.whatif.select import Override, SelectionError, parse_remove, parse_scale
+from ctda.whatif.select import Override, SelectionError, from_rows, parse_remove, parse_scale
 
 
 class Format(str, Enum):
@@ -28,14 +30,16 @@ class Format(str, Enum):
 
 
 def _overrides(
-    a: Analysis, scale: list[str], remove: list[str], cypher: str | None, rows_for: object
+    a: Analysis,
+    scale: list[str],
+    remove: list[str],
+    cypher: str | None,
+    rows_for: Callable[[str], list[dict[str, Any]]],
 ) -> list[Override]:
     out = [parse_scale(a, s) for s in scale] + [parse_remove(a, r) for r in remove]
     if cypher:
-        from ctda.whatif.select import from_rows
-
         text = Path(cypher).read_text() if Path(cypher).is_file() else cypher
-        out += from_rows(a, rows_for(text), label="cypher")  # type: ignore[operator]
+        out += from_rows(a, rows_for(text), label=cypher if len(cypher) < 40 else "cypher")
     if not out:
         raise SelectionError("nothing to change: give --scale, --remove or --cypher")
     return out
@@ -51,7 +55,12 @@ def whatif_cmd(
         [], "--remove", help="Events whose name matches REGEX take no time (dependencies kept)."
     ),
     cypher: str | None = typer.Option(
-        None, "--cypher", help="Cypher file or text returning (uid, factor) or (uid, dur) rows."
+        None,
+        "--cypher",
+        help="Named query, .cypher file or text returning (uid, factor) or (uid, dur µs) rows.",
+    ),
+    param: list[str] = typer.Option(
+        [], "--param", "-p", help="Query parameter k=v for --cypher ($run is bound)."
     ),
     name: str | None = typer.Option(
         None, "--name", help="Scenario name (default: derived from the selection)."
@@ -67,8 +76,13 @@ def whatif_cmd(
     def go() -> None:
         a, store_run = load_analysis(run_or_trace, db)
         try:
+            params = dict(kv.split("=", 1) for kv in param if "=" in kv)
             ovs = _overrides(
-                a, scale, remove, cypher, lambda q: store_run.query_rows(q) if store_run else _no_store()
+                a,
+                scale,
+                remove,
+                cypher,
+                lambda q: store_run.query_rows(q, params) if store_run else _no_store(),
             )
         except SelectionError as exc:
             fail(f"{run_or_trace}: {exc}")

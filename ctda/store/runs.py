@@ -8,6 +8,7 @@ re-applying the overrides to the snapshot reproduces them exactly.
 from __future__ import annotations
 
 import json
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,20 +16,24 @@ import numpy as np
 
 from ctda.analysis import snapshot
 from ctda.analysis.engine import Analysis
+from ctda.queries import loader
 from ctda.store import open_store
 from ctda.store.base import RunInfo, Store, StoreError
+from ctda.store.config import Target
 from ctda.whatif.scenario import Scenario, run
 from ctda.whatif.select import Override
 
 SNAPSHOT_KEY = "snapshot"
-_CACHE: dict[tuple[str, str, int], Analysis] = {}
+#: loaded analyses kept per process (a UI serves a few runs; each can be GBs at 1e7 events)
+CACHE_SIZE = 4
+_CACHE: OrderedDict[tuple[str, str, int], Analysis] = OrderedDict()
 
 
 @dataclass
 class StoredRun:
     """One complete run in one store."""
 
-    db: str | None
+    db: str | Target | None
     info: RunInfo
 
     @property
@@ -39,9 +44,17 @@ class StoredRun:
         return open_store(self.db, read_only=not write)
 
     def query_rows(self, cypher: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-        """Rows of a read-only query; ``$run`` is bound to this run's name."""
+        """Rows of a read-only query: a named query or Cypher text; ``$run`` is this run."""
+        raw = {k: str(v) for k, v in (params or {}).items()}
         with self._store() as s:
-            return s.query(cypher, {"run": self.name, **(params or {})}).records()
+            if loader.looks_named(cypher):
+                q = loader.get(cypher)
+                bound = q.bind({"run": self.name, **raw} if any(p.name == "run" for p in q.params) else raw)
+                return s.query(q.text(s.dialect), bound).records()
+            if loader.is_write(cypher):
+                raise StoreError("a what-if selection must be a read-only query")
+            values = {k: loader.guess(v) for k, v in raw.items()}
+            return s.query(cypher, {"run": self.name, **values}).records()
 
     def scenarios(self) -> list[dict[str, Any]]:
         """Stored scenarios of this run (name, overrides, predicted totals)."""
@@ -95,7 +108,7 @@ def _decode(r: dict[str, Any]) -> dict[str, Any]:
     return dict(json.loads(r["data"])) if isinstance(r.get("data"), str) else dict(r)
 
 
-def open_run(name: str, db: str | None) -> tuple[Analysis, StoredRun]:
+def open_run(name: str, db: str | Target | None) -> tuple[Analysis, StoredRun]:
     """The Analysis of stored run ``name`` (cached per process) and its handle."""
     with open_store(db, read_only=True) as s:
         info = s.find_run(name)
@@ -103,9 +116,13 @@ def open_run(name: str, db: str | None) -> tuple[Analysis, StoredRun]:
             have = ", ".join(r.name for r in s.runs()) or "none"
             raise StoreError(f"no run {name!r} in {s.location} (runs: {have}); ingest the trace first")
         key = (s.location, info.sha256 + info.options_key, info.id)
-        if key not in _CACHE:
+        if key in _CACHE:
+            _CACHE.move_to_end(key)
+        else:
             blob = s.get_blob(info.id, SNAPSHOT_KEY)
             if blob is None:
                 raise StoreError(f"run {name!r} has no analysis snapshot; re-ingest it with --force")
             _CACHE[key] = snapshot.load(blob)
+            while len(_CACHE) > CACHE_SIZE:
+                _CACHE.popitem(last=False)
     return _CACHE[key], StoredRun(db, info)

@@ -62,15 +62,42 @@ def json_ready(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def call_paths(a: Analysis) -> pd.Series:
-    """CP time per call path ("outer/inner/op") over all windows."""
+    """CP time per call path ("outer/inner/op") over all windows.
+
+    Paths are hash-consed level by level as (parent path id, name) integer pairs, so only
+    the paths that carry CP time are ever spelled out as strings.
+    """
     names = display_names(a)
-    paths = np.empty(a.nodes.n, dtype=object)
-    order = np.argsort(a.nodes.depth, kind="stable")
-    for i in order:
-        p = a.nodes.parent[i]
-        paths[i] = f"{paths[p]}/{names[i]}" if p >= 0 else str(names[i])
+    codes, uniq = pd.factorize(names)
+    n = a.nodes
+    pid = np.full(n.n, -1, dtype=np.int64)
+    parent_of: list[np.ndarray] = []
+    name_of: list[np.ndarray] = []
+    base = 0
+    for d in range(int(n.depth.max(initial=0)) + 1):
+        at = np.flatnonzero(n.depth == d)
+        if len(at) == 0:
+            continue
+        up = np.where(n.parent[at] >= 0, pid[np.maximum(n.parent[at], 0)], -1)
+        key = (up + 1) * (len(uniq) + 1) + codes[at]
+        levels, inv = np.unique(key, return_inverse=True)
+        pid[at] = base + inv
+        parent_of.append(levels // (len(uniq) + 1) - 1)
+        name_of.append(levels % (len(uniq) + 1))
+        base += len(levels)
+    parents = np.concatenate(parent_of) if parent_of else np.zeros(0, dtype=np.int64)
+    leaf = np.concatenate(name_of) if name_of else np.zeros(0, dtype=np.int64)
     ev = a.charges[a.charges.event >= 0]
-    return pd.Series(ev.ns.to_numpy(), index=paths[ev.event.to_numpy()]).groupby(level=0).sum()
+    per = pd.Series(ev.ns.to_numpy()).groupby(pid[ev.event.to_numpy()]).sum()
+    spelled: dict[int, str] = {}
+
+    def spell(p: int) -> str:
+        if p not in spelled:
+            head = spell(int(parents[p])) + "/" if parents[p] >= 0 else ""
+            spelled[p] = head + str(uniq[leaf[p]])
+        return spelled[p]
+
+    return pd.Series(per.to_numpy(), index=[spell(int(p)) for p in per.index]).groupby(level=0).sum()
 
 
 def _mean_step(r: Report) -> float:
