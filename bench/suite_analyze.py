@@ -55,17 +55,19 @@ _STAGES: tuple[tuple[str, str, str], ...] = (
 
 
 @contextmanager
-def _stage_timers(acc: dict[str, float]) -> Iterator[None]:
-    """Wrap the engine's stage functions so each call adds its wall time to ``acc``."""
+def _stage_timers(acc: dict[str, float], cpu: dict[str, float]) -> Iterator[None]:
+    """Wrap the engine's stage functions so each call adds its wall (``acc``) and CPU
+    (``cpu``) seconds."""
     import importlib
 
     def timed(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             try:
                 return fn(*args, **kwargs)
             finally:
                 acc[name] = acc.get(name, 0.0) + time.perf_counter() - t0
+                cpu[name] = cpu.get(name, 0.0) + time.process_time() - c0
 
         return wrapper
 
@@ -77,22 +79,28 @@ def _stage_timers(acc: dict[str, float]) -> Iterator[None]:
         yield
 
 
-def timed_analyze(table: Any, options: Any = None) -> tuple[Any, dict[str, float]]:
+def timed_analyze(
+    table: Any, options: Any = None, cpu: dict[str, float] | None = None
+) -> tuple[Any, dict[str, float]]:
     """The real ``analyze(table, options)`` plus wall seconds per stage.
 
     Returns ``(analysis, stages)``: ``stages`` has the engine's stage functions
     (``select``, ``rules``, ``build``, ``calibrate``, ``replay``, ``window_paths``, ...),
     ``total``, and the bench's grouping ``graph`` (everything but calibrate, replay and
-    window_paths), so the groups add up to ``total`` exactly.
+    window_paths), so the groups add up to ``total`` exactly. ``cpu``, when given, receives
+    the same keys in CPU seconds of this process.
     """
     from ctda.analysis.engine import analyze
 
     acc: dict[str, float] = {}
-    with _stage_timers(acc):
-        t0 = time.perf_counter()
+    cpu = {} if cpu is None else cpu
+    with _stage_timers(acc, cpu):
+        t0, c0 = time.perf_counter(), time.process_time()
         a = analyze(table, options)
         acc["total"] = time.perf_counter() - t0
-    acc["graph"] = acc["total"] - sum(acc.get(k, 0.0) for k in ("calibrate", "replay", "window_paths"))
+        cpu["total"] = time.process_time() - c0
+    for d in (acc, cpu):
+        d["graph"] = d["total"] - sum(d.get(k, 0.0) for k in ("calibrate", "replay", "window_paths"))
     return a, acc
 
 
@@ -107,13 +115,14 @@ def measure_analysis(path: Path) -> tuple[Any, dict[str, Any]]:
     from ctda.analysis import report
     from ctda.ingest.reader import read_trace
 
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     table = read_trace(path)
-    read_s = time.perf_counter() - t0
-    a, st = timed_analyze(table)
-    t0 = time.perf_counter()
+    read_s, read_cpu_s = time.perf_counter() - t0, time.process_time() - c0
+    cpu: dict[str, float] = {}
+    a, st = timed_analyze(table, cpu=cpu)
+    t0, c0 = time.perf_counter(), time.process_time()
     rep = report.build(a)
-    st["report"] = time.perf_counter() - t0
+    st["report"], cpu["report"] = time.perf_counter() - t0, time.process_time() - c0
     cp_s = st.get("replay", 0.0) + st.get("window_paths", 0.0) + st["report"]
     analyze_s = st["graph"] + st.get("calibrate", 0.0) + cp_s
     out = {
@@ -129,7 +138,10 @@ def measure_analysis(path: Path) -> tuple[Any, dict[str, Any]]:
         "cp_s": cp_s,
         "analyze_s": analyze_s,
         "total_s": read_s + analyze_s,
+        "read_cpu_s": read_cpu_s,  #: this process only (a forked decode worker is not counted)
+        "analyze_cpu_s": cpu["total"] + cpu["report"],
         "stages": {k: round(v, 6) for k, v in st.items()},
+        "stages_cpu": {k: round(v, 6) for k, v in cpu.items()},
         "replay_within_1us": rep.checks["replay_within_1us"],
     }
     return a, out
@@ -149,7 +161,7 @@ def _warm_up(repo: Path) -> None:
 
 def child_main(argv: list[str] | None = None) -> int:
     """``python -m bench.suite_analyze TRACE [--whatif]``: one JSON line on stdout."""
-    from bench.child import cpu_seconds, rss_mb
+    from bench.child import children_peak_mb, cpu_seconds, rss_mb
 
     ap = argparse.ArgumentParser(prog="python -m bench.suite_analyze")
     ap.add_argument("trace", type=Path)
@@ -164,13 +176,14 @@ def child_main(argv: list[str] | None = None) -> int:
     out.update(
         cpu_s=cpu1[0] - cpu0[0],
         cpu_s_helpers=cpu1[1] - cpu0[1],
-        peak_rss_mb=rss_mb("VmHWM"),
+        peak_rss_mb=rss_mb("VmHWM"),  # read + analyze + report, before any what-if
+        worker_peak_rss_mb=children_peak_mb(),  # the reader's decode worker, if it forked one
         baseline_rss_mb=baseline,
     )
     if args.whatif:
-        from bench.suite_whatif import measure_whatif
+        from bench.suite_whatif import LOADED_MAX_EVENTS, measure_whatif
 
-        out["whatif"] = measure_whatif(a)
+        out["whatif"] = measure_whatif(a, loaded=out["events"] <= LOADED_MAX_EVENTS)
         out["whatif_peak_rss_mb"] = rss_mb("VmHWM")
     print(json.dumps(out, default=str), flush=True)
     return 0
@@ -211,7 +224,12 @@ def child_row(ctx: Context, t: Target, *, whatif: bool, reuse: bool = True) -> d
     best = min(runs, key=lambda m: m.report["total_s"] if m.report else float("inf"))
     assert best.report is not None
     row.update(best.report)
-    row["peak_rss_mb"] = max(max(m.report["peak_rss_mb"], m.tree_peak_mb) for m in runs if m.report)
+    # the analysis's peak: the measuring process's VmHWM right after the report, or the
+    # reader's decode worker if that was larger (the sampled PSS of the whole process
+    # tree also covers the what-if phase, so it is kept apart)
+    row["peak_rss_mb"] = max(
+        max(m.report["peak_rss_mb"], m.report.get("worker_peak_rss_mb", 0.0)) for m in runs if m.report
+    )
     row["tree_pss_peak_mb"] = max(m.tree_peak_mb for m in runs)
     row["runs"] = len(runs)
     row["read_mb_s"] = row["json_bytes"] / 1e6 / row["read_s"] if row["read_s"] > 0 else None
@@ -231,13 +249,14 @@ def _table(rows: list[dict[str, Any]]) -> str:
         "calibrate s",
         "CP s",
         "analyze s",
+        "analyze CPU s",
         "total s",
         "peak RSS MB",
     ]
     body = []
     for r in rows:
         if "error" in r:
-            body.append([f"`{r['trace']}`", *[""] * 10, f"**{r['error']}**"])
+            body.append([f"`{r['trace']}`", *[""] * 11, f"**{r['error']}**"])
             continue
         body.append(
             [
@@ -251,11 +270,12 @@ def _table(rows: list[dict[str, Any]]) -> str:
                 fmt_num(r["calibrate_s"], 2),
                 fmt_num(r["cp_s"], 2),
                 fmt_num(r["analyze_s"], 2),
+                fmt_num(r.get("analyze_cpu_s"), 2),
                 fmt_num(r["total_s"], 2),
                 fmt_num(r["peak_rss_mb"], 0),
             ]
         )
-    return markdown_table(header, body, align="lrrrrrrrrrrr")
+    return markdown_table(header, body, align="lrrrrrrrrrrrr")
 
 
 def _section(rows: list[dict[str, Any]], notes: list[str], quick: bool) -> str:
@@ -265,9 +285,10 @@ def _section(rows: list[dict[str, Any]], notes: list[str], quick: bool) -> str:
         "*graph* = node selection + rules + graph build (+ event classes, GIL-contention estimate); "
         "*calibrate* = replay-calibrated weights; *CP* = replay (forward, backtrack, slack) + "
         "per-window critical paths and charges + report tables; *analyze* = graph + calibrate + CP "
-        "(everything after the read); *total* = read + analyze. *read MB/s* is uncompressed JSON. "
-        "*peak RSS* is the larger of the process's VmHWM after the report and the sampled PSS sum "
-        "of its process tree (the reader may fork a decode worker).",
+        "(everything after the read); *analyze CPU s*: the same in CPU seconds of the process (on a "
+        "shared machine wall time also counts waiting for a core); *total* = read + analyze. "
+        "*read MB/s* is uncompressed JSON. *peak RSS* is the measuring process's VmHWM right after "
+        "the report (or the reader's forked decode worker's peak, if larger).",
         f"Goal: 1e7 events analysed without running out of memory ({GOAL_RSS_GB_1E7:.0f} GB).",
     ]
     if quick:

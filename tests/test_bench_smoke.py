@@ -49,6 +49,7 @@ def test_analysis_figures_are_coherent(measured: tuple[Any, dict[str, Any]]) -> 
     assert parts == pytest.approx(st["total"], abs=1e-5)  # stages are rounded to 1 µs
     assert out["cp_ns"] == int(a.charges.ns.sum()) > 0
     assert out["replay_within_1us"] == 1.0
+    assert out["analyze_cpu_s"] > 0 and out["stages_cpu"]["total"] > 0
     json.dumps(out)  # the child prints it as JSON
 
 
@@ -73,11 +74,13 @@ def test_whatif_figures_are_coherent(measured: tuple[Any, dict[str, Any]]) -> No
         r = w[run]
         assert r["n_scenarios"] >= 2, run
         assert 0 < r["median_ms"] <= r["max_ms"] < 10_000
+        assert r["median_cpu_ms"] > 0
         assert set(r["per_scenario_ms"]) <= set(suite_whatif.SCENARIOS)
         assert r["predicted_change"]["class=cpu=0.5"] < 0  # halving CPU work shortens the steps
     assert w["loaded"]["predicted_change"] == pytest.approx(w["in_memory"]["predicted_change"], abs=0.05)
     assert w["snapshot_load_s"] > 0 and w["snapshot_mb"] > 0
     json.dumps(w)
+    assert "loaded" not in suite_whatif.measure_whatif(a, loaded=False)
 
 
 def test_child_prints_one_json_line(capsys: pytest.CaptureFixture[str]) -> None:
@@ -100,8 +103,10 @@ def test_tables_render(measured: tuple[Any, dict[str, Any]], tmp_path: Path) -> 
     ctx = Context(repo=Path("."), results=tmp_path, cache=tmp_path, corpus=None)
     t = Target("synthetic", "t", TRACE, size_class=1_000_000)
     hta = {"ok": True, "load_s": 1.0, "cp_s": 9.0, "report_s": 1.0, "peak_rss_mb": 10.0}
+    hta.update(cp_cpu_s=8.0, report_cpu_s=1.0)
     hrow = suite_hta._row(t, {**row, "family": "synthetic"}, hta, "ok")
     assert hrow["ratio_analysis"] == pytest.approx(10.0 / out["analyze_s"])
+    assert hrow["ratio_analysis_cpu"] == pytest.approx(9.0 / out["analyze_cpu_s"])
     env = suite_hta.hta_env.HtaEnv(None, {}, "not installed")
     assert "| `t` |" in suite_hta._section([hrow], [], env, ctx.quick)
 
@@ -112,3 +117,17 @@ def test_hta_runner_helpers(tmp_path: Path) -> None:
     p.write_text('{"distributedInfo": {"backend": "nccl", "rank": 3}, "traceEvents": []}')
     assert hta_runner.trace_rank(p) == 3
     assert hta_runner.first_line(ValueError("bad thing\nmore")) == "ValueError: bad thing"
+
+
+def test_store_suite_without_store_bench(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda n, *a: None if n == "bench.store_bench" else real(n, *a)
+    )
+    ctx = Context(repo=Path("."), results=tmp_path, cache=tmp_path, corpus=None, quick=True)
+    res = suite_whatif.run_store(ctx)
+    assert res.rows == [] and "Skipped" in res.markdown
+    rows, text = suite_whatif._store_section([{"rows_per_s": 1.5e6, "query_ms": 12.0}])
+    assert rows and "rows_per_s" in text and "1,500,000.0" in text

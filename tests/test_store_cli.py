@@ -115,6 +115,8 @@ def test_ingest_errors_are_one_line(runner: CliRunner, target: Target, tmp_path:
     assert "unknown cross-thread" in one_line_error(
         cli(runner, target, "ingest", str(SMALL), "--cross-thread", "nope")
     )
+    no_window = cli(runner, target, "ingest", str(SMALL), "--windows", "^no such annotation$")
+    assert "no analysis window" in one_line_error(no_window)
     assert counts(target) == before
     assert cli(runner, target, "ingest", str(SMALL), "--run", "r").exit_code == 0
     assert "already holds" in one_line_error(cli(runner, target, "ingest", str(STEPS), "--run", "r"))

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
+from numba import njit
 
 from ctda.analysis.edges import EdgeType, floors
 from ctda.analysis.graph import Graph
@@ -51,12 +52,38 @@ def calibrate(g: Graph) -> Calibration:
     t = g.nodes.time
     gap = g.gap
     arrive = t[g.src]
-    # sort edges by (dst, arrival, priority) and take the last one of each dst block
-    order = np.lexsort((PRIORITY[g.etype], arrive, g.dst))
-    d = g.dst[order]
-    last = np.ones(len(order), dtype=bool)
-    last[:-1] = d[:-1] != d[1:]
-    binding = np.zeros(len(gap), dtype=bool)
-    binding[order[last]] = True
+    if len(g.in_ptr) == g.nodes.n_nodes + 1 and len(g.in_edges) == len(gap):
+        # per node, scan its in-edges (the graph's CSR lists them in edge order)
+        binding = _last_arrivals(g.in_ptr, g.in_edges, arrive, PRIORITY[g.etype])
+    else:  # an unindexed graph: sort edges by (dst, arrival, priority), last of each dst
+        order = np.lexsort((PRIORITY[g.etype], arrive, g.dst))
+        d = g.dst[order]
+        last = np.ones(len(order), dtype=bool)
+        last[:-1] = d[:-1] != d[1:]
+        binding = np.zeros(len(gap), dtype=bool)
+        binding[order[last]] = True
     weight = np.where(binding, gap, np.minimum(gap, floors()[g.etype]))
     return Calibration(weight=weight.astype(np.int64), binding=binding, gap=gap)
+
+
+@njit(cache=True)  # type: ignore[misc]
+def _last_arrivals(in_ptr, in_edges, arrive, prio):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """Per node, the in-edge that sorts last by (arrival, priority, edge id): what a stable
+    sort of all edges by (dst, arrival, priority) puts at the end of each node's block."""
+    binding = np.zeros(arrive.shape[0], dtype=np.bool_)
+    for v in range(in_ptr.shape[0] - 1):
+        best = -1
+        for j in range(in_ptr[v], in_ptr[v + 1]):
+            e = in_edges[j]
+            if (
+                best < 0
+                or arrive[e] > arrive[best]
+                or (
+                    arrive[e] == arrive[best]
+                    and (prio[e] > prio[best] or (prio[e] == prio[best] and e > best))
+                )
+            ):
+                best = e
+        if best >= 0:
+            binding[best] = True
+    return binding

@@ -392,6 +392,8 @@ def _near_critical(
     g = a.graph
     touched = np.concatenate([g.src[ch.edge.to_numpy()], g.dst[ch.edge.to_numpy()]]) // 2
     on[np.minimum(touched, a.nodes.n)] = True
+    # a caller whose self-time segments between callees are on the path is on it too
+    on[ch.event[ch.event >= 0].to_numpy()] = True
     on = on[: a.nodes.n]
     slack = a.timing.slack[0 : 2 * a.nodes.n : 2]
     dur = a.nodes.end - a.nodes.ts

@@ -279,7 +279,7 @@ def query_cmd(
             params = {k: loader.guess(v) for k, v in raw.items()}
             if loader.is_write(text) and not write:
                 fail(
-                    "this query may change the store (CREATE, MERGE, SET, DELETE, CALL, ...); "
+                    "this query may change the store (CREATE, MERGE, SET, DELETE, ...); "
                     "pass --write to run it"
                 )
         with open_store(_target(db), read_only=not write) as store:

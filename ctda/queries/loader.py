@@ -38,9 +38,11 @@ DIALECTS = ("neo4j", "ladybug")
 _PARAM = re.compile(r"^//\s*@param\s+(\w+)\s+(\w+)(?:\s*=\s*(\S+))?\s*(.*)$")
 _TYPES = ("string", "int", "float", "bool")
 
-#: clauses that change data or schema; a query with one of them needs ``--write``
+#: clauses that change data or schema; a query with one of them needs ``--write``.
+#: Procedure calls are left to the engines, which refuse writes on their own in a read
+#: transaction (Neo4j) or a read-only database (Ladybug): this check only says it early.
 WRITE_CLAUSES = re.compile(
-    r"\b(CREATE|MERGE|DELETE|DETACH|SET|REMOVE|DROP|ALTER|COPY|LOAD|INSTALL|IMPORT|EXPORT|ATTACH|FOREACH|CALL)\b",
+    r"\b(CREATE|MERGE|DELETE|DETACH|SET|REMOVE|DROP|ALTER|COPY|INSTALL|IMPORT|EXPORT|ATTACH|FOREACH)\b",
     re.IGNORECASE,
 )
 

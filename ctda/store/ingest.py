@@ -77,7 +77,10 @@ def ingest(
             "use --force to replace it, or --run to pick another name"
         )
     table = read(path) if read is not None else read_trace(path)
-    a = analyze(table, options)
+    try:
+        a = analyze(table, options)
+    except ValueError as exc:  # OptionError, GraphCycleError: this input cannot be analysed
+        raise TraceError(path, str(exc)) from None
     data = build(a, run_name, str(path), sha)
     data.blobs["snapshot"] = snapshot.dump(a)  # what-ifs re-time the run from it
     with open_store(target) as store:

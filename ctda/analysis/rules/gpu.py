@@ -136,8 +136,9 @@ def sync_recorded(ctx: RuleContext) -> EdgeBatch:
     dev, strm = t.col("device")[rec], t.col("stream")[rec]
     q_lane, q_time, q_call = [], [], []
     ctx_sync = np.array([k == "Context Sync" for k in kinds])
+    lanes_of_device = _gpu_lanes_of_device(ctx) if ctx_sync.any() else {}
     for d, c in zip(dev[ctx_sync], call[ctx_sync]):
-        for ln in _gpu_lanes_of_device(ctx).get(int(d), np.zeros(0, dtype=np.int64)):
+        for ln in lanes_of_device.get(int(d), np.zeros(0, dtype=np.int64)):
             q_lane.append(ln)
             q_time.append(n.ts[c])
             q_call.append(c)

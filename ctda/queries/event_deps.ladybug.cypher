@@ -2,6 +2,8 @@
 // it ('out'), with type, rule, weight, observed gap and whether the edge is binding.
 // @param run string  run name (ctda runs)
 // @param event int  event index (Event.idx)
+// Ladybug variant: no CALL {} subqueries, and ORDER BY after UNION ALL sorts only the
+// last part, so each part is sorted on its own ('in' rows come first either way).
 MATCH (r:Run {name: $run, status: 'complete'})
 MATCH (o:Event)-[d:DEP]->(e:Event)
 WHERE e.key = r.id * 1099511627776 + $event
