@@ -86,6 +86,24 @@ def test_small_pieces_and_bad_cuts_give_the_same_table(
     same(read_trace(path, parallel=parallel), whole)
 
 
+@pytest.mark.parametrize("parallel", [False, True])
+def test_cuts_in_the_metadata_after_the_array_are_undone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, parallel: bool
+) -> None:
+    """A long tail of objects after traceEvents: cuts land there and must not make events."""
+    doc = {
+        "traceEvents": tricky_events(100),
+        "deviceProperties": [{"id": i, "name": f"gpu}}, {{{i}"} for i in range(300)],
+        "distributedInfo": {"rank": 2, "world_size": 4},
+    }
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps(doc))
+    whole = read_trace(path, parallel=False)
+    assert len(whole) == 125 and len(whole.meta.device_properties) == 300
+    monkeypatch.setattr(chunks, "CHUNK_BYTES", 700)
+    same(read_trace(path, parallel=parallel), whole)
+
+
 def test_error_in_a_late_piece_names_the_global_event_index(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

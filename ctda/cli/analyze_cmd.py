@@ -9,7 +9,7 @@ import typer
 
 from ctda.analysis.engine import AnalysisOptions, OptionError, analyze, parse_cross_thread
 from ctda.analysis.report import build
-from ctda.cli.common import app, console, fail, file_progress, guarded
+from ctda.cli.common import CrossThreadOption, WindowsOption, app, console, fail, file_progress, guarded
 from ctda.ingest.reader import read_trace
 from ctda.ingest.table import EventTable
 from ctda.render.analyze import render_json, render_markdown, render_table
@@ -32,16 +32,8 @@ def analyze_cmd(
     step: str = typer.Option("all", "--step", help="A ProfilerStep number, or 'all'."),
     top: int = typer.Option(10, "--top", min=1, help="Rows in the hotspot and near-critical tables."),
     fmt: Format = typer.Option(Format.table, "--format", help="Output format."),
-    cross_thread: str = typer.Option(
-        "all",
-        "--cross-thread",
-        help="Cross-thread rules: all, none, or a list of fwdbwd,backward_join,gil,cuda_lock.",
-    ),
-    windows: str = typer.Option(
-        "steps",
-        "--windows",
-        help="'steps' (each ProfilerStep#N), 'trace' (whole trace), or a regex over CPU event names.",
-    ),
+    cross_thread: CrossThreadOption = "all",
+    windows: WindowsOption = "steps",
     mode: Mode = typer.Option(
         Mode.ctda, "--mode", help="'hta' reproduces HolisticTraceAnalysis's rules and weights."
     ),

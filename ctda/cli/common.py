@@ -7,7 +7,7 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import NoReturn, TypeVar
+from typing import Annotated, NoReturn, TypeVar
 
 import typer
 from rich.console import Console
@@ -24,6 +24,22 @@ app = typer.Typer(
 )
 console = Console()
 err_console = Console(stderr=True)
+
+#: options shared by every command that analyses a trace (analyze, ingest)
+CrossThreadOption = Annotated[
+    str,
+    typer.Option(
+        "--cross-thread",
+        help="Cross-thread rules: all, none, or a list of fwdbwd,backward_join,gil,cuda_lock.",
+    ),
+]
+WindowsOption = Annotated[
+    str,
+    typer.Option(
+        "--windows",
+        help="'steps' (each ProfilerStep#N), 'trace' (whole trace), or a regex over CPU event names.",
+    ),
+]
 
 #: files at least this large get a progress bar while they are read
 PROGRESS_MIN_BYTES = 32 << 20

@@ -23,7 +23,16 @@ from rich.table import Table
 
 from ctda.analysis.engine import AnalysisOptions, OptionError, parse_cross_thread
 from ctda.analysis.report import build as build_report
-from ctda.cli.common import app, console, err_console, fail, file_progress, guarded
+from ctda.cli.common import (
+    CrossThreadOption,
+    WindowsOption,
+    app,
+    console,
+    err_console,
+    fail,
+    file_progress,
+    guarded,
+)
 from ctda.ingest.reader import read_trace
 from ctda.ingest.table import EventTable
 from ctda.queries import loader
@@ -92,16 +101,8 @@ def ingest_cmd(
     force: bool = typer.Option(
         False, "--force", help="Store again even if the same file and options are stored."
     ),
-    cross_thread: str = typer.Option(
-        "all",
-        "--cross-thread",
-        help="Cross-thread rules: all, none, or a list of fwdbwd,backward_join,gil,cuda_lock.",
-    ),
-    windows: str = typer.Option(
-        "steps",
-        "--windows",
-        help="'steps' (each ProfilerStep#N), 'trace' (whole trace), or a regex over CPU event names.",
-    ),
+    cross_thread: CrossThreadOption = "all",
+    windows: WindowsOption = "steps",
     mode: str = typer.Option(
         "ctda", "--mode", help="'ctda', or 'hta' for HolisticTraceAnalysis's rules and weights."
     ),

@@ -51,14 +51,16 @@ class Chunker:
         self.chunk_bytes = max(chunk_bytes, 1)
         self.framing: source.Framing | None = None
         self.n_bytes = 0
+        self._base = 0
+        self._index = 0
 
     def pieces(self, progress: Callable[[int], None] | None = None) -> Iterator[Piece]:
         """Pieces in document order; ``progress`` gets the compressed bytes consumed."""
         # buf[0] is the array's "[" or the "," of the last cut; a bytearray grows and
         # shrinks in place, so blocks are not copied into a fresh buffer each time
         buf = bytearray()
-        base = 0  # document offset of buf[0]
-        index = 0
+        self._base = 0  # document offset of buf[0]
+        self._index = 0
         stream = source.open_stream(self.path)
         with stream:
             for block in source.read_blocks(self.path, stream):
@@ -70,14 +72,8 @@ class Chunker:
                         continue
                     self.framing, off = found
                     del buf[:off]
-                    base = off
-                start = 0
-                with memoryview(buf) as view:
-                    while (cut := _next_cut(buf, start + self.chunk_bytes)) is not None:
-                        yield Piece(index, base + start + 1, b"".join((b"[", view[start + 1 : cut], b"]")))
-                        index, start = index + 1, cut
-                del buf[:start]
-                base += start
+                    self._base = off
+                yield from self._cut(buf, self.chunk_bytes)
                 if progress is not None:
                     progress(source.compressed_position(stream))
         if self.framing is None:
@@ -86,9 +82,24 @@ class Chunker:
                 raise TraceError(self.path, "no traceEvents array")
             self.framing, off = found
             del buf[:off]
-            base = off
+            self._base = off
+        elif self._index:
+            # the last piece is decoded in this process while workers finish theirs:
+            # cutting the rest finer lets both sides finish at about the same time
+            yield from self._cut(buf, max(self.chunk_bytes // 4, 1))
         buf[:1] = b"["
-        yield Piece(index, base + 1, bytes(buf), last=True)
+        yield Piece(self._index, self._base + 1, bytes(buf), last=True)
+
+    def _cut(self, buf: bytearray, step: int) -> Iterator[Piece]:
+        """Pieces of about ``step`` bytes from the front of ``buf``, which keeps the rest."""
+        start = 0
+        with memoryview(buf) as view:
+            while (cut := _next_cut(buf, start + step)) is not None:
+                text = b"".join((b"[", view[start + 1 : cut], b"]"))
+                yield Piece(self._index, self._base + start + 1, text)
+                self._index, start = self._index + 1, cut
+        del buf[:start]
+        self._base += start
 
 
 def _next_cut(buf: bytearray, target: int) -> int | None:

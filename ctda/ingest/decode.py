@@ -70,9 +70,11 @@ def _never_closed(text: bytes) -> Decoded:
     except msgspec.ValidationError as exc:
         return _invalid(exc)
     except msgspec.DecodeError as exc:
+        msg = str(exc)
+        if "trailing characters" in msg:  # the array itself is fine
+            m = _BYTE.search(msg)
+            return Decoded(byte=int(m.group(1)) if m else 0, problem="invalid text after the event array")
         found = _malformed(exc, len(text) + 1)
-        if "trailing characters" in found.problem:  # the array itself is fine
-            return Decoded(byte=found.byte, problem="invalid text after the event array")
         if found.byte >= 0:
             return found
     return Decoded(ends_inside=True, problem="truncated JSON: the event array is never closed")
@@ -91,10 +93,20 @@ def _invalid(exc: msgspec.ValidationError) -> Decoded:
 
 
 def _malformed(exc: msgspec.DecodeError, length: int) -> Decoded:
-    """A syntax error before the last byte is real; at the end it means the piece ends inside an event."""
+    """Whether a syntax error means the piece was cut in the wrong place, or is real.
+
+    At the last byte, the piece ends inside an event. "Trailing characters" means the
+    array closed inside the piece: the cut fell in the document's text after the array.
+    Either way the piece is merged with the next; errors anywhere else are real.
+    """
     msg = str(exc)
     m = _BYTE.search(msg)
-    if "truncated" in msg.lower() or m is None or int(m.group(1)) >= length - 1:
+    if (
+        "truncated" in msg.lower()
+        or "trailing characters" in msg
+        or m is None
+        or int(m.group(1)) >= length - 1
+    ):
         return Decoded(ends_inside=True, problem=msg)
     problem = _BYTE.sub("", msg).replace("JSON is malformed:", "").strip()
     return Decoded(byte=int(m.group(1)), problem=problem)

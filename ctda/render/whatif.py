@@ -133,7 +133,8 @@ def render_comparison(c: Comparison, console: Console, fmt: str, top: int) -> No
         console.print(
             Text(
                 f"prediction: {ms(pe['predicted_mean_step_ns'])} ms per step vs measured "
-                f"{ms(pe['measured_mean_step_ns'])} ms (error {ms(pe['error_ns'])} ms, {pct(pe['relative_error'])})",
+                f"{ms(pe['measured_mean_step_ns'])} ms "
+                f"(error {ms(pe['error_ns'])} ms, {pct(pe['relative_error'])})",
                 style="bold",
             )
         )

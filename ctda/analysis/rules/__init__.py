@@ -25,6 +25,7 @@ STRUCTURAL: tuple[Rule, ...] = (
     gpu.sync_inferred,
     gpu.blocking_copy,
     gpu.stream_wait_event,
+    gpu.stream_wait_inferred,
 )
 
 CROSS_THREAD: dict[str, Rule] = {

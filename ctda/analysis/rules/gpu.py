@@ -221,7 +221,7 @@ def stream_wait_event(ctx: RuleContext) -> EdgeBatch:
     stream, ``wait_on_stream`` and ``wait_on_cuda_event_record_corr_id`` = the
     cudaEventRecord call). Work queued on the waiting stream after the
     cudaStreamWaitEvent call cannot start before the event's work completed. Traces without
-    these records do not say which streams an event joined, so no edge is guessed.
+    these records do not say which streams an event joined: see :func:`stream_wait_inferred`.
     """
     t, n = ctx.table, ctx.nodes
     rec, call = _sync_records(ctx)
@@ -246,3 +246,56 @@ def stream_wait_event(ctx: RuleContext) -> EdgeBatch:
 
 def _first_launched_after(ctx: RuleContext, lanes: I64, after: I64) -> I64:
     return _launched_near(ctx, lanes, after, after=True)
+
+
+def stream_wait_inferred(ctx: RuleContext) -> EdgeBatch:
+    """work on another stream of the device -> GPU work that started late on an idle stream.
+
+    Reads ``ts``/``dur`` and device/stream of GPU work plus the launch pairing. When work
+    starts long after it was launched and after its stream went idle, something else held
+    it back; in traces without "Stream Wait Event" records that is almost always a
+    cudaStreamWaitEvent on work of another stream (NCCL, copies, side streams). The work
+    that ended on another stream of the same device just before the start (within
+    ``stream_wait_max_lag_ns``) is taken as what it waited for (timestamp backtracking).
+    """
+    n, opt = ctx.nodes, ctx.options
+    work = np.flatnonzero(n.is_gpu)
+    if len(work) == 0:
+        return EdgeBatch.of([], [], EdgeType.STREAM_WAIT, "stream_wait_inferred")
+    li = _launcher_index(ctx)
+    ready = np.where(li[work] >= 0, n.ts[np.maximum(li[work], 0)], np.iinfo(np.int64).min)
+    order = work[np.lexsort((n.ts[work], n.lane[work]))]
+    prev_end = np.full(n.n, np.iinfo(np.int64).min, dtype=np.int64)
+    same = n.lane[order[1:]] == n.lane[order[:-1]]
+    prev_end[order[1:][same]] = n.end[order[:-1][same]]
+    ready = np.maximum(ready, prev_end[work])
+    late = work[(n.ts[work] - ready) >= opt.stream_wait_min_gap_ns]
+    if len(late) == 0:
+        return EdgeBatch.of([], [], EdgeType.STREAM_WAIT, "stream_wait_inferred")
+    dev = _device_of_lane(ctx)
+    t0 = int(n.time.min())
+    span = int(n.time.max()) - t0 + 1
+    by_end = work[np.lexsort((n.end[work], dev[n.lane[work]]))]
+    key = dev[n.lane[by_end]] * span + (n.end[by_end] - t0)
+    q = dev[n.lane[late]] * span + (n.ts[late] - t0)
+    pos = np.searchsorted(key, q, side="right") - 1
+    found = np.full(len(late), -1, dtype=np.int64)
+    for _ in range(opt.stream_wait_lookback):
+        ok = (pos >= 0) & (found < 0)
+        cand = by_end[np.maximum(pos, 0)]
+        hit = ok & (n.lane[cand] != n.lane[late]) & (dev[n.lane[cand]] == dev[n.lane[late]])
+        found[hit] = cand[hit]
+        pos = pos - 1
+    src_ready = np.where(found >= 0, n.end[np.maximum(found, 0)], 0)
+    lag = n.ts[late] - src_ready
+    late_ready = ready[np.searchsorted(work, late)]
+    keep = (found >= 0) & (lag <= opt.stream_wait_max_lag_ns) & (src_ready > late_ready)
+    return EdgeBatch.of(
+        n.finish(found[keep]), n.start(late[keep]), EdgeType.STREAM_WAIT, "stream_wait_inferred"
+    )
+
+
+def _device_of_lane(ctx: RuleContext) -> I64:
+    lanes = ctx.table.lanes.sort_values("lane")
+    dev = lanes.device.to_numpy(dtype=np.int64)
+    return np.where(lanes.is_gpu.to_numpy(dtype=bool), dev, -1)
