@@ -171,3 +171,22 @@ def test_gil_before_after_prediction() -> None:
     base = build(before).steps.duration_ns.mean()
     assert pe["predicted_mean_step_ns"] < base - 0.6 * (base - pe["measured_mean_step_ns"])
     assert abs(pe["relative_error"]) < 0.30
+
+
+def test_snapshot_round_trip_keeps_scenarios_identical(tmp_path: Path) -> None:
+    from ctda.analysis import snapshot
+
+    events = [
+        synth.cpu("ProfilerStep#1", 0, 200, cat="user_annotation"),
+        synth.cpu("main_py", 5, 150, cat="python_function"),
+        synth.cpu("aten::mm", 10, 30),  # main's Python after it overlaps the bg thread's Python
+        synth.cpu("bg_loop", 20, 90, tid=synth.AUX, cat="python_function"),
+        synth.cpu("bg_inner", 30, 40, tid=synth.AUX, cat="python_function"),
+    ]
+    a = _a(tmp_path, events)
+    b = snapshot.load(snapshot.dump(a))
+    assert len(a.contention) == len(b.contention) > 0
+    sa = run(a, [parse_scale(a, "name~bg_loop=0.25")])
+    sb = run(b, [parse_scale(b, "name~bg_loop=0.25")])
+    assert np.array_equal(sa.timing.time, sb.timing.time)
+    assert sa.analysis.charges.equals(sb.analysis.charges)

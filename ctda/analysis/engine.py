@@ -108,9 +108,11 @@ def analyze(table: EventTable, options: AnalysisOptions | None = None) -> Analys
     timing = replay(g, cal.weight, cal.binding, int(nodes.time[nodes.source]), window_ends(windows))
     cls = event_classes(ctx)
     charges = attribution.window_paths(g, timing, windows, cls)
-    cont = (
-        estimate_contention(ctx, g)
-        if "gil" in options.cross_thread and options.mode == "ctda"
-        else Contention.empty()
-    )
-    return Analysis(table, options, nodes, g, cal, timing, windows, cls, charges, cont)
+    return Analysis(table, options, nodes, g, cal, timing, windows, cls, charges, contention(ctx, g, options))
+
+
+def contention(ctx: RuleContext, g: Graph, options: AnalysisOptions) -> Contention:
+    """GIL contention inside events, estimated when the ``gil`` rule is on."""
+    if "gil" in options.cross_thread and options.mode == "ctda":
+        return estimate_contention(ctx, g)
+    return Contention.empty()

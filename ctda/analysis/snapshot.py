@@ -18,7 +18,7 @@ import numpy as np
 from ctda.analysis import attribution, graph
 from ctda.analysis.calibrate import Calibration
 from ctda.analysis.classify import event_classes
-from ctda.analysis.engine import Analysis, AnalysisOptions, window_ends
+from ctda.analysis.engine import Analysis, AnalysisOptions, contention, window_ends
 from ctda.analysis.nodes import select
 from ctda.analysis.propagate import replay
 from ctda.analysis.rules.context import RuleContext, RuleOptions
@@ -87,6 +87,7 @@ def load(blob: bytes) -> Analysis:
     )
     windows = [Window(**w) for w in meta["windows"]]
     timing = replay(g, cal.weight, cal.binding, int(nodes.time[nodes.source]), window_ends(windows))
-    cls = event_classes(RuleContext(table, nodes, options.rule_options))
+    ctx = RuleContext(table, nodes, options.rule_options)
+    cls = event_classes(ctx)
     charges = attribution.window_paths(g, timing, windows, cls)
-    return Analysis(table, options, nodes, g, cal, timing, windows, cls, charges)
+    return Analysis(table, options, nodes, g, cal, timing, windows, cls, charges, contention(ctx, g, options))
