@@ -121,7 +121,9 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # any HTA failure is a result to report
         out["ok"] = False
         out["error"] = first_line(exc)
-        out["traceback_tail"] = traceback.format_exc().strip().splitlines()[-3:]
+        # results are committed: show HTA's own files relative to its site-packages
+        tail = traceback.format_exc().strip().splitlines()[-3:]
+        out["traceback_tail"] = [re.sub(r'"[^"]*/site-packages/', '"', line) for line in tail]
     out["total_s"] = time.perf_counter() - t0
     out["peak_rss_mb"] = rss_mb("VmHWM")
     print(json.dumps(out, default=str), flush=True)
