@@ -73,7 +73,8 @@ class Chunker:
                     self.framing, off = found
                     del buf[:off]
                     self._base = off
-                yield from self._cut(buf, self.chunk_bytes)
+                # small first pieces: a worker can start on one while the rest is inflated
+                yield from self._cut(buf, self.chunk_bytes if self._index else max(self.chunk_bytes // 4, 1))
                 if progress is not None:
                     progress(source.compressed_position(stream))
         if self.framing is None:
