@@ -32,7 +32,7 @@ from typing import Any
 from unittest import mock
 
 from bench.measure import run_sampled
-from bench.suites import Context, SuiteResult, fmt_num, markdown_table, register
+from bench.suites import Context, SuiteResult, family_sections, fmt_num, markdown_table, register
 from bench.synth import Target, targets
 
 __all__ = ["child_row", "measure_analysis", "timed_analyze"]
@@ -291,15 +291,7 @@ def _section(rows: list[dict[str, Any]], notes: list[str], quick: bool) -> str:
         "the report (or the reader's forked decode worker's peak, if larger).",
         f"Goal: 1e7 events analysed without running out of memory ({GOAL_RSS_GB_1E7:.0f} GB).",
     ]
-    if quick:
-        parts.append("*Quick run (`--quick`): fewer and smaller inputs.*")
-    for family, title in (("corpus", "Largest corpus traces"), ("synthetic", "Synthetic (bench.replicate)")):
-        fam = [r for r in rows if r["family"] == family]
-        if fam:
-            parts += [f"### {title}", _table(fam)]
-    if notes:
-        parts.append("\n".join(f"- {n}" for n in notes))
-    return "\n\n".join(parts)
+    return family_sections(parts, rows, _table, notes, quick)
 
 
 def _log_row(ctx: Context, row: dict[str, Any]) -> None:

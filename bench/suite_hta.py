@@ -22,7 +22,7 @@ from typing import Any
 from bench import hta_env
 from bench.measure import run_sampled
 from bench.suite_analyze import child_row
-from bench.suites import Context, SuiteResult, fmt_num, markdown_table, register
+from bench.suites import Context, SuiteResult, family_sections, fmt_num, markdown_table, register
 from bench.synth import Target, targets
 
 HTA_MAX_EVENTS = 1_500_000
@@ -166,15 +166,7 @@ def _section(rows: list[dict[str, Any]], notes: list[str], env: hta_env.HtaEnv, 
         "(✓/✗ on the 1M rows). "
         f"HTA is skipped above {HTA_MAX_EVENTS:,} events and stopped after {HTA_TIMEOUT_S:.0f} s.",
     ]
-    if quick:
-        parts.append("*Quick run (`--quick`): fewer and smaller inputs.*")
-    for family, title in (("corpus", "Largest corpus traces"), ("synthetic", "Synthetic (bench.replicate)")):
-        fam = [r for r in rows if r["family"] == family]
-        if fam:
-            parts += [f"### {title}", _table(fam)]
-    if notes:
-        parts.append("\n".join(f"- {n}" for n in notes))
-    return "\n\n".join(parts)
+    return family_sections(parts, rows, _table, notes, quick)
 
 
 @register("hta", title="Peer: HolisticTraceAnalysis critical path", order=40)

@@ -13,7 +13,7 @@ from typing import Any
 
 from bench import corpus
 from bench.measure import run_sampled
-from bench.suites import Context, SuiteResult, fmt_num, markdown_table, register
+from bench.suites import Context, SuiteResult, family_sections, fmt_num, markdown_table, register
 
 GOAL_MB_S = 150.0
 GOAL_RSS_RATIO = 2.0
@@ -157,15 +157,7 @@ def _section(rows: list[dict[str, Any]], notes: list[str], quick: bool) -> str:
         "*reader / worker* are the VmHWM of the reading process and the max RSS of its helper "
         "processes (shared pages counted in both).",
     ]
-    if quick:
-        parts.append("*Quick run (`--quick`): fewer and smaller inputs.*")
-    for family, title in (("corpus", "Largest corpus traces"), ("synthetic", "Synthetic (bench.replicate)")):
-        fam = [r for r in rows if r["family"] == family]
-        if fam:
-            parts += [f"### {title}", _table(fam)]
-    if notes:
-        parts.append("\n".join(f"- {n}" for n in notes))
-    return "\n\n".join(parts)
+    return family_sections(parts, rows, _table, notes, quick)
 
 
 @register("reader", title="Reader: speed and memory", order=10)

@@ -20,7 +20,7 @@ import time
 from typing import Any
 
 from bench.suite_analyze import child_row
-from bench.suites import Context, SuiteResult, fmt_num, markdown_table, register
+from bench.suites import Context, SuiteResult, family_sections, fmt_num, markdown_table, register
 from bench.synth import targets
 
 __all__ = ["SCENARIOS", "measure_whatif"]
@@ -199,15 +199,7 @@ def _section(rows: list[dict[str, Any]], notes: list[str], quick: bool) -> str:
         "of the process (unaffected by other load on a shared machine); *max*: the slowest scenario.",
         f"Goal: **≤ {GOAL_MS_1E6:.0f} ms at 1e6 events** (✓/✗ on the 1M rows, wall and CPU).",
     ]
-    if quick:
-        parts.append("*Quick run (`--quick`): fewer and smaller inputs.*")
-    for family, title in (("corpus", "Largest corpus traces"), ("synthetic", "Synthetic (bench.replicate)")):
-        fam = [r for r in rows if r["family"] == family]
-        if fam:
-            parts += [f"### {title}", _table(fam)]
-    if notes:
-        parts.append("\n".join(f"- {n}" for n in notes))
-    return "\n\n".join(parts)
+    return family_sections(parts, rows, _table, notes, quick)
 
 
 @register("whatif", title="What-if: re-propagation time", order=30)

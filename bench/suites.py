@@ -128,3 +128,23 @@ def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]], align: 
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join(spec) + "|"]
     lines += ["| " + " | ".join(r) + " |" for r in rows]
     return "\n".join(lines)
+
+
+def family_sections(
+    parts: list[str],
+    rows: Sequence[Row],
+    table: Callable[[list[Row]], str],
+    notes: Sequence[str],
+    quick: bool,
+) -> str:
+    """A suite's Markdown: its intro ``parts``, one table per trace family, then the notes."""
+    out = list(parts)
+    if quick:
+        out.append("*Quick run (`--quick`): fewer and smaller inputs.*")
+    for family, title in (("corpus", "Largest corpus traces"), ("synthetic", "Synthetic (bench.replicate)")):
+        fam = [r for r in rows if r["family"] == family]
+        if fam:
+            out += [f"### {title}", table(fam)]
+    if notes:
+        out.append("\n".join(f"- {n}" for n in notes))
+    return "\n\n".join(out)
