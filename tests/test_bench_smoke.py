@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bench import hta_runner, suite_analyze, suite_hta, suite_whatif
+from bench import hta_runner, suite_analyze, suite_hta, suite_store, suite_whatif
 from bench.suites import Context
 from bench.synth import Target
 from ctda.analysis.engine import analyze
@@ -119,15 +119,35 @@ def test_hta_runner_helpers(tmp_path: Path) -> None:
     assert hta_runner.first_line(ValueError("bad thing\nmore")) == "ValueError: bad thing"
 
 
-def test_store_suite_without_store_bench(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import importlib.util
-
-    real = importlib.util.find_spec
-    monkeypatch.setattr(
-        importlib.util, "find_spec", lambda n, *a: None if n == "bench.store_bench" else real(n, *a)
-    )
-    ctx = Context(repo=Path("."), results=tmp_path, cache=tmp_path, corpus=None, quick=True)
-    res = suite_whatif.run_store(ctx)
-    assert res.rows == [] and "Skipped" in res.markdown
-    rows, text = suite_whatif._store_section([{"rows_per_s": 1.5e6, "query_ms": 12.0}])
-    assert rows and "rows_per_s" in text and "1,500,000.0" in text
+def test_store_suite_tables() -> None:
+    w = {"store": "ladybug", "trace": "corpus t", "rows": 10, "all_rows": 14, "goal_rows_per_s": 1_000_000}
+    writes = [
+        {
+            **w,
+            "kind": "write",
+            "pass": 1,
+            "seconds": 2.0,
+            "rows_per_s": 5.0,
+            "all_rows_per_s": 7.0,
+            "ok": False,
+        },
+        {
+            **w,
+            "kind": "write",
+            "pass": 2,
+            "seconds": 1.0,
+            "rows_per_s": 10.0,
+            "all_rows_per_s": 14.0,
+            "ok": False,
+        },
+    ]
+    floor = {**w, "kind": "floor", "seconds": 0.5, "rows_per_s": 20.0}
+    table = suite_store.write_table(writes)
+    assert "| ladybug | `corpus t` | 2 | 10 | 1.00 | 10 ✗ | 1,000,000 | 14 | 14 |" in table
+    assert "| keys only | 10 | 0.50 | 20 | 50% |" in suite_store.floor_table([floor], writes)
+    assert suite_store.verdicts(writes) == [
+        "ladybug: goal 1,000,000 rows/s **NOT met**, best pass 10 (corpus)."
+    ]
+    fast = {**floor, "rows_per_s": 2e6}
+    assert suite_store.floor_notes([fast]) == []
+    assert "with the model's properties alone" in suite_store.floor_notes([{**floor, "properties": True}])[0]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import logging
 
 from ctda.cli.common import app
 
@@ -14,9 +15,17 @@ def _register() -> None:
         importlib.import_module(f"ctda.cli.{name}")
 
 
+def _quiet_driver() -> None:
+    # Parallel Neo4j writers now and then deadlock on a shared node; the driver retries the
+    # transaction and logs a multi-line warning that the user can do nothing about. Real
+    # failures still surface: they end the retries and become one-line store errors.
+    logging.getLogger("neo4j").setLevel(logging.ERROR)
+
+
 def main() -> None:
     """Console-script entry point."""
     _register()
+    _quiet_driver()
     app()
 
 

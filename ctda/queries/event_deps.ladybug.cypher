@@ -3,17 +3,21 @@
 // @param run string  run name (ctda runs)
 // @param event int  event index (Event.idx)
 // Ladybug variant: no CALL {} subqueries, and ORDER BY after UNION ALL sorts only the
-// last part, so each part is sorted on its own ('in' rows come first either way).
+// last part, so each part is sorted on its own ('in' rows come first either way). The
+// event is found by run_id and idx: milliseconds in Ladybug, where matching a computed
+// key scans every event (Neo4j is the other way round: its key has a unique index).
 MATCH (r:Run {name: $run, status: 'complete'})
-MATCH (o:Event)-[d:DEP]->(e:Event)
-WHERE e.key = r.id * 1099511627776 + $event
+MATCH (e:Event)
+WHERE e.run_id = r.id AND e.idx = $event
+MATCH (o:Event)-[d:DEP]->(e)
 RETURN 'in' AS direction, d.edge AS edge, d.type AS type, d.rule AS rule, d.weight AS weight_ns, d.gap AS gap_ns,
        d.binding AS binding, d.on_cp AS on_cp, o.idx AS other, o.name AS other_name, o.lane_label AS other_lane
 ORDER BY edge
 UNION ALL
 MATCH (r:Run {name: $run, status: 'complete'})
-MATCH (e:Event)-[d:DEP]->(o:Event)
-WHERE e.key = r.id * 1099511627776 + $event
+MATCH (e:Event)
+WHERE e.run_id = r.id AND e.idx = $event
+MATCH (e)-[d:DEP]->(o:Event)
 RETURN 'out' AS direction, d.edge AS edge, d.type AS type, d.rule AS rule, d.weight AS weight_ns, d.gap AS gap_ns,
        d.binding AS binding, d.on_cp AS on_cp, o.idx AS other, o.name AS other_name, o.lane_label AS other_lane
 ORDER BY edge

@@ -31,7 +31,8 @@ from ctda.store.schema import COMPLETE, DELETING, META_KEY, PENDING
 LOCK_WAIT_S = float(os.environ.get("CTDA_LOCK_WAIT_S", "10"))
 
 
-def _ddl(label: schema.Label) -> str:
+def ddl(label: schema.Label) -> str:
+    """CREATE statement of a node or relationship table for ``label``."""
     cols = ", ".join(f"{p} {t}" for p, t in label.props)
     if label.ends is None:
         return f"CREATE NODE TABLE IF NOT EXISTS {label.name}({cols}, PRIMARY KEY ({label.key}))"
@@ -119,7 +120,7 @@ class LadybugStore(Store):
 
     def _ensure_schema(self) -> None:
         for label in schema.NODES + schema.RELS:
-            self._exec(_ddl(label))
+            self._exec(ddl(label))
         have = self._rows("MATCH (m:Meta {key: $k}) RETURN m.schema_version", {"k": META_KEY}).rows
         if not have:
             self._exec(
