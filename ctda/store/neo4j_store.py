@@ -408,6 +408,8 @@ class Neo4jStore(Store):
             "MATCH (r:Run {id: $rid}) WHERE r.status = $c SET r.status = $d",
             {"rid": rid, "c": COMPLETE, "d": DELETING},
         )
+        self._delete_parallel(rid)
+        # whatever the parallel pass missed (an unknown event count): one batch at a time
         steps = (
             "MATCH (w:Window)-[c:CP]->() WHERE w.run_id = $rid WITH c LIMIT $n DELETE c RETURN count(*) AS n",
             "MATCH (e:Event) WHERE e.run_id = $rid WITH e LIMIT $n DETACH DELETE e RETURN count(*) AS n",
@@ -416,9 +418,41 @@ class Neo4jStore(Store):
             "MATCH (b:Blob) WHERE b.run_id = $rid WITH b LIMIT 4 DELETE b RETURN count(*) AS n",
         )
         for q in steps:
-            while self._write(q, {"rid": rid, "n": DELETE_BATCH})[0]["n"]:
-                pass
+            self._until_empty(q, {"rid": rid, "n": DELETE_BATCH})
         self._write("MATCH (r:Run {id: $rid}) DETACH DELETE r", {"rid": rid})
+
+    def _delete_parallel(self, rid: int) -> None:
+        """Delete a run's paths and events on several sessions, in disjoint batches.
+
+        Each window's CP relationships go in one job (the window node is shared by all of
+        them); events go by ranges of ``Event.key``, which its unique index seeks. Batches
+        that meet on an edge between two ranges may deadlock: the driver retries them.
+        """
+        windows = [
+            r["k"]
+            for r in self._read("MATCH (w:Window) WHERE w.run_id = $rid RETURN w.key AS k", {"rid": rid})
+        ]
+        found = self._read("MATCH (r:Run {id: $rid}) RETURN r.events AS n", {"rid": rid})
+        n = int(found[0]["n"] or 0) + 2 if found else 0  # + SOURCE and SINK
+        base = rid * schema.KEY_SPAN
+
+        def window_paths(key: str) -> Callable[[], None]:
+            q = "MATCH (w:Window {key: $k})-[c:CP]->() WITH c LIMIT $n DELETE c RETURN count(*) AS n"
+            return functools.partial(self._until_empty, q, {"k": key, "n": DELETE_BATCH})
+
+        def events(lo: int) -> Callable[[], None]:
+            q = "MATCH (e:Event) WHERE e.key >= $lo AND e.key < $hi DETACH DELETE e"
+            return functools.partial(
+                self._write_none, q, {"lo": base + lo, "hi": base + min(lo + NODE_BATCH, n)}
+            )
+
+        self._parallel(((0, window_paths(k)) for k in windows), lambda rows: None)
+        self._parallel(((0, events(lo)) for lo in range(0, n, NODE_BATCH)), lambda rows: None)
+
+    def _until_empty(self, query: str, params: dict[str, Any]) -> None:
+        """Run a batched delete (it returns how many it removed) until it removes nothing."""
+        while self._write(query, params)[0]["n"]:
+            pass
 
     def _purge_deleting(self) -> None:
         for r in self.runs(include_incomplete=True):
