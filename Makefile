@@ -38,6 +38,7 @@ test: $(DEV_STAMP)
 lint: $(DEV_STAMP)
 	$(VENV)/bin/ruff check ctda tests bench scripts
 	$(VENV)/bin/mypy
+	$(VENV)/bin/mypy bench scripts
 
 bench: $(DEV_STAMP)
 	$(PY) -m bench.run

@@ -94,10 +94,10 @@ def measure_whatif(a: Any, specs: tuple[str, ...] = SCENARIOS, *, loaded: bool =
     out["snapshot_dump_s"] = time.perf_counter() - t0
     out["snapshot_mb"] = len(blob) / 1e6
     t0 = time.perf_counter()
-    loaded = snapshot.load(blob)
+    restored = snapshot.load(blob)
     out["snapshot_load_s"] = time.perf_counter() - t0
     del blob
-    out["loaded"] = _time_scenarios(loaded, specs)
+    out["loaded"] = _time_scenarios(restored, specs)
     return out
 
 

@@ -6,6 +6,7 @@ Pure data: rendering lives in :mod:`ctda.render.analyze`.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,7 +53,7 @@ class Report:
 
     def to_dict(self) -> dict[str, Any]:
         def rows(df: pd.DataFrame) -> list[dict[str, Any]]:
-            return [{k: _plain(v) for k, v in r.items()} for r in df.to_dict(orient="records")]
+            return [{str(k): _plain(v) for k, v in r.items()} for r in df.to_dict(orient="records")]
 
         return {
             "trace": self.trace,
@@ -351,7 +352,8 @@ def _rollup(ch: pd.DataFrame, a: Analysis, total: int, col: str) -> pd.DataFrame
 def lane_labels(a: Analysis) -> dict[int, str]:
     """Readable name per lane: "thread <tid> (<name>)" or "GPU <d> stream <s>"."""
     out = {}
-    for r in a.table.lanes.itertuples():
+    lanes: Iterable[Any] = a.table.lanes.itertuples()  # rows typed loosely by the stubs
+    for r in lanes:
         if r.is_gpu:
             out[int(r.lane)] = f"GPU {r.device} stream {r.stream}"
         else:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import Any
+
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
@@ -34,9 +37,10 @@ ROW_PX = 20
 
 
 def _hover(df: pd.DataFrame) -> list[str]:
+    rows: Iterable[Any] = df.itertuples()  # rows typed loosely by the stubs
     return [
         f"{r.name}<br>{r.lane}<br>{r.start_ms:.3f} ms + {r.dur_ms * 1e3:.1f} µs<br>class {r.cls}"
-        for r in df.itertuples()
+        for r in rows
     ]
 
 

@@ -108,7 +108,8 @@ def load(s: Settings, info: RunInfo) -> data.Loaded | None:
     return loaded
 
 
-def step_label(row: pd.Series) -> str:
+def step_label(row: Any) -> str:
+    """A step row (Series or itertuples row) as its picker label."""
     return f"{row.window} · {row.duration_ms:.3f} ms · {row.bound_by}"
 
 
@@ -116,7 +117,8 @@ def step_picker(steps: pd.DataFrame, key: str, allow_all: bool, label: str = "St
     """Window index picked (None: all windows, when ``allow_all``)."""
     options: list[int | None] = [None] if allow_all else []
     options += [int(i) for i in steps.idx]
-    labels = {int(r.idx): step_label(r) for r in steps.itertuples()}
+    rows: Sequence[Any] = list(steps.itertuples())  # rows typed loosely by the stubs
+    labels = {int(r.idx): step_label(r) for r in rows}
     return st.selectbox(
         label,
         options,

@@ -6,6 +6,7 @@ operations are aligned by name and by call path (the chain of enclosing event na
 
 from __future__ import annotations
 
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -54,10 +55,11 @@ class Comparison:
         }
 
 
-def json_ready(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def json_ready(rows: Sequence[Mapping[Hashable, Any]]) -> list[dict[str, Any]]:
+    """DataFrame records as JSON-able dicts: string keys, numpy scalars as Python ones."""
     out = []
     for r in rows:
-        out.append({k: (v.item() if isinstance(v, np.generic) else v) for k, v in r.items()})
+        out.append({str(k): (v.item() if isinstance(v, np.generic) else v) for k, v in r.items()})
     return out
 
 

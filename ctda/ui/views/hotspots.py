@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import Any
+
 import pandas as pd
 import streamlit as st
 
@@ -83,11 +86,12 @@ def drill(loaded: data.Loaded, hot: pd.DataFrame, sel: list[int]) -> None:
     st.dataframe(inst, hide_index=True, width="stretch", height=min(38 + 35 * len(inst), 300))
     if len(inst) == 0:
         return
+    rows: Iterable[Any] = inst.itertuples()  # rows typed loosely by the stubs
     labels = {
         int(
             r.event
         ): f"event {r.event} · {r.window} · {r.start_ms:.3f} ms · {r.dur_ms:.3f} ms · CP {r.cp_ms:.3f} ms"
-        for r in inst.itertuples()
+        for r in rows
     }
     event = widgets.choice("Instance", list(labels), key="hs_instance", format_func=lambda e: labels[e])
     if event is not None:
