@@ -37,7 +37,7 @@ SCENARIOS = (
     "class=gpu_memcpy=2",
 )
 REPEAT = 3  #: runs per scenario; the fastest counts (the median is over scenarios)
-#: above this many events the snapshot round trip (minutes at 1e7) is skipped: in-memory only
+#: above this many events the snapshot round trip (~17 s at 1e7) is skipped to keep the suite short
 LOADED_MAX_EVENTS = 2_000_000
 
 
@@ -194,7 +194,7 @@ def _section(rows: list[dict[str, Any]], notes: list[str], quick: bool) -> str:
         f"{REPEAT} per scenario, then the median and the max over the scenarios that match the trace "
         f"({', '.join(f'`{s}`' for s in SCENARIOS)}). *loaded*: on the run rebuilt from its store "
         "snapshot (what `ctda whatif RUN` does; skipped above "
-        f"{LOADED_MAX_EVENTS / 1e6:g}M events, where the round trip takes minutes); *in memory*: on "
+        f"{LOADED_MAX_EVENTS / 1e6:g}M events to keep the suite short); *in memory*: on "
         "the fresh analysis (with the GIL-contention re-weighing). *CPU ms*: the same runs in CPU time "
         "of the process (unaffected by other load on a shared machine); *max*: the slowest scenario.",
         f"Goal: **≤ {GOAL_MS_1E6:.0f} ms at 1e6 events** (✓/✗ on the 1M rows, wall and CPU).",

@@ -190,3 +190,56 @@ def test_snapshot_round_trip_keeps_scenarios_identical(tmp_path: Path) -> None:
     sb = run(b, [parse_scale(b, "name~bg_loop=0.25")])
     assert np.array_equal(sa.timing.time, sb.timing.time)
     assert sa.analysis.charges.equals(sb.analysis.charges)
+
+
+def _format_1(a: Analysis, tmp_path: Path) -> bytes:
+    """A snapshot as the first ctda release wrote it (Parquet events, npz graph)."""
+    import io
+    import zipfile
+    from dataclasses import asdict
+
+    from ctda.analysis import snapshot
+
+    g, c = a.graph, a.calibration
+    arrays = io.BytesIO()
+    np.savez_compressed(
+        arrays, **{k: getattr(g, k) for k in snapshot.ARRAYS}, weight=c.weight, binding=c.binding, gap=c.gap
+    )
+    a.table.write_parquet(tmp_path / "events.parquet")
+    meta = {
+        "format": 1,
+        "rule_names": g.rule_names,
+        "dropped": g.dropped,
+        "options": asdict(a.options),
+        "windows": [asdict(w) for w in a.windows],
+    }
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as z:
+        z.write(tmp_path / "events.parquet", "events.parquet")
+        z.writestr("graph.npz", arrays.getvalue())
+        z.writestr("meta.json", json.dumps(meta))
+    return out.getvalue()
+
+
+def test_snapshots_of_both_formats_load_the_same_run(tmp_path: Path) -> None:
+    """Runs stored by the first release (format 1) still load, identical to format 2."""
+    import io
+    import zipfile
+
+    from ctda.analysis import snapshot
+
+    a = analyze(read_trace(DATA / "hta" / "rocm62_mi250_minitoy_train.json.gz"))
+    new, old = snapshot.load(snapshot.dump(a)), snapshot.load(_format_1(a, tmp_path))
+    for b in (new, old):
+        assert b.table.events.equals(a.table.events)
+        assert np.array_equal(b.graph.src, a.graph.src) and np.array_equal(
+            b.calibration.weight, a.calibration.weight
+        )
+        assert b.calibration.binding.dtype == bool and b.calibration.weight.flags.writeable
+        assert np.array_equal(b.timing.time, a.timing.time)
+        assert b.charges.equals(a.charges)
+    future = io.BytesIO()
+    with zipfile.ZipFile(future, "w") as z:
+        z.writestr("meta.json", json.dumps({"format": 99}))
+    with pytest.raises(ValueError, match="format 99"):
+        snapshot.load(future.getvalue())

@@ -14,6 +14,8 @@ from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.feather as feather
 
 from ctda.analysis import attribution, graph
 from ctda.analysis.calibrate import Calibration
@@ -25,47 +27,64 @@ from ctda.analysis.rules.context import RuleContext, RuleOptions
 from ctda.analysis.windows import Window
 from ctda.ingest.table import EventTable
 
-FORMAT = 1
+#: 2: events and graph as Arrow IPC (zstd); 1: Parquet + npz (still read)
+FORMAT = 2
 ARRAYS = ("src", "dst", "etype", "owner", "rule")
+CALIBRATION = ("weight", "binding", "gap")
+
+
+def _ipc(table: pa.Table) -> bytes:
+    # Arrow IPC + zstd: 8x faster than npz's zlib to write and 4x to read at 1M events,
+    # and smaller; the table keeps its dictionaries in one chunk (no re-unifying on load)
+    sink = io.BytesIO()
+    feather.write_feather(table, sink, compression="zstd", chunksize=max(table.num_rows, 1))
+    return sink.getvalue()
 
 
 def dump(a: Analysis) -> bytes:
-    """Serialise ``a`` to bytes (a zip of Parquet, npz and JSON)."""
+    """Serialise ``a`` to bytes (a zip of two Arrow IPC files and JSON)."""
+    g, c = a.graph, a.calibration
+    arrays = {k: getattr(g, k) for k in ARRAYS} | {k: getattr(c, k) for k in CALIBRATION}
+    meta = {
+        "format": FORMAT,
+        "rule_names": g.rule_names,
+        "dropped": g.dropped,
+        "options": asdict(a.options),
+        "windows": [asdict(w) for w in a.windows],
+    }
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_STORED) as z:
-        with tempfile.TemporaryDirectory() as d:
-            p = Path(d) / "events.parquet"
-            a.table.write_parquet(p)
-            z.write(p, "events.parquet")
-        arrays = io.BytesIO()
-        g, c = a.graph, a.calibration
-        np.savez_compressed(
-            arrays, **{k: getattr(g, k) for k in ARRAYS}, weight=c.weight, binding=c.binding, gap=c.gap
-        )
-        z.writestr("graph.npz", arrays.getvalue())
-        opts = asdict(a.options)
-        meta = {
-            "format": FORMAT,
-            "rule_names": g.rule_names,
-            "dropped": g.dropped,
-            "options": opts,
-            "windows": [asdict(w) for w in a.windows],
-        }
+        z.writestr("events.arrow", _ipc(a.table.to_arrow()))
+        z.writestr("graph.arrow", _ipc(pa.table(arrays)))
         z.writestr("meta.json", json.dumps(meta))
     return out.getvalue()
+
+
+def _read(z: zipfile.ZipFile, version: int) -> tuple[EventTable, dict[str, np.ndarray]]:
+    """Events and graph arrays of either snapshot format."""
+    if version == 1:
+        with tempfile.TemporaryDirectory() as d:
+            p = Path(d) / "events.parquet"
+            p.write_bytes(z.read("events.parquet"))
+            table = EventTable.read_parquet(p)
+        npz = np.load(io.BytesIO(z.read("graph.npz")))
+        return table, {k: npz[k] for k in (*ARRAYS, *CALIBRATION)}
+    table = EventTable.from_arrow(feather.read_table(io.BytesIO(z.read("events.arrow"))))
+    graph_table = feather.read_table(io.BytesIO(z.read("graph.arrow")))
+    # Arrow hands out read-only views; the engine's arrays are ordinary writable ones
+    return table, {
+        k: np.require(graph_table.column(k).to_numpy(), requirements="W") for k in (*ARRAYS, *CALIBRATION)
+    }
 
 
 def load(blob: bytes) -> Analysis:
     """Rebuild an Analysis from :func:`dump` output (no rules run, no trace read)."""
     with zipfile.ZipFile(io.BytesIO(blob)) as z:
         meta = json.loads(z.read("meta.json"))
-        if meta.get("format") != FORMAT:
-            raise ValueError(f"snapshot format {meta.get('format')} is not supported")
-        with tempfile.TemporaryDirectory() as d:
-            p = Path(d) / "events.parquet"
-            p.write_bytes(z.read("events.parquet"))
-            table = EventTable.read_parquet(p)
-        arr = np.load(io.BytesIO(z.read("graph.npz")))
+        version = meta.get("format")
+        if version not in (1, FORMAT):
+            raise ValueError(f"snapshot format {version} is not supported")
+        table, arr = _read(z, int(version))
     nodes = select(table)
     g = graph.from_arrays(
         nodes,

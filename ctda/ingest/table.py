@@ -112,22 +112,20 @@ class EventTable:
         return Counter(ph.tolist())
 
     # --- persistence ----------------------------------------------------------------
-    def write_parquet(self, path: Path) -> None:
-        """Write events with lanes, flows and metadata embedded as schema metadata."""
+    def to_arrow(self) -> pa.Table:
+        """Events with lanes and metadata embedded as schema metadata (flows re-derive)."""
         md = {
             b"ctda.meta": self.meta.to_json().encode(),
             b"ctda.lanes": self.lanes.to_json(orient="split").encode(),
         }
-        table = self.events.replace_schema_metadata({**(self.events.schema.metadata or {}), **md})
-        pq.write_table(table, path, compression="zstd")
+        return self.events.replace_schema_metadata({**(self.events.schema.metadata or {}), **md})
 
     @classmethod
-    def read_parquet(cls, path: Path) -> EventTable:
-        """Read a table written by :meth:`write_parquet`; flows are re-derived (cheap)."""
+    def from_arrow(cls, table: pa.Table) -> EventTable:
+        """The inverse of :meth:`to_arrow`; flows are re-derived (cheap)."""
         from ctda.ingest.derive import bind_flows
 
-        table = pq.read_table(path)
-        if any(c.num_chunks > 1 for c in table.columns):  # one chunk per row group
+        if any(c.num_chunks > 1 for c in table.columns):  # e.g. one chunk per row group
             table = table.unify_dictionaries().combine_chunks()
         md = table.schema.metadata or {}
         if b"ctda.meta" not in md:
@@ -137,6 +135,15 @@ class EventTable:
         out = cls(events=table.replace_schema_metadata(None), lanes=lanes, flows=pd.DataFrame(), meta=meta)
         out.flows = bind_flows(out)
         return out
+
+    def write_parquet(self, path: Path) -> None:
+        """Write events with lanes, flows and metadata embedded as schema metadata."""
+        pq.write_table(self.to_arrow(), path, compression="zstd")
+
+    @classmethod
+    def read_parquet(cls, path: Path) -> EventTable:
+        """Read a table written by :meth:`write_parquet`."""
+        return cls.from_arrow(pq.read_table(path))
 
 
 def _frame(blob: bytes) -> pd.DataFrame:
