@@ -22,7 +22,7 @@ from typing import Any
 from bench import hta_env
 from bench.measure import run_sampled
 from bench.suite_analyze import child_row
-from bench.suites import Context, SuiteResult, family_sections, fmt_num, markdown_table, register
+from bench.suites import Context, SuiteResult, family_sections, fmt_num, mark, markdown_table, register
 from bench.synth import Target, targets
 
 HTA_MAX_EVENTS = 1_500_000
@@ -101,10 +101,6 @@ def _goal_ok(r: dict[str, Any], key: str = "ratio_analysis") -> bool | None:
     return bool(r[key] >= GOAL_RATIO_1E6)
 
 
-def _mark(ok: bool | None) -> str:
-    return "" if ok is None else (" ✓" if ok else " ✗")
-
-
 def _table(rows: list[dict[str, Any]]) -> str:
     header = [
         "trace",
@@ -135,8 +131,8 @@ def _table(rows: list[dict[str, Any]]) -> str:
                 fmt_num(r["events"]),
                 fmt_num(c["analyze_s"], 2),
                 fmt_num(r.get("hta_analysis_s"), 2),
-                (fmt_num(r.get("ratio_analysis"), 1) + _mark(_goal_ok(r))) if r.get("ratio_analysis") else "",
-                (fmt_num(r.get("ratio_analysis_cpu"), 1) + _mark(_goal_ok(r, "ratio_analysis_cpu")))
+                (fmt_num(r.get("ratio_analysis"), 1) + mark(_goal_ok(r))) if r.get("ratio_analysis") else "",
+                (fmt_num(r.get("ratio_analysis_cpu"), 1) + mark(_goal_ok(r, "ratio_analysis_cpu")))
                 if r.get("ratio_analysis_cpu")
                 else "",
                 fmt_num(c["total_s"], 2),

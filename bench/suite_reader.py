@@ -13,7 +13,7 @@ from typing import Any
 
 from bench import corpus
 from bench.measure import run_sampled
-from bench.suites import Context, SuiteResult, family_sections, fmt_num, markdown_table, register
+from bench.suites import Context, SuiteResult, family_sections, fmt_num, mark, markdown_table, register
 
 GOAL_MB_S = 150.0
 GOAL_RSS_RATIO = 2.0
@@ -102,10 +102,6 @@ def _measure(ctx: Context, t: Target) -> dict[str, Any]:
     return row
 
 
-def _mark(ok: bool | None) -> str:
-    return "" if ok is None else (" ✓" if ok else " ✗")
-
-
 def _table(rows: list[dict[str, Any]]) -> str:
     header = [
         "trace",
@@ -132,10 +128,10 @@ def _table(rows: list[dict[str, Any]]) -> str:
                 fmt_num(r["json_mb"]),
                 fmt_num(r["events"]),
                 fmt_num(r["seconds"], 2),
-                fmt_num(r["mb_per_s"]) + _mark(r["speed_ok"]),
+                fmt_num(r["mb_per_s"]) + mark(r["speed_ok"]),
                 f"{fmt_num(r['cpu_s'], 2)} + {fmt_num(r['cpu_s_helpers'], 2)}",
                 fmt_num(r["peak_rss_mb"], 0),
-                fmt_num(r["rss_over_json"], 2) + _mark(r["rss_ok"]),
+                fmt_num(r["rss_over_json"], 2) + mark(r["rss_ok"]),
                 fmt_num(r["delta_rss_over_json"], 2),
                 f"{fmt_num(r['reader_proc_peak_mb'], 0)} / {fmt_num(r['worker_peak_mb'], 0)}",
             ]

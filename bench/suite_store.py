@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench.suites import Context, SuiteResult, fmt_num, markdown_table, register
+from bench.suites import Context, SuiteResult, fmt_num, mark, markdown_table, register
 
 Row = dict[str, Any]
 
@@ -16,8 +16,7 @@ Row = dict[str, Any]
 def _speed(r: Row, key: str = "rows_per_s") -> str:
     if key not in r:
         return f"skipped: {r.get('skipped', '')}"
-    mark = "" if key != "rows_per_s" or r.get("ok") is None else (" ✓" if r["ok"] else " ✗")
-    return fmt_num(r[key], 0) + mark
+    return fmt_num(r[key], 0) + (mark(r.get("ok")) if key == "rows_per_s" else "")
 
 
 def write_table(rows: list[Row]) -> str:
@@ -135,7 +134,7 @@ def run_store(ctx: Context) -> SuiteResult:
         "pass 1 loads an empty store and pass 2 appends to one holding a run; Neo4j is one server, JIT-cold "
         "in pass 1. *report s*: `ctda report` read back from the store after pass 2. The floor writes the "
         "same events and edges into an empty store by the same bulk path, with keys only (the engine's own "
-        "limit on this machine) and, for Ladybug, with every property the model keeps but nothing else."
+        "limit on this machine) and with every property the model keeps but nothing else."
     )
     parts = [intro]
     if ctx.quick:

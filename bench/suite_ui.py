@@ -6,7 +6,7 @@ only registers it with ``make bench`` and renders its rows.
 
 from __future__ import annotations
 
-from bench.suites import Context, SuiteResult, fmt_num, markdown_table, register
+from bench.suites import Context, SuiteResult, fmt_num, mark, markdown_table, register
 
 
 @register("ui", title="UI: page response times", order=60)
@@ -23,7 +23,7 @@ def run_ui(ctx: Context) -> SuiteResult:
             str(r["interaction"]),
             str(r["kind"]),
             fmt_num(r["median_s"], 3),
-            fmt_num(r["max_s"], 3) + ("" if r["meets_goal"] is None else (" ✓" if r["meets_goal"] else " ✗")),
+            fmt_num(r["max_s"], 3) + mark(r["meets_goal"]),
         ]
         for r in rows
     ]

@@ -20,7 +20,7 @@ import time
 from typing import Any
 
 from bench.suite_analyze import child_row
-from bench.suites import Context, SuiteResult, family_sections, fmt_num, markdown_table, register
+from bench.suites import Context, SuiteResult, family_sections, fmt_num, mark, markdown_table, register
 from bench.synth import targets
 
 __all__ = ["SCENARIOS", "measure_whatif"]
@@ -143,10 +143,6 @@ def _goal_ok(r: dict[str, Any], kind: str = "ms") -> bool | None:
     return bool(worst <= GOAL_MS_1E6)
 
 
-def _mark(ok: bool | None) -> str:
-    return "" if ok is None else (" ✓" if ok else " ✗")
-
-
 def _table(rows: list[dict[str, Any]]) -> str:
     header = [
         "trace",
@@ -166,7 +162,7 @@ def _table(rows: list[dict[str, Any]]) -> str:
         if "error" in r:
             body.append([f"`{r['trace']}`", *[""] * 9, f"**{r['error']}**"])
             continue
-        wall, cpu = _mark(_goal_ok(r, "ms")), _mark(_goal_ok(r, "cpu_ms"))
+        wall, cpu = mark(_goal_ok(r, "ms")), mark(_goal_ok(r, "cpu_ms"))
         body.append(
             [
                 f"`{r['trace']}`",

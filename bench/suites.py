@@ -121,6 +121,11 @@ def fmt_num(value: float | int | None, digits: int = 1) -> str:
     return f"{value:,.{digits}f}"
 
 
+def mark(ok: bool | None) -> str:
+    """A goal check beside a figure: ✓ met, ✗ missed, nothing when it does not apply."""
+    return "" if ok is None else (" ✓" if ok else " ✗")
+
+
 def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]], align: str = "") -> str:
     """A GitHub Markdown table; ``align`` has one of ``l``/``r`` per column (default left)."""
     marks = {"l": ":---", "r": "---:"}

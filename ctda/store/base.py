@@ -1,10 +1,10 @@
 """The store interface both backends implement, and the types they exchange.
 
 A run becomes visible atomically: readers only ever see runs whose status is
-``complete``. How a backend gets there differs (Ladybug: one transaction; Neo4j: a
-``pending`` run written in many transactions and flipped to ``complete`` in a last one),
-but the contract is the same: after a failure, no partial run is visible, and the next
-writer removes what was left behind.
+``complete``. Both backends get there the same way (:meth:`Store.write_run`): a
+``pending`` run written in many transactions (Ladybug: one COPY per table; Neo4j: many
+parallel batches) and flipped to ``complete`` in a last one. After a failure no partial
+run is visible, and the next writer removes what was left behind.
 """
 
 from __future__ import annotations
@@ -155,7 +155,6 @@ class Store(ABC):
         """A complete run of the same file bytes analysed with the same options."""
         return next((r for r in self.runs() if r.sha256 == sha256 and r.options_key == options_key), None)
 
-    @abstractmethod
     def write_run(
         self,
         data: RunData,
@@ -167,8 +166,52 @@ class Store(ABC):
         """Store a run atomically; with ``replace`` it takes over the name of an existing run.
 
         ``fail_after`` (or $CTDA_STORE_FAIL_AFTER_BATCHES) raises :class:`InjectedFault`
-        after that many batches: the atomicity tests use it.
+        after that many batches: the atomicity tests use it. The steps are the same for
+        both backends: a hidden (pending) run is allocated, loaded and flipped visible in
+        one last transaction; a failure removes what was written (or leaves it to gc).
         """
+        self._writable()
+        faults = FaultCounter(fail_after)
+        self.gc()  # what failed writers left behind
+        if not replace and self.find_run(data.name) is not None:
+            raise StoreError(f"run {data.name!r} already exists")
+        rid = self._allocate(data)
+        try:
+            self._load(rid, data, faults, progress)
+            self._flip(rid, data.name, replace)
+        except BaseException:
+            self._forget(rid)
+            raise
+        self._purge_deleting()
+        info = next((r for r in self.runs() if r.id == rid), None)
+        if info is None:  # pragma: no cover - flipped but not readable: a store bug
+            raise StoreError(f"run {data.name!r} was not stored")
+        return info
+
+    # --- the steps of write_run, per backend ------------------------------------------
+    @abstractmethod
+    def _writable(self) -> None:
+        """Raise :class:`StoreError` unless the store was opened for writing."""
+
+    @abstractmethod
+    def _allocate(self, data: RunData) -> int:
+        """Create the run's node as ``pending`` (invisible to readers); returns its new id."""
+
+    @abstractmethod
+    def _load(self, rid: int, data: RunData, faults: FaultCounter, progress: Progress | None) -> None:
+        """Write the run's events, edges, windows, paths and blobs, ticking ``faults`` per batch."""
+
+    @abstractmethod
+    def _flip(self, rid: int, name: str, replace: bool) -> None:
+        """One transaction makes the run visible and marks a run it replaces ``deleting``."""
+
+    @abstractmethod
+    def _forget(self, rid: int) -> None:
+        """Best-effort removal of a failed run; what is left, a later writer removes."""
+
+    @abstractmethod
+    def _purge_deleting(self) -> None:
+        """Remove runs marked ``deleting`` (replaced ones)."""
 
     @abstractmethod
     def delete_run(self, name: str) -> bool:

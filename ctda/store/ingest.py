@@ -84,7 +84,6 @@ def ingest(
     data = build(a, run_name, str(path), sha)
     data.blobs["snapshot"] = snapshot.dump(a)  # what-ifs re-time the run from it
     with open_store(target) as store:
-        store.gc()
         t0 = time.perf_counter()
         info = store.write_run(data, replace=force, fail_after=fail_after, progress=progress)
         seconds = time.perf_counter() - t0

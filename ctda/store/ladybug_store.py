@@ -168,35 +168,19 @@ class LadybugStore(Store):
             self._exec("MATCH (b:Blob) WHERE b.run_id = $r DELETE b", {"r": rid})
             self._exec("MATCH (r:Run) WHERE r.id = $r DETACH DELETE r", {"r": rid})
 
-    def write_run(
-        self,
-        data: RunData,
-        *,
-        replace: bool = False,
-        fail_after: int | None = None,
-        progress: Progress | None = None,
-    ) -> RunInfo:
-        self._writable()
-        faults = FaultCounter(fail_after)
-        self.gc()
-        if not replace and self.find_run(data.name) is not None:
-            raise StoreError(f"run {data.name!r} already exists")
+    def _allocate(self, data: RunData) -> int:
         rid = self._next_run_id()
         props = dict(data.run, id=rid, status=PENDING, heartbeat=int(time.time()))
         sets = ", ".join(f"{k}: ${k}" for k in schema.RUN.columns)
         self._exec(f"CREATE (:Run {{{sets}}})", {k: props[k] for k in schema.RUN.columns})
-        try:
-            self._load(rid, data, faults, progress)
-            self._flip(rid, data.name, replace)
-        except BaseException:
-            with contextlib.suppress(StoreError):  # whatever is left, the next writer removes
-                self._delete_ids([rid])
-            raise
+        return rid
+
+    def _forget(self, rid: int) -> None:
+        with contextlib.suppress(StoreError):  # whatever is left, the next writer removes
+            self._delete_ids([rid])
+
+    def _purge_deleting(self) -> None:
         self._delete_ids([r.id for r in self.runs(include_incomplete=True) if r.status == DELETING])
-        info = next((r for r in self.runs() if r.id == rid), None)
-        if info is None:  # pragma: no cover - flipped but not readable: a store bug
-            raise StoreError(f"run {data.name!r} was not stored")
-        return info
 
     def _flip(self, rid: int, name: str, replace: bool) -> None:
         """One transaction makes the new run visible and hides the run it replaces."""

@@ -98,27 +98,28 @@ class RunData:
         base = run_id * KEY_SPAN
         ev = self.events
         events = ev.add_column(0, "run_id", pa.array(np.full(ev.num_rows, run_id, np.int64)))
-        events = events.add_column(0, "key", pa.array(_col(ev, "idx") + base))
+        events = events.add_column(0, "key", pa.array(int_column(ev, "idx") + base))
         deps = self.deps
         dep = pa.table(
-            {"from": _col(deps, "src") + base, "to": _col(deps, "dst") + base}
+            {"from": int_column(deps, "src") + base, "to": int_column(deps, "dst") + base}
             | {c: deps.column(c) for c in schema.DEP.columns}
         )
         scen = self.scenario["name"]
-        w_idx = _col(self.windows, "idx")
+        w_idx = int_column(self.windows, "idx")
         wkeys = [schema.window_key(run_id, scen, int(i)) for i in w_idx]
         windows = pa.table(
             {"key": wkeys, "run_id": np.full(len(w_idx), run_id, np.int64), "scenario": [scen] * len(w_idx)}
             | {c: self.windows.column(c) for c in schema.WINDOW.columns[3:]}
         )
         cp = pa.table(
-            {"from": _coded(_col(self.cp, "window"), wkeys), "to": _col(self.cp, "target") + base}
+            {"from": _coded(int_column(self.cp, "window"), wkeys), "to": int_column(self.cp, "target") + base}
             | {c: self.cp.column(c) for c in schema.CP.columns}
         )
         return {"Event": events.select(schema.EVENT.columns), "DEP": dep, "Window": windows, "CP": cp}
 
 
-def _col(t: pa.Table, name: str) -> I64:
+def int_column(t: pa.Table, name: str) -> I64:
+    """An integer column as an int64 numpy array."""
     return np.asarray(t.column(name).to_numpy(), dtype=np.int64)
 
 
@@ -345,7 +346,7 @@ def _windows(a: Analysis, ev_win: I64, events: pa.Table) -> pa.Table:
     """One row per window: bounds, duration, CP time, self time inside, dominant class."""
     starts, ends = a.window_bounds()
     t0 = int(a.nodes.time[a.nodes.source])
-    self_ns = _col(events, "self_ns")[: a.nodes.n]
+    self_ns = int_column(events, "self_ns")[: a.nodes.n]
     self_by_win = np.bincount(ev_win[ev_win >= 0], weights=self_ns[ev_win >= 0], minlength=len(a.windows))
     rows: dict[str, list[Any]] = {c: [] for c in schema.WINDOW.columns[3:]}
     ch = a.charges

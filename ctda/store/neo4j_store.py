@@ -29,7 +29,7 @@ import pyarrow as pa
 
 from ctda.store import schema
 from ctda.store.base import FaultCounter, Progress, QueryResult, RunInfo, Store, StoreError
-from ctda.store.model import RunData
+from ctda.store.model import RunData, int_column
 from ctda.store.schema import COMPLETE, DELETING, META_KEY, PENDING
 
 #: a pending run whose heartbeat is older than this ($CTDA_STALE_S) is a dead writer's leftover
@@ -70,11 +70,11 @@ def _create_nodes(label: schema.Label, const: dict[str, str]) -> str:
 
 def _create_rels(label: schema.Label) -> str:
     """Columnar UNWIND creating ``label`` relationships between nodes given by internal id."""
-    props = [f"{p}: $p{k}[i]" for k, p in enumerate(label.columns)]
+    props = ", ".join(f"{p}: $p{k}[i]" for k, p in enumerate(label.columns))
     return (
         "UNWIND range(0, size($src) - 1) AS i "
         "MATCH (a) WHERE id(a) = $src[i] MATCH (b) WHERE id(b) = $dst[i] "
-        f"CREATE (a)-[:{label.name} {{{', '.join(props)}}}]->(b)"
+        f"CREATE (a)-[:{label.name}{f' {{{props}}}' if props else ''}]->(b)"
     )
 
 
@@ -231,31 +231,6 @@ class Neo4jStore(Store):
         if self.read_only:
             raise StoreError("store opened read-only")
 
-    def write_run(
-        self,
-        data: RunData,
-        *,
-        replace: bool = False,
-        fail_after: int | None = None,
-        progress: Progress | None = None,
-    ) -> RunInfo:
-        self._writable()
-        faults = FaultCounter(fail_after)
-        if not replace and self.find_run(data.name) is not None:
-            raise StoreError(f"run {data.name!r} already exists")
-        rid = self._allocate(data)
-        try:
-            self._load(rid, data, faults, progress)
-            self._flip(rid, data.name, replace)
-        except BaseException:
-            self._forget(rid)
-            raise
-        self._purge_deleting()
-        info = next((r for r in self.runs() if r.id == rid), None)
-        if info is None:  # pragma: no cover - flipped but not readable: a store bug
-            raise StoreError(f"run {data.name!r} was not stored")
-        return info
-
     def _allocate(self, data: RunData) -> int:
         props = {k: v for k, v in data.run.items() if k in schema.RUN.columns}
         rows = self._write(
@@ -280,35 +255,48 @@ class Neo4jStore(Store):
             if progress:
                 progress(done, total)
 
-        ev = tables["Event"]
-        node_q = _create_nodes(schema.EVENT, {"run_id": "rid"})
-        ev_ids = np.zeros(ev.num_rows, dtype=np.int64)
-
-        def event_batch(lo: int, hi: int) -> tuple[int, Callable[[], None]]:
-            params = _lists(ev, schema.EVENT.columns, lo, hi, skip=("run_id",)) | {"rid": rid}
-            return hi - lo, lambda: self._store_ids(node_q, params, ev_ids, lo, hi)
-
-        self._parallel(
-            (event_batch(lo, min(lo + NODE_BATCH, ev.num_rows)) for lo in range(0, ev.num_rows, NODE_BATCH)),
-            tick,
-        )
-        dep = tables["DEP"]
+        ev_ids = self._nodes(schema.EVENT, tables["Event"], tick, {"run_id": rid})
         self._rels(
             schema.DEP,
-            dep,
-            ev_ids[_col(dep, "from") - rid * schema.KEY_SPAN],
-            ev_ids[_col(dep, "to") - rid * schema.KEY_SPAN],
+            tables["DEP"],
+            ev_ids[int_column(data.deps, "src")],
+            ev_ids[int_column(data.deps, "dst")],
             tick,
         )
         win_ids = self._scenario(rid, data, tables["Window"])
         cp = tables["CP"]
-        self._rels(schema.CP, cp, win_ids[_col(data.cp, "window")], ev_ids[_col(data.cp, "target")], tick)
+        self._rels(
+            schema.CP, cp, win_ids[int_column(data.cp, "window")], ev_ids[int_column(data.cp, "target")], tick
+        )
         for name, doc in data.rules.items():
             self._write("MERGE (r:Rule {name: $n}) SET r.doc = $d", {"n": name, "d": doc})
         for name, blob in data.blobs.items():
             for chunk in schema.blob_chunks(rid, name, blob):
                 self._write("CREATE (b:Blob) SET b = $p", {"p": chunk})
                 tick(0)
+
+    def _nodes(
+        self,
+        label: schema.Label,
+        table: pa.Table,
+        tick: Callable[[int], None],
+        same: dict[str, Any] | None = None,
+    ) -> np.ndarray:
+        """Create ``label`` nodes from ``table`` in parallel batches; their internal ids, in row order.
+
+        ``same`` holds properties with one value for every node (sent once per batch).
+        """
+        same = same or {}
+        query = _create_nodes(label, {p: p for p in same})
+        ids = np.zeros(table.num_rows, dtype=np.int64)
+
+        def batch(lo: int, hi: int) -> tuple[int, Callable[[], None]]:
+            params = _lists(table, label.columns, lo, hi, skip=tuple(same)) | same
+            return hi - lo, functools.partial(self._store_ids, query, params, ids, lo, hi)
+
+        n = table.num_rows
+        self._parallel((batch(lo, min(lo + NODE_BATCH, n)) for lo in range(0, n, NODE_BATCH)), tick)
+        return ids
 
     def _store_ids(self, query: str, params: dict[str, Any], out: np.ndarray, lo: int, hi: int) -> None:
         ids = self._write(query, params)[0]["ids"]
@@ -557,10 +545,6 @@ class _Heartbeat:
 
 def _consume(session: Any, text: str) -> None:
     session.run(text).consume()
-
-
-def _col(t: pa.Table, name: str) -> np.ndarray:
-    return np.asarray(t.column(name).to_numpy(), dtype=np.int64)
 
 
 def _first_line(exc: BaseException) -> str:

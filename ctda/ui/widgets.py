@@ -108,6 +108,12 @@ def load(s: Settings, info: RunInfo) -> data.Loaded | None:
     return loaded
 
 
+def current_loaded(s: Settings) -> data.Loaded | None:
+    """The analysis of the run picked in the sidebar, or None after saying why there is none."""
+    info = current_run(s)
+    return None if info is None else load(s, info)
+
+
 def step_label(row: Any) -> str:
     """A step row (Series or itertuples row) as its picker label."""
     return f"{row.window} · {row.duration_ms:.3f} ms · {row.bound_by}"

@@ -96,10 +96,7 @@ def render_run(s: Settings, loaded: data.Loaded) -> None:
 def render() -> None:
     s = widgets.settings()
     st.title("Critical path")
-    info = widgets.current_run(s)
-    if info is None:
-        return
-    loaded = widgets.load(s, info)
+    loaded = widgets.current_loaded(s)
     if loaded is not None:
         render_run(s, loaded)
 

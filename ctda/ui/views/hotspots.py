@@ -101,10 +101,7 @@ def drill(loaded: data.Loaded, hot: pd.DataFrame, sel: list[int]) -> None:
 def render() -> None:
     s = widgets.settings()
     st.title("Hotspots")
-    info = widgets.current_run(s)
-    if info is None:
-        return
-    loaded = widgets.load(s, info)
+    loaded = widgets.current_loaded(s)
     if loaded is None:
         return
     a = loaded.analysis

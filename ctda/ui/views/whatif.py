@@ -248,10 +248,7 @@ def render() -> None:
     s = widgets.settings()
     st.title("What-if")
     widgets.show_flash()
-    info = widgets.current_run(s)
-    if info is None:
-        return
-    loaded = widgets.load(s, info)
+    loaded = widgets.current_loaded(s)
     if loaded is None:
         return
     a = loaded.analysis
