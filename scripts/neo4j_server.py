@@ -33,6 +33,7 @@ import contextlib
 import dataclasses
 import fcntl
 import hashlib
+import importlib.util
 import json
 import os
 import re
@@ -50,6 +51,7 @@ import urllib.request
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
+from types import ModuleType
 from typing import IO
 
 GROUP_PATH = "org/neo4j/assembly"
@@ -693,8 +695,12 @@ def start(
     timeout: float = DEFAULT_START_TIMEOUT,
     version: str | None = None,
     extra_conf: Mapping[str, str] | None = None,
+    plugins: bool = False,
 ) -> ServerInfo:
     """Start a fresh Neo4j instance and return how to reach it.
+
+    ``plugins`` installs Graph Data Science, APOC core and ctda's own procedures
+    (``scripts/neo4j_plugins.py``) into the instance.
 
     ``data_dir`` is the parent directory for the new instance directory
     (default: the system temp dir); each call gets its own directory, so
@@ -704,9 +710,18 @@ def start(
     _check_java()
     secret = password if password is not None else secrets.token_urlsafe(18)
     _check_password(secret)
+    jars: Path | None = None
+    extra = dict(extra_conf or {})
+    if plugins:
+        helper = _plugins_module()
+        try:
+            jars = helper.plugin_dir((cache_dir or default_cache_dir()).expanduser().resolve())
+        except helper.PluginError as error:
+            raise FetchError(str(error)) from error
+        extra = {**helper.SETTINGS, **extra}
     for attempt in range(1, START_ATTEMPTS + 1):
         try:
-            return _start_once(home, data_dir, secret, timeout, extra_conf or {})
+            return _start_once(home, data_dir, secret, timeout, extra, jars)
         except _PortClashError:
             _log(f"port taken by another process, retrying ({attempt}/{START_ATTEMPTS})")
     raise StartError(f"could not find free ports after {START_ATTEMPTS} attempts")
@@ -716,11 +731,36 @@ class _PortClashError(Exception):
     """Internal signal that startup lost a race for its ports."""
 
 
+def _plugins_module() -> ModuleType:
+    """``scripts/neo4j_plugins.py``, loaded by path like this script (no package here)."""
+    name = "ctda_neo4j_plugins_script"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name("neo4j_plugins.py"))
+    if spec is None or spec.loader is None:
+        raise FetchError("scripts/neo4j_plugins.py is missing")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
 def _start_once(
-    home: Path, data_dir: Path | None, password: str, timeout: float, extra: Mapping[str, str]
+    home: Path,
+    data_dir: Path | None,
+    password: str,
+    timeout: float,
+    extra: Mapping[str, str],
+    jars: Path | None = None,
 ) -> ServerInfo:
     """One start attempt; cleans up after itself when it fails."""
     instance = _make_instance(home, data_dir)
+    if jars is not None:
+        for jar in jars.glob("*.jar"):
+            try:
+                os.link(jar, instance / "plugins" / jar.name)
+            except OSError:
+                shutil.copy2(jar, instance / "plugins" / jar.name)
     process: subprocess.Popen[bytes] | None = None
     try:
         bolt, http = _free_ports(2)
@@ -834,6 +874,9 @@ def _parser() -> argparse.ArgumentParser:
     start_p.add_argument("--data-dir", type=Path, default=None, help="parent dir for the instance dir")
     start_p.add_argument("--password", default=None, help="default: random")
     start_p.add_argument("--timeout", type=float, default=DEFAULT_START_TIMEOUT)
+    start_p.add_argument(
+        "--plugins", action="store_true", help="install GDS, APOC core and ctda's procedures"
+    )
     stop_p = sub.add_parser("stop", help="stop an instance and delete it")
     stop_p.add_argument("--instance", type=Path, required=True)
     stop_p.add_argument("--keep", action="store_true", help="keep the instance directory")
@@ -852,6 +895,7 @@ def _run(args: argparse.Namespace) -> None:
             password=args.password,
             timeout=args.timeout,
             version=args.version,
+            plugins=args.plugins,
         )
         print(info.to_json(), flush=True)
     else:

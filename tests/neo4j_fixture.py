@@ -87,7 +87,10 @@ def _start_shared(server: ModuleType, parent: Path) -> ServerInfo:
             server.fetch()
         except server.FetchError as error:
             skip_or_fail(f"cannot fetch Neo4j: {error}")
-        _shared["info"] = server.start(data_dir=parent)
+        try:
+            _shared["info"] = server.start(data_dir=parent, plugins=True)
+        except server.FetchError as error:
+            skip_or_fail(f"cannot install the Neo4j plugins: {error}")
     info: ServerInfo = _shared["info"]
     return info
 

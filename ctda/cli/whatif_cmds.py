@@ -66,6 +66,9 @@ def whatif_cmd(
         None, "--name", help="Scenario name (default: derived from the selection)."
     ),
     dry_run: bool = typer.Option(False, "--dry-run", help="Do not store the scenario."),
+    in_db: bool = typer.Option(
+        False, "--in-db", help="Re-time inside the Neo4j store (ctda.replay procedure) instead of in Python."
+    ),
     perfetto: Path | None = typer.Option(None, "--perfetto", help="Also export the predicted timeline here."),
     db: str | None = typer.Option(None, "--db", envvar="CTDA_DB", help="Store path or bolt:// URI."),
     fmt: Format = typer.Option(Format.table, "--format"),
@@ -87,6 +90,9 @@ def whatif_cmd(
         except SelectionError as exc:
             fail(f"{run_or_trace}: {exc}")
         label = name or "; ".join(o.label for o in ovs)
+        if in_db:
+            _in_db(a, store_run, ovs, label, dry_run, perfetto, fmt.value, top)
+            return
         sc = run(a, ovs, name=label)
         if store_run is not None and not dry_run:
             save_scenario(store_run, sc)
@@ -95,6 +101,26 @@ def whatif_cmd(
         render_scenario(sc, console, fmt.value, top)
 
     guarded(go)
+
+
+def _in_db(
+    a: Analysis, store_run: Any, ovs: list[Override], label: str, dry_run: bool, perfetto: Path | None,
+    fmt: str, top: int,
+) -> None:  # fmt: skip
+    """``whatif --in-db``: the database re-times the run; the result is stored like any scenario."""
+    from ctda.render.indb import render_indb
+    from ctda.store import open_store
+    from ctda.whatif import indb
+
+    if store_run is None:
+        fail("--in-db needs a stored run (ctda ingest first)")
+    if perfetto:
+        fail("--in-db does not export timelines; export the saved scenario with ctda export --scenario")
+    with open_store(store_run.db, read_only=dry_run) as store:
+        result = indb.replay(store, store_run.info.id, ovs, a.nodes.end - a.nodes.ts, name=label)
+        if not dry_run:
+            indb.save(store, store_run.info.id, result)
+    render_indb(result, console, fmt, top)
 
 
 def _no_store() -> list[dict[str, object]]:

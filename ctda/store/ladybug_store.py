@@ -121,6 +121,10 @@ class LadybugStore(Store):
     def _ensure_schema(self) -> None:
         for label in schema.NODES + schema.RELS:
             self._exec(ddl(label))
+        # columns added after a store was created (additive changes keep the schema version)
+        for label in schema.NODES:
+            for name, kind in label.props:
+                self._exec(f"ALTER TABLE {label.name} ADD IF NOT EXISTS {name} {kind}")
         have = self._rows("MATCH (m:Meta {key: $k}) RETURN m.schema_version", {"k": META_KEY}).rows
         if not have:
             self._exec(

@@ -367,6 +367,7 @@ def _windows(a: Analysis, ev_win: I64, events: pa.Table) -> pa.Table:
         # same tie-break as the report: the first class code with the largest time
         rows["bound_by"].append(CLASSES[int(by.index[int(by.to_numpy().argmax())])] if len(by) else "")
         rows["bound_by_share"].append(float(by.max() / max(total, 1)) if len(by) else 0.0)
+        rows["event"].append(int(w.event))
     types = dict(schema.WINDOW.props)
     return pa.table({c: pa.array(v, _arrow_type(types[c])) for c, v in rows.items()})
 

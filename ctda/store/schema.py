@@ -122,6 +122,7 @@ WINDOW = Label(
         ("self_ns", "INT64"),
         ("bound_by", "STRING"),
         ("bound_by_share", "DOUBLE"),
+        ("event", "INT64"),  # idx of the event bounding it (its start and end points), -1: SOURCE to SINK
     ),
 )
 SCENARIO = Label(
