@@ -31,7 +31,11 @@ APOC_VERSION = "5.26.19"
 MVN_TIMEOUT = 900.0
 PROCEDURES = Path(__file__).resolve().parents[1] / "neo4j" / "procedures"
 #: neo4j.conf settings that let the plugins' procedures run
-SETTINGS = {"dbms.security.procedures.unrestricted": "gds.*,apoc.*,ctda.*"}
+SETTINGS = {
+    "dbms.security.procedures.unrestricted": "gds.*,apoc.*,ctda.*",
+    # GDS's catalog and the procedures' results live on the heap
+    "server.memory.heap.max_size": "2g",
+}
 
 PLUGINS_POM = """<?xml version="1.0" encoding="UTF-8"?>
 <project xmlns="http://maven.apache.org/POM/4.0.0">

@@ -63,6 +63,7 @@ MIN_JAVA = 17
 MIN_PASSWORD_LENGTH = 8  # Neo4j 5 default for dbms.security.auth_minimum_password_length
 DEFAULT_START_TIMEOUT = 120.0
 DEFAULT_STOP_TIMEOUT = 30.0
+PLUGINS_START_TIMEOUT = 360.0
 HTTP_TIMEOUT = 60.0
 MVN_TIMEOUT = 1200.0
 FETCH_MARKER = ".ctda-fetch.json"
@@ -719,6 +720,8 @@ def start(
         except helper.PluginError as error:
             raise FetchError(str(error)) from error
         extra = {**helper.SETTINGS, **extra}
+        # GDS and APOC load thousands of classes at start: slow on a small, busy machine
+        timeout = max(timeout, PLUGINS_START_TIMEOUT)
     for attempt in range(1, START_ATTEMPTS + 1):
         try:
             return _start_once(home, data_dir, secret, timeout, extra, jars)

@@ -37,6 +37,7 @@ from typing import Any
 DIALECTS = ("neo4j", "ladybug")
 _PARAM = re.compile(r"^//\s*@param\s+(\w+)\s+(\w+)(?:\s*=\s*(\S+))?\s*(.*)$")
 _TYPES = ("string", "int", "float", "bool")
+_WRITE_MARK = "// @write"
 
 #: clauses that change data or schema; a query with one of them needs ``--write``.
 #: Procedure calls are left to the engines, which refuse writes on their own in a read
@@ -70,6 +71,11 @@ class NamedQuery:
     description: str
     params: list[Param] = field(default_factory=list)
     texts: dict[str, str] = field(default_factory=dict)  # dialect ("" = shared) -> text
+    writes: bool = False  # declared with a ``// @write`` line: needs ``ctda query --write``
+
+    def has(self, dialect: str) -> bool:
+        """Whether the query runs on stores of ``dialect`` (some need Neo4j's procedures)."""
+        return dialect in self.texts or "" in self.texts
 
     def text(self, dialect: str) -> str:
         if dialect in self.texts:
@@ -133,6 +139,8 @@ def _parse(name: str, text: str) -> tuple[str, list[Param]]:
             if s:
                 break
             continue
+        if s == _WRITE_MARK:
+            continue
         m = _PARAM.match(s)
         if m:
             pname, ptype, default, doc = m.groups()
@@ -165,6 +173,7 @@ def load_all() -> dict[str, NamedQuery]:
         if params and not q.params:
             q.params = params
         q.texts[dialect] = text
+        q.writes = q.writes or any(line.strip() == _WRITE_MARK for line in text.splitlines())
     return out
 
 

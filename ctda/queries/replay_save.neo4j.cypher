@@ -2,6 +2,7 @@
 // `property`, e.g. set by `MATCH ... SET e.factor = 0.5`) and store the result as scenario
 // `name`, which `ctda whatif`, `ctda compare RUN@NAME`, `ctda export --scenario` and the UI
 // list like any other (they re-time it from the same overrides). Needs `ctda query --write`.
+// @write
 // @param run string  run name (ctda runs)
 // @param name string  scenario name to create or replace (not baseline)
 // @param property string = factor  Event property holding your factors
