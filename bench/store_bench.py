@@ -141,7 +141,7 @@ def neo4j_target() -> Iterator[Neo4jTarget]:
         return
     with tempfile.TemporaryDirectory(prefix="ctda-bench-neo4j-") as d:
         try:
-            info = server.start(data_dir=Path(d), extra_conf=NEO4J_CONF)
+            info = server.start(data_dir=Path(d), extra_conf=NEO4J_CONF, plugins=True)
         except server.Neo4jServerError as exc:
             yield Neo4jTarget(note=f"Neo4j not measured: {str(exc).splitlines()[0]}")
             return
@@ -307,6 +307,41 @@ def _writes(
     return out
 
 
+def whatif_in_db(store: Any, prepared: list[tuple[str, Any]]) -> list[dict[str, Any]]:
+    """One what-if per written trace, in Python and in the database: times and agreement.
+
+    The scenario halves every third analysed event (and what is nested inside it); the
+    run of the last write pass is re-timed by ``ctda.replay`` and by the Python engine.
+    """
+    import numpy as np
+
+    from ctda.analysis import snapshot
+    from ctda.whatif import indb
+    from ctda.whatif.scenario import run as run_scenario
+    from ctda.whatif.select import Override
+
+    out: list[dict[str, Any]] = []
+    for k, (label, data) in enumerate(prepared):
+        info = store.find_run(f"ctda-bench-{os.getpid()}-{k}-{PASSES}")
+        if info is None:
+            continue
+        a = snapshot.load(data.blobs["snapshot"])
+        if len(a.contention):
+            a.contention = type(a.contention).empty()  # the database does not model it
+        ovs = [Override("every third event x0.5", np.arange(0, a.nodes.n, 3, dtype=np.int64), factor=0.5)]
+        t0 = time.perf_counter()
+        py = run_scenario(a, ovs)
+        py_s = time.perf_counter() - t0
+        _log(f"neo4j what-if in the database <- {label}")
+        t0 = time.perf_counter()
+        got = indb.replay(store, info.id, ovs, a.nodes.end - a.nodes.ts)
+        db_s = time.perf_counter() - t0
+        same = got.steps.predicted_ns.tolist() == py.step_times().predicted_ns.tolist()
+        row = _row("neo4j", label, data, "whatif", {"python_s": py_s, "in_db_s": db_s, "same_ns": same})
+        out.append(row)
+    return out
+
+
 def _remove_bench_runs(store: Any) -> None:
     """Remove the bench's runs from a server that is not ours."""
     for r in store.runs(include_incomplete=True):
@@ -337,6 +372,8 @@ def run(quick: bool) -> list[dict[str, Any]]:
             with open_store(nt.target) as s:
                 try:
                     rows += [{**r, "server": nt.note} for r in _writes("neo4j", s, prepared, nt.pgid)]
+                    if nt.private:  # our server has ctda's procedures
+                        rows += whatif_in_db(s, prepared)
                 finally:
                     if not nt.private:
                         _remove_bench_runs(s)
@@ -347,7 +384,7 @@ def run(quick: bool) -> list[dict[str, Any]]:
                         tries = [floor_neo4j(data, nt.target, nt.pgid, properties=props) for _ in range(2)]
                         best = min(tries, key=lambda t: t["seconds"])
                         rows.append(_row("neo4j", label, data, "floor", {**best, "properties": props}))
-    for r in rows:
+    for r in (r for r in rows if r["kind"] != "whatif"):
         what = f"{r['kind']}{' pass ' + str(r['pass']) if 'pass' in r else ''}"
         _log(
             f"{r['store']:8s} {what:12s} {r['trace']}: "

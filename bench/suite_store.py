@@ -80,6 +80,22 @@ def floor_table(floors: list[Row], writes: list[Row]) -> str:
     return markdown_table(header, body, align="lllrrrr")
 
 
+def whatif_table(rows: list[Row]) -> str:
+    """The same scenario re-timed by the Python engine and by the database's procedure."""
+    body = [
+        [
+            f"`{r['trace']}`",
+            fmt_num(r["events"]),
+            fmt_num(r["python_s"], 3),
+            fmt_num(r["in_db_s"], 2),
+            "yes" if r["same_ns"] else "**NO**",
+        ]
+        for r in rows
+    ]
+    header = ["trace", "events", "Python what-if s", "ctda.replay s (read + replay + paths)", "same ns"]
+    return markdown_table(header, body, align="lrrrl")
+
+
 def verdicts(writes: list[Row]) -> list[str]:
     """One line per store: the best pass per trace against the goal."""
     out = []
@@ -126,6 +142,7 @@ def run_store(ctx: Context) -> SuiteResult:
     rows = store_bench.run(ctx.quick)
     writes = [r for r in rows if r["kind"] == "write"]
     floors = [r for r in rows if r["kind"] == "floor"]
+    whatifs = [r for r in rows if r["kind"] == "whatif"]
     notes = verdicts(writes) + floor_notes(floors)
     intro = (
         "Write speed of one stored run (`Store.write_run`, the trace analysed beforehand): rows = analysed "
@@ -142,6 +159,8 @@ def run_store(ctx: Context) -> SuiteResult:
     parts.append(write_table(writes))
     if floors:
         parts += ["### Engine floor", floor_table(floors, writes)]
+    if whatifs:
+        parts += ["### What-if inside Neo4j", whatif_table(whatifs)]
     if notes:
         parts.append("\n".join(f"- {n}" for n in notes))
     return SuiteResult(rows=rows, markdown="\n\n".join(parts), notes=notes)
