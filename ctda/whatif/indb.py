@@ -18,18 +18,16 @@ import numpy as np
 import pandas as pd
 
 from ctda.store.base import Store, StoreError
-from ctda.store.schema import KEY_SPAN
 from ctda.whatif.select import Override
 
 #: one row per stretch of each window's re-timed path, with the event it is charged to
-PATH_QUERY = f"""
-MATCH (r:Run {{id: $run_id, status: 'complete'}})
-CALL ctda.replay(r.id, $factors, {{property: $property}})
-YIELD window, label, step, baseNs, predictedNs, edges, events, waits, charges, classes
+PATH_QUERY = """
+MATCH (r:Run {id: $run_id, status: 'complete'})
+CALL ctda.replay(r.id, $factors, {property: $property})
+YIELD window, label, step, baseNs, predictedNs, edges, names, waits, charges, classes
 UNWIND CASE WHEN size(edges) = 0 THEN [-1] ELSE range(0, size(edges) - 1) END AS pos
-OPTIONAL MATCH (e:Event {{key: r.id * {KEY_SPAN} + events[pos]}})
 RETURN window, label, step, baseNs AS base_ns, predictedNs AS predicted_ns, pos, edges[pos] AS edge,
-       CASE WHEN waits[pos] THEN '(' + classes[pos] + ')' ELSE e.display_name END AS name,
+       CASE WHEN waits[pos] THEN '(' + classes[pos] + ')' ELSE names[pos] END AS name,
        classes[pos] AS class, waits[pos] AS wait, charges[pos] AS ns
 """  # the procedure yields windows in order and each path in order: no sort buffer needed
 

@@ -2,6 +2,7 @@ package ctda.procedures;
 
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.stream.Stream;
@@ -87,6 +88,8 @@ public class Replay {
         public List<Long> charges;
         /** Per path edge: the bound-by class it is charged to. */
         public List<String> classes;
+        /** Per path edge: the charged (or waiting) event's display name. */
+        public List<String> names;
     }
 
     @Procedure(name = "ctda.replay", mode = Mode.READ)
@@ -156,6 +159,7 @@ public class Replay {
         final int[] rank;
         final int[] owner;
         final String[] eventClass;
+        final String[] eventName;
         final String[] waitClass;
 
         private RunGraph(int n, int m) {
@@ -170,6 +174,7 @@ public class Replay {
             rank = new int[m];
             owner = new int[m];
             eventClass = new String[n + 2];
+            eventName = new String[n + 2];
             waitClass = new String[m];
         }
 
@@ -187,46 +192,59 @@ public class Replay {
                 throw new IllegalArgumentException("run " + runId + " has no dependency graph to replay");
             }
             RunGraph g = new RunGraph(events.size() - 2, (int) edges);
-            boolean[] seen = new boolean[(int) edges];
-            for (Node e : events) {
-                int i = idx(e, "idx");
+            // one property read per entity; edge ends resolved through the nodes' element ids
+            Map<String, Integer> idxOf = new HashMap<>(events.size() * 2);
+            int[] idx = new int[events.size()];
+            for (int k = 0; k < events.size(); k++) {
+                Node e = events.get(k);
+                Map<String, Object> p = e.getProperties("idx", "parent", "class", "display_name", property);
+                int i = ((Number) p.get("idx")).intValue();
                 if (i < 0 || i >= g.n + 2) {
                     throw new IllegalArgumentException("event idx " + i + " out of range: re-ingest the run");
                 }
-                Object p = e.getProperty("parent", null);
-                if (p != null) {
-                    g.parent[i] = ((Number) p).intValue();
+                idx[k] = i;
+                idxOf.put(e.getElementId(), i);
+                Object parent = p.get("parent");
+                if (parent != null) {
+                    g.parent[i] = ((Number) parent).intValue();
                 }
-                g.eventClass[i] = String.valueOf(e.getProperty("class", ""));
-                Object f = e.getProperty(property, null);
-                if (f != null) {
+                g.eventClass[i] = String.valueOf(p.getOrDefault("class", ""));
+                g.eventName[i] = String.valueOf(p.getOrDefault("display_name", ""));
+                Object f = p.get(property);
+                if (f != null && i < g.n) {
                     g.setFactor(i, toDouble(f, "event " + i));
                 }
-                for (Relationship r : e.getRelationships(Direction.OUTGOING, DEP)) {
-                    int k = idx(r, "edge");
-                    if (k < 0 || k >= seen.length || seen[k]) {
+            }
+            boolean[] seen = new boolean[(int) edges];
+            for (int k = 0; k < events.size(); k++) {
+                int i = idx[k];
+                for (Relationship r : events.get(k).getRelationships(Direction.OUTGOING, DEP)) {
+                    Map<String, Object> p =
+                            r.getProperties("edge", "src_end", "dst_end", "weight", "type", "binding", "owner");
+                    int e = ((Number) p.get("edge")).intValue();
+                    if (e < 0 || e >= seen.length || seen[e]) {
                         throw new IllegalArgumentException("DEP edge ids of run " + runId + " are not 0..m-1");
                     }
-                    seen[k] = true;
-                    g.src[k] = g.point(i, (Boolean) r.getProperty("src_end"));
-                    g.dst[k] = g.point(idx(r.getEndNode(), "idx"), (Boolean) r.getProperty("dst_end"));
-                    g.weight[k] = ((Number) r.getProperty("weight")).longValue();
-                    String type = String.valueOf(r.getProperty("type"));
-                    Integer pr = PRIORITY.get(type);
-                    g.waitClass[k] = WAIT_CLASS.getOrDefault(type, "cpu_gap");
-                    if (pr == null) {
-                        throw new IllegalArgumentException("unknown DEP type " + r.getProperty("type"));
+                    seen[e] = true;
+                    Integer j = idxOf.get(r.getEndNode().getElementId());
+                    if (j == null) {
+                        throw new IllegalArgumentException("edge " + e + " leaves run " + runId);
                     }
-                    g.rank[k] = pr + (Boolean.TRUE.equals(r.getProperty("binding")) ? PREFERRED : 0);
-                    Object o = r.getProperty("owner", null);
-                    g.owner[k] = o == null ? -1 : ((Number) o).intValue();
+                    g.src[e] = g.point(i, Boolean.TRUE.equals(p.get("src_end")));
+                    g.dst[e] = g.point(j, Boolean.TRUE.equals(p.get("dst_end")));
+                    g.weight[e] = ((Number) p.get("weight")).longValue();
+                    String type = String.valueOf(p.get("type"));
+                    Integer pr = PRIORITY.get(type);
+                    if (pr == null) {
+                        throw new IllegalArgumentException("unknown DEP type " + type);
+                    }
+                    g.waitClass[e] = WAIT_CLASS.getOrDefault(type, "cpu_gap");
+                    g.rank[e] = pr + (Boolean.TRUE.equals(p.get("binding")) ? PREFERRED : 0);
+                    Object o = p.get("owner");
+                    g.owner[e] = o == null ? -1 : ((Number) o).intValue();
                 }
             }
             return g;
-        }
-
-        static int idx(org.neo4j.graphdb.Entity e, String key) {
-            return ((Number) e.getProperty(key)).intValue();
         }
 
         void setFactor(int i, double f) {
@@ -396,6 +414,7 @@ public class Replay {
             out.waits = new ArrayList<>();
             out.charges = new ArrayList<>();
             out.classes = new ArrayList<>();
+            out.names = new ArrayList<>();
             for (int k = back.size() - 1; k >= 0; k--) {
                 int e = back.get(k);
                 long clipped = Math.min(t.time()[dst[e]], hi) - Math.max(t.time()[src[e]], lo);
@@ -409,6 +428,7 @@ public class Replay {
                 out.waits.add(wait);
                 out.charges.add(clipped);
                 out.classes.add(wait ? waitClass[e] : eventClass[owner[e]]);
+                out.names.add(eventName[target]);
             }
             return out;
         }
