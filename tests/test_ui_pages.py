@@ -61,6 +61,13 @@ def ok(at: AppTest) -> None:
     assert not at.error, [e.value for e in at.error]
 
 
+def keyed(at: AppTest, kind: str, key: str) -> Any:
+    """The ``kind`` widget keyed ``key`` re-keyed by what it shows (``widgets.scoped``)."""
+    found = [w for w in getattr(at, kind) if str(w.key).startswith(f"{key}@")]
+    assert len(found) == 1, [w.key for w in getattr(at, kind)]
+    return found[0]
+
+
 def figures(at: AppTest) -> list[dict[str, Any]]:
     return [json.loads(el.proto.spec) for el in at.get("plotly_chart")]
 
@@ -166,19 +173,19 @@ def test_critical_path_page(env: Path) -> None:
     steps_fig, timeline, breakdown = figures(at)
     assert "launch_overhead" in trace_names(steps_fig)
     names = trace_names(timeline)
-    assert "critical path" in names and any(n.startswith("critical: ") for n in names)
+    assert "path changes lane" in names and any(n.startswith("critical: ") for n in names)
     lanes = timeline["layout"]["yaxis"]["ticktext"]
     assert any(x.startswith("thread ") for x in lanes) and any(x.startswith("GPU ") for x in lanes)
     assert timeline["layout"]["title"]["text"].startswith("ProfilerStep#1")
-    path = next(t for t in timeline["data"] if t["name"] == "critical path")
+    path = next(t for t in timeline["data"] if t["name"] == "path changes lane")
     lo, hi = timeline["layout"]["xaxis"]["range"]
-    xs = values(path["x"])
+    xs = [x for x in values(path["x"]) if x is not None]
     assert len(xs) > 2 and min(xs) >= lo - 1e-9 and max(xs) <= hi + 1e-9
     assert breakdown["data"][0]["y"][0] == "launch_overhead"
     listing = at.dataframe[0].value
     assert listing.ms.sum() > 0 and {"class", "event", "rule"} <= set(listing.columns)
     # another step redraws the timeline for that window only
-    at.selectbox(key="cp_step").set_value(1).run()
+    keyed(at, "selectbox", "cp_step").set_value(1).run()
     ok(at)
     assert figures(at)[1]["layout"]["title"]["text"].startswith("ProfilerStep#2")
 
@@ -187,7 +194,7 @@ def test_critical_path_caps_drawn_events(env: Path, monkeypatch: pytest.MonkeyPa
     monkeypatch.setenv("CTDA_UI_MAX_EVENTS", "100")
     at = app("critical_path", run=SIMPLE)
     timeline = figures(at)[1]
-    drawn = sum(len(values(t["y"])) for t in timeline["data"] if t["name"] != "critical path")
+    drawn = sum(len(values(t["y"])) for t in timeline["data"] if t["name"] != "path changes lane")
     assert drawn == 100
     assert any("drew 100 of" in c.value for c in at.caption)
 
@@ -208,7 +215,7 @@ def test_hotspots_page_sort_and_drill_down(env: Path) -> None:
     counts = list(at.dataframe[0].value["count"])
     assert counts == sorted(counts, reverse=True)
     # drill into a hotspot: its instances, one instance's edges, and why they exist
-    at.selectbox(key="hs_pick").set_value("hipLaunchKernel").run()
+    keyed(at, "selectbox", "hs_pick").set_value("hipLaunchKernel").run()
     ok(at)
     instances = at.dataframe[1].value
     assert len(instances) == 12 and instances.cp_ms.iloc[0] > 6
@@ -223,13 +230,13 @@ def test_hotspots_page_sort_and_drill_down(env: Path) -> None:
 
 def test_hotspots_wait_rows_and_steps(env: Path) -> None:
     at = app("hotspots")
-    at.selectbox(key="hs_step").set_value(0).run()
+    keyed(at, "selectbox", "hs_step").set_value(0).run()
     at.number_input(key="hs_top").set_value(5000).run()
     ok(at)
     table = at.dataframe[0].value
     assert table.cp_ms.sum() == pytest.approx(9.288291, rel=1e-6)  # ProfilerStep#1 only
     wait = next(n for n in table.name if n.startswith("("))
-    at.selectbox(key="hs_pick").set_value(wait).run()
+    keyed(at, "selectbox", "hs_pick").set_value(wait).run()
     ok(at)
     waits = at.dataframe[1].value
     assert {"edge", "rule", "waiting", "why"} <= set(waits.columns) and len(waits) > 0

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import hashlib
+from collections.abc import Iterable, Sequence
 from typing import Any, TypeVar
 
 import pandas as pd
@@ -112,6 +113,48 @@ def current_loaded(s: Settings) -> data.Loaded | None:
     """The analysis of the run picked in the sidebar, or None after saying why there is none."""
     info = current_run(s)
     return None if info is None else load(s, info)
+
+
+def scoped(key: str, *scope: object) -> str:
+    """``key`` re-keyed for what it depends on (a run, a scenario, a hotspot).
+
+    A keyed Streamlit widget keeps its identity, and so its value and what the browser
+    shows, while its options change underneath it: a step picker keyed by its name alone
+    still shows the previous run's step. Keyed by what it shows, it starts afresh instead.
+    """
+    digest = hashlib.sha1("\x1f".join(map(str, scope)).encode()).hexdigest()[:10]
+    return f"{key}@{digest}"
+
+
+def key_of(state_keys: Iterable[str], key: str) -> str | None:
+    """The scoped key (see :func:`scoped`) of ``key`` among ``state_keys``, if drawn."""
+    return next((k for k in state_keys if k.startswith(f"{key}@")), None)
+
+
+_KEPT = "_kept_"
+
+
+def restore(prefix: str) -> None:
+    """Put back the widget values a page had when it was last left (see :func:`remember`).
+
+    Streamlit drops a widget's value from the session once a run does not draw it, so a
+    page's choices would reset each time the user visits another page. Values are only
+    restored for widgets not already in the session (the user's latest action wins).
+    """
+    for k, v in st.session_state.get(_KEPT + prefix, {}).items():
+        if k not in st.session_state:
+            st.session_state[k] = v
+
+
+def remember(prefix: str, skip: Iterable[str] = ()) -> None:
+    """Keep the values of the widgets whose keys start with ``prefix`` (not the buttons
+    named in ``skip``, whose values cannot be set) for :func:`restore`."""
+    skip = tuple(skip)
+    st.session_state[_KEPT + prefix] = {
+        k: st.session_state[k]
+        for k in list(st.session_state)
+        if isinstance(k, str) and k.startswith(prefix) and not k.startswith(skip)
+    }
 
 
 def step_label(row: Any) -> str:

@@ -8,7 +8,7 @@ import streamlit as st
 
 from ctda.analysis.classify import CLASSES
 from ctda.analysis.engine import Analysis
-from ctda.ui import charts, data, frames, widgets
+from ctda.ui import charts, data, figures, frames, widgets
 from ctda.ui.rules import etype_name
 from ctda.ui.settings import Settings
 
@@ -20,7 +20,10 @@ def view_picker(loaded: data.Loaded) -> tuple[str, Analysis, str]:
     saved, note = data.stored_scenarios(loaded)
     options = ["baseline", *[str(r["name"]) for r in saved]]
     pick = widgets.choice(
-        "View", options, key="cp_view", help="The observed run, or a saved what-if scenario."
+        "View",
+        options,
+        key=widgets.scoped("cp_view", loaded.tag),
+        help="The observed run, or a saved what-if scenario.",
     )
     if note:
         st.caption(note)
@@ -67,13 +70,19 @@ def render_run(s: Settings, loaded: data.Loaded) -> None:
     total = data.by_class(tag, None, a)
     c3.metric("Bound by", str(total["class"].iloc[0]) if len(total) else "-")
     c4.metric("Share", f"{float(total.share.iloc[0]):.0%}" if len(total) else "-")
-    window = widgets.step_picker(steps, key="cp_step", allow_all=False)
+    # keyed by run and view: the steps (and their durations) are those of this view
+    window = widgets.step_picker(steps, key=widgets.scoped("cp_step", tag), allow_all=False)
     assert window is not None
-    st.plotly_chart(charts.steps(data.class_by_window(tag, a), window), width="stretch", key="cp_steps")
+    st.plotly_chart(figures.steps(tag, window, a), width="stretch", key="cp_steps", config=figures.CONFIG)
     tl = data.timeline(tag, window, s.max_events, a)
-    st.plotly_chart(charts.timeline(tl), width="stretch", key="cp_timeline")
+    st.plotly_chart(
+        figures.timeline(tag, window, s.max_events, a),
+        width="stretch",
+        key="cp_timeline",
+        config=figures.CONFIG,
+    )
     capped = (
-        f"; drew {tl.shown:,} of {tl.total:,}: critical first, then the longest"
+        f"; drew {tl.shown:,} of {tl.total:,}: each lane's longest, the most critical, then the longest"
         if tl.shown < tl.total
         else ""
     )
@@ -87,10 +96,15 @@ def render_run(s: Settings, loaded: data.Loaded) -> None:
     with left:
         by = data.by_class(tag, (window,), a)
         st.markdown(f"**Bound by, {tl.label}**")
-        st.plotly_chart(charts.breakdown(by, ""), width="stretch", key="cp_breakdown")
+        st.plotly_chart(charts.breakdown(by, ""), width="stretch", key="cp_breakdown", config=figures.CONFIG)
     with right:
         st.markdown(f"**Path stretches of {tl.label}** (first {PATH_ROWS}, in order)")
-        st.dataframe(path_listing(a, tag, window), hide_index=True, width="stretch", height=360)
+        st.dataframe(_listing(tag, window, a), hide_index=True, width="stretch", height=360)
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def _listing(tag: str, window: int, _a: Analysis) -> pd.DataFrame:
+    return path_listing(_a, tag, window)
 
 
 def render() -> None:
