@@ -258,7 +258,7 @@ def test_whatif_page_predicts_and_exports(env: Path) -> None:
     assert predicted < observed
     figs = figures(at)
     assert {"observed", "predicted"} <= set(trace_names(figs[0]))
-    assert "critical path" in trace_names(figs[2])
+    assert "path changes lane" in trace_names(figs[2])
     # the Perfetto export is prepared on request, then offered for download
     at.button(key="wi_export_prep").click().run()
     ok(at)
@@ -311,6 +311,19 @@ def test_whatif_save_scenario(env: Path) -> None:
         assert "\n" not in at.error[0].value
         pytest.skip(f"the store cannot save scenarios yet: {at.error[0].value}")
     assert any("Saved scenario **half-cpu**" in s.value for s in at.success)
+    # the saved count is right after the click, not one action later
+    assert "Saved scenarios of this run (1)" in [e.label for e in at.expander]
+    # the same name again is not overwritten silently: it is versioned, or replaced on request
+    assert any("Replace the saved scenario" in c.label for c in at.checkbox)
+    at.button(key="wi_save").click().run()
+    ok(at)
+    assert any("Saved scenario **half-cpu (2)**" in s.value for s in at.success)
+    assert "Saved scenarios of this run (2)" in [e.label for e in at.expander]
+    at.checkbox(key="wi_replace").check().run()
+    at.button(key="wi_save").click().run()
+    ok(at)
+    assert any("Replaced scenario **half-cpu**" in s.value for s in at.success)
+    assert "Saved scenarios of this run (2)" in [e.label for e in at.expander]
     at.switch_page("views/compare.py").run()
     ok(at)
     at.selectbox(key="cmp_run_a").set_value(SIMPLE).run()
@@ -318,14 +331,21 @@ def test_whatif_save_scenario(env: Path) -> None:
     assert "scenario half-cpu" in at.selectbox(key="cmp_what_b").options
     at.selectbox(key="cmp_what_b").set_value("scenario half-cpu").run()
     ok(at)
-    assert any(m.label == "Prediction error" for m in at.metric)
-    # listed on the What-if page, and deleted from there
+    # a scenario against its own run is a predicted change, not a prediction error
+    labels = [m.label for m in at.metric]
+    assert "Predicted change" in labels and "Prediction error" not in labels
+    # back on the What-if page: the groups and factors are as they were left
     at.switch_page("views/whatif.py").run()
     ok(at)
-    assert at.selectbox(key="wi_del_name").value == "half-cpu"
-    at.button(key="wi_del").click().run()
-    ok(at)
-    assert any("Deleted scenario **half-cpu**" in x.value for x in at.success)
+    assert at.selectbox(key="wi_class_0").value == "cpu"
+    assert at.slider(key="wi_f_0").value == 0.5
+    assert at.text_input(key="wi_name").value == "half-cpu"
+    # listed on the What-if page, and deleted from there
+    for name in ("half-cpu (2)", "half-cpu"):
+        at.selectbox(key="wi_del_name").set_value(name).run()
+        at.button(key="wi_del").click().run()
+        ok(at)
+        assert any(f"Deleted scenario **{name}**" in x.value for x in at.success)
     assert "Saved scenarios of this run (0)" in [e.label for e in at.expander]
 
 
@@ -338,12 +358,14 @@ def test_compare_two_runs(env: Path) -> None:
     assert at.selectbox(key="cmp_run_b").value == SIMPLE
     summary = at.dataframe[0].value
     assert list(summary.metric) == ["windows", "mean step (ms)", "critical path (ms)"]
-    assert summary.a.iloc[0] == 2 and summary.b.iloc[0] == 1
+    # columns carry the run names, the older run is a (before)
+    assert summary[f"a: {MINITOY}"].iloc[0] == 2 and summary[f"b: {SIMPLE}"].iloc[0] == 1
     by_class = at.dataframe[1].value
-    assert {"class", "a_ms", "b_ms", "delta_ms"} <= set(by_class.columns)
-    assert by_class.a_ms.sum() == pytest.approx(9.337364, rel=1e-6)
+    assert {"class", f"a: {MINITOY} (ms)", f"b: {SIMPLE} (ms)", "b − a (ms)"} <= set(by_class.columns)
+    assert by_class[f"a: {MINITOY} (ms)"].sum() == pytest.approx(9.337364, rel=1e-6)
     hot = at.dataframe[2].value
-    assert list(hot.delta_ms.abs()) == sorted(hot.delta_ms.abs(), reverse=True)
+    delta = hot["b − a (ms)"]
+    assert list(delta.abs()) == sorted(delta.abs(), reverse=True)
     assert len(figures(at)) == 2
     assert not any(m.label == "Prediction error" for m in at.metric)
 
@@ -357,10 +379,15 @@ def test_compare_prediction_against_measured(env: Path) -> None:
     at.selectbox(key="cmp_what_b").set_value("this session's what-if (unsaved)").run()
     ok(at)
     metrics = {m.label: m.value for m in at.metric}
-    assert metrics["Prediction error"].startswith("-")  # the prediction is faster than measured
-    assert float(metrics["Measured mean step"].split()[0]) == pytest.approx(
-        (9.288291 + 0.049073) / 2, rel=1e-3
-    )
+    # against its own run, the scenario's prediction is a change (faster than observed)
+    assert metrics["Predicted change"].startswith("-")
+    assert float(metrics["Observed mean step"].split()[0]) == pytest.approx((9.288291 + 0.049073) / 2, rel=1e-3)
+    # against another run it is a prediction of that run: its error is reported as such
+    at.selectbox(key="cmp_run_a").set_value(SIMPLE).run()
+    ok(at)
+    metrics = {m.label: m.value for m in at.metric}
+    assert "Prediction error" in metrics and "Predicted change" not in metrics
+    assert float(metrics["Predicted mean step"].split()[0]) < (9.288291 + 0.049073) / 2
 
 
 # --- Cypher console --------------------------------------------------------------------

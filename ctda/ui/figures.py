@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
 from ctda.analysis.engine import Analysis
-from ctda.ui import charts, data
+from ctda.ui import charts, data, explain
 
 #: no plotly logo link (an external site) and no cloud-editing buttons
 CONFIG: dict[str, Any] = {
@@ -32,3 +33,9 @@ def timeline(tag: str, window: int, max_events: int, _a: Analysis) -> go.Figure:
 def steps(tag: str, selected: int | None, _a: Analysis) -> go.Figure:
     """Critical path per step by class, ``selected`` outlined (see :func:`charts.steps`)."""
     return charts.steps(data.class_by_window(tag, _a), selected)
+
+
+@st.cache_resource(max_entries=32, show_spinner=False)
+def lane_shares(tag: str, _a: Analysis) -> pd.Series:
+    """Share of the critical path per lane (see :func:`explain.lane_shares`)."""
+    return explain.lane_shares(_a)

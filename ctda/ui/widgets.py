@@ -21,7 +21,12 @@ _FLASH = "_flash"
 
 
 def choice(label: str, options: Sequence[T], key: str, where: DeltaGenerator | None = None, **kw: Any) -> T:
-    """A selectbox over non-empty ``options`` that always has a value (typed as one)."""
+    """A selectbox over non-empty ``options`` that always has a value (typed as one).
+
+    A kept value that is no longer an option (a scenario of another run) is dropped
+    first, so the box falls back to its default instead of showing a stale choice."""
+    if key in st.session_state and st.session_state[key] not in options:
+        del st.session_state[key]
     value = (where or st).selectbox(label, options, key=key, **kw)
     return options[0] if value is None else value
 
