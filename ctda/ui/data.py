@@ -204,6 +204,24 @@ def stored_scenarios(loaded: Loaded) -> tuple[list[dict[str, Any]], str]:
         return [], f"scenarios unavailable: {_one_line(exc)}"
 
 
+@st.cache_resource(ttl=10, max_entries=64, show_spinner=False)
+def _scenario_list(tag: str, _loaded: Loaded) -> tuple[list[dict[str, Any]], str]:
+    recs, note = stored_scenarios(_loaded)
+    # a record's path holds every critical edge: listings need only its summary
+    return [{k: v for k, v in r.items() if k not in ("path", "step_ns")} for r in recs], note
+
+
+def scenario_list(loaded: Loaded) -> tuple[list[dict[str, Any]], str]:
+    """:func:`stored_scenarios` without their paths, kept for a few seconds: each rerun of
+    a page lists them, and a store open costs more than the page's own work. The UI's own
+    saves and deletes call :func:`forget_scenarios`."""
+    return _scenario_list(loaded.tag, loaded)
+
+
+def forget_scenarios() -> None:
+    _scenario_list.clear()
+
+
 def load_scenario(loaded: Loaded, name: str) -> Scenario:
     """A saved scenario re-applied to the run (cached by its overrides)."""
     recs = {r["name"]: r for r in stored_scenarios(loaded)[0]}
@@ -227,12 +245,17 @@ def save_scenario(loaded: Loaded, sc: Scenario) -> None:
         loaded.stored.save_scenario(sc)
     except (AttributeError, NotImplementedError) as exc:
         raise UIError(f"this store cannot save scenarios yet ({_one_line(exc)})") from None
+    finally:
+        forget_scenarios()
 
 
 def delete_scenario(loaded: Loaded, name: str) -> bool:
     if loaded.stored is None:
         raise UIError("this store does not keep scenarios")
-    return bool(loaded.stored.delete_scenario(name))
+    try:
+        return bool(loaded.stored.delete_scenario(name))
+    finally:
+        forget_scenarios()
 
 
 # --- queries -------------------------------------------------------------------------

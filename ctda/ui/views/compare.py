@@ -54,7 +54,7 @@ def pick_side(s: Settings, runs: list[RunInfo], key: str, default: str) -> Picke
     loaded = widgets.load(s, info)
     if loaded is None:
         return None
-    saved, note = data.stored_scenarios(loaded)
+    saved, note = data.scenario_list(loaded)
     options = [BASELINE, *[f"scenario {r['name']}" for r in saved]]
     current = st.session_state.get("wi_current")
     if current is not None and current[0] == loaded.tag:

@@ -17,7 +17,7 @@ PATH_ROWS = 500
 
 def view_picker(loaded: data.Loaded) -> tuple[str, Analysis, str]:
     """Baseline or a saved scenario of the run: (label, analysis, cache tag)."""
-    saved, note = data.stored_scenarios(loaded)
+    saved, note = data.scenario_list(loaded)
     options = ["baseline", *[str(r["name"]) for r in saved]]
     pick = widgets.choice(
         "View",

@@ -201,7 +201,7 @@ def free_name(name: str, taken: set[str]) -> str:
 
 
 def save_and_export(loaded: data.Loaded, sc: Scenario) -> None:
-    saved, _ = data.stored_scenarios(loaded)
+    saved, _ = data.scenario_list(loaded)
     taken = {str(r.get("name")) for r in saved}
     replace = False
     if sc.name in taken:
@@ -249,7 +249,7 @@ def save_and_export(loaded: data.Loaded, sc: Scenario) -> None:
 
 def saved_scenarios(loaded: data.Loaded) -> None:
     """The run's stored scenarios, with a way to delete one."""
-    saved, note = data.stored_scenarios(loaded)
+    saved, note = data.scenario_list(loaded)
     with st.expander(f"Saved scenarios of this run ({len(saved)})"):
         if note:
             st.caption(note)
