@@ -334,8 +334,12 @@ def options(d: Any, label: str, nth: int = 0) -> list[str]:
 
 
 def choose(d: Any, label: str, option: str, nth: int = 0) -> float:
-    """Pick ``option`` in the ``nth`` selectbox labelled ``label``; seconds until done."""
+    """Pick ``option`` in the ``nth`` selectbox labelled ``label``; seconds until done
+    (0 when it is already picked: that causes no script run)."""
     from selenium.webdriver.common.by import By
+
+    if selected(d, label, nth) == option:
+        return 0.0
 
     _box(d, label, nth).find_element(By.CSS_SELECTOR, 'button[aria-label="Open"]').click()
     opt = f'//*[@role="option"][normalize-space(.)="{option}"]'  # the label may hold an apostrophe

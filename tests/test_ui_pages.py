@@ -381,7 +381,9 @@ def test_compare_prediction_against_measured(env: Path) -> None:
     metrics = {m.label: m.value for m in at.metric}
     # against its own run, the scenario's prediction is a change (faster than observed)
     assert metrics["Predicted change"].startswith("-")
-    assert float(metrics["Observed mean step"].split()[0]) == pytest.approx((9.288291 + 0.049073) / 2, rel=1e-3)
+    assert float(metrics["Observed mean step"].split()[0]) == pytest.approx(
+        (9.288291 + 0.049073) / 2, rel=1e-3
+    )
     # against another run it is a prediction of that run: its error is reported as such
     at.selectbox(key="cmp_run_a").set_value(SIMPLE).run()
     ok(at)

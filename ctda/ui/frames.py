@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -277,7 +278,7 @@ LANE_SHARE = 0.25
 
 
 def pick_events(
-    a: Analysis, cand: I64, crit: I64, critical_ns: npt.NDArray[np.float64], max_events: int
+    a: Analysis, cand: I64, crit: I64, critical_ns: npt.NDArray[Any], max_events: int
 ) -> I64:
     """At most ``max_events`` of the window's events ``cand`` to draw: each lane's longest
     few (``LANE_SHARE`` of the budget split over the lanes), then the critical ones

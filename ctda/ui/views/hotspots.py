@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import pandas as pd
@@ -21,23 +21,38 @@ SORTS = {
     "smallest slack": ("min_slack_ms", True),
     "name": ("name", True),
 }
+NUM = 72  # px: a number column shows 9 characters
 COLUMNS = {
     "kind": st.column_config.TextColumn(
-        "kind", width="small", help="event: a trace event; wait: time on the path between events"
+        "kind", width=55, help="event: a trace event; wait: time on the path between events"
     ),
-    "name": st.column_config.TextColumn("name", width="large"),
-    "category": st.column_config.TextColumn("category", width="small"),
-    "class": st.column_config.TextColumn("class", width="small"),
-    "cp_ms": st.column_config.NumberColumn("CP ms", format="%.3f"),
-    "cp_share": st.column_config.NumberColumn("share of CP", format="percent"),
-    "total_ms": st.column_config.NumberColumn("total ms", format="%.3f"),
-    "total_share": st.column_config.NumberColumn("share of total", format="percent"),
-    "count": st.column_config.NumberColumn("count"),
-    "on_cp": st.column_config.NumberColumn("on CP", help="instances charged on the critical path"),
+    "name": st.column_config.TextColumn("name", width=240, help="hover a cell for the whole name"),
+    "category": st.column_config.TextColumn("category", width=90),
+    "class": st.column_config.TextColumn("class", width=110),
+    "cp_ms": st.column_config.NumberColumn("CP ms", width=NUM),
+    "cp_share": st.column_config.NumberColumn("share of CP", width=NUM),
+    "total_ms": st.column_config.NumberColumn("total ms", width=NUM, help="self time, all instances"),
+    "total_share": st.column_config.NumberColumn("share of total", width=NUM),
+    "count": st.column_config.NumberColumn("count", width=60),
+    "on_cp": st.column_config.NumberColumn("on CP", width=60, help="instances charged on the critical path"),
     "min_slack_ms": st.column_config.NumberColumn(
-        "min slack ms", format="%.3f", help="how far its least slack instance may slip"
+        "min slack ms", width=NUM, help="how far its least slack instance may slip"
     ),
 }
+#: what fits a laptop screen without scrolling sideways: share of total (total ms over
+#: the whole trace's self time) is the one left out, category comes last
+ORDER = [
+    "kind",
+    "name",
+    "class",
+    "cp_ms",
+    "cp_share",
+    "total_ms",
+    "count",
+    "on_cp",
+    "min_slack_ms",
+    "category",
+]
 
 
 def table(loaded: data.Loaded, sel: list[int], step: str) -> pd.DataFrame:
@@ -131,8 +146,13 @@ def styled(shown: pd.DataFrame) -> Any:
         out.loc[synthetic] = SYNTHETIC_CSS
         return out
 
-    fmt = {"cp_ms": "{:.3f}", "total_ms": "{:.3f}", "min_slack_ms": "{:.3f}"}
-    fmt |= {"cp_share": "{:.1%}", "total_share": "{:.1%}"}
+    fmt: dict[Any, str | Callable[[object], str] | None] = {
+        "cp_ms": "{:.3f}",
+        "total_ms": "{:.3f}",
+        "min_slack_ms": "{:.3f}",
+        "cp_share": "{:.1%}",
+        "total_share": "{:.1%}",
+    }
     return shown.style.apply(css, axis=None).format(fmt, na_rep="")
 
 
@@ -173,6 +193,7 @@ def render() -> None:
         hide_index=True,
         width="stretch",
         column_config=COLUMNS,
+        column_order=ORDER,
         key=table_key,
         on_select="rerun",
         selection_mode="single-row",
