@@ -284,6 +284,17 @@ def timed(d: Any, act: Callable[[], object], timeout: float = 300.0) -> float:
 LAST_MARKS: list[tuple[str, float]] = []
 
 
+def last_server_s() -> float:
+    """Seconds the last :func:`timed` interaction spent in script runs on the server (from
+    the first ``running`` to the last state change after it); the rest is the network and
+    the browser drawing."""
+    starts = [t for s, t in LAST_MARKS if s == "running"]
+    if not starts:
+        return 0.0
+    ends = [t for s, t in LAST_MARKS if s != "running" and t >= starts[0]]
+    return (max(ends) if ends else starts[-1]) - starts[0]
+
+
 def button(d: Any, label: str) -> Any:
     from selenium.webdriver.common.by import By
 
