@@ -285,9 +285,9 @@ LAST_MARKS: list[tuple[str, float]] = []
 
 
 def last_server_s() -> float:
-    """Seconds the last :func:`timed` interaction spent in script runs on the server (from
-    the first ``running`` to the last state change after it); the rest is the network and
-    the browser drawing."""
+    """Seconds the page of the last :func:`timed` interaction reported a script run going
+    (from the first ``running`` to the last state change after it): the server's work, and
+    the drawing of elements that arrived meanwhile (the page draws them as they come)."""
     starts = [t for s, t in LAST_MARKS if s == "running"]
     if not starts:
         return 0.0

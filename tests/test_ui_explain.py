@@ -29,7 +29,9 @@ def test_faster_kernels_move_the_path_to_the_cpu_thread() -> None:
     # halving the GPU kernels of this DDP run makes launch overhead bound 2.5x more of
     # the path: it moved from a GPU stream to the main Python thread
     assert CORPUS is not None
-    why, before, after = line(CORPUS / "hta" / "trace_diff_ws2_rank1_dataloader.json.gz", "class=gpu_compute=0.5")
+    why, before, after = line(
+        CORPUS / "hta" / "trace_diff_ws2_rank1_dataloader.json.gz", "class=gpu_compute=0.5"
+    )
     assert why == (
         "Why: the critical path moved from GPU 1 stream 7 (32% of it) to thread 2575472 (python3.8) (46%), "
         "so launch_overhead grew 93.449 → 233.326 ms."

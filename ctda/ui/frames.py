@@ -277,9 +277,7 @@ def timeline(a: Analysis, window: int, max_events: int, names: Names) -> Timelin
 LANE_SHARE = 0.25
 
 
-def pick_events(
-    a: Analysis, cand: I64, crit: I64, critical_ns: npt.NDArray[Any], max_events: int
-) -> I64:
+def pick_events(a: Analysis, cand: I64, crit: I64, critical_ns: npt.NDArray[Any], max_events: int) -> I64:
     """At most ``max_events`` of the window's events ``cand`` to draw: each lane's longest
     few (``LANE_SHARE`` of the budget split over the lanes), then the critical ones
     (largest charge first), then the longest of the rest."""

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-import time
 from collections.abc import Iterable, Sequence
-from pathlib import Path
 from typing import Any, TypeVar
 
 import pandas as pd
@@ -43,22 +41,10 @@ def _runs(db: str | None, stamp: float) -> list[RunInfo]:
     return data.list_runs(db)
 
 
-def _stamp(s: Settings) -> float:
-    """Changes whenever the store may have changed: the embedded store's file times (a CLI
-    ingest shows up at once, and an unchanged store is never re-read); for a server, the
-    clock in 2 s steps (reruns of one interaction share a listing)."""
-    if s.kind == "ladybug":
-        path = Path(s.location)
-        times = [p.stat().st_mtime for p in (path, path.with_name(path.name + ".wal")) if p.exists()]
-        if times:
-            return max(times)
-    return float(int(time.time() / 2))
-
-
 def runs(s: Settings) -> list[RunInfo]:
     """Complete runs in the store; a store problem becomes one line on the page."""
     try:
-        return _runs(s.db, _stamp(s))
+        return _runs(s.db, data.store_stamp(s.db))
     except StoreError as exc:
         st.error(f"store {s.location}: {exc}")
         return []

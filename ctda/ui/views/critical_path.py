@@ -71,7 +71,12 @@ def render_run(s: Settings, loaded: data.Loaded) -> None:
     c3.metric("Bound by", str(total["class"].iloc[0]) if len(total) else "-")
     c4.metric("Share", f"{float(total.share.iloc[0]):.0%}" if len(total) else "-")
     # keyed by run and view: the steps (and their durations) are those of this view
-    window = widgets.step_picker(steps, key=widgets.scoped("cp_step", tag), allow_all=False)
+    window = widgets.step_picker(
+        steps,
+        key=widgets.scoped("cp_step", tag),
+        allow_all=False,
+        label="Step" if tag == loaded.tag else "Step (predicted times)",
+    )
     assert window is not None
     st.plotly_chart(figures.steps(tag, window, a), width="stretch", key="cp_steps", config=figures.CONFIG)
     tl = data.timeline(tag, window, s.max_events, a)
