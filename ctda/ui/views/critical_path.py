@@ -64,7 +64,7 @@ def path_listing(a: Analysis, tag: str, window: int) -> pd.DataFrame:
 def render_run(s: Settings, loaded: data.Loaded) -> None:
     label, a, tag = view_picker(loaded)
     steps = data.steps(tag, a)
-    c1, c2, c3, c4 = st.columns([1, 1, 2, 1])  # class names are long
+    c1, c2, c3, c4 = st.columns([1, 2, 2, 1])  # step times and class names are long
     c1.metric("Windows", len(steps))
     c2.metric("Mean step", widgets.ms(float(steps.duration_ms.mean())))
     total = data.by_class(tag, None, a)
