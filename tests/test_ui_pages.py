@@ -324,6 +324,7 @@ def test_whatif_save_scenario(env: Path) -> None:
     ok(at)
     assert any("Replaced scenario **half-cpu**" in s.value for s in at.success)
     assert "Saved scenarios of this run (2)" in [e.label for e in at.expander]
+    assert at.checkbox(key="wi_replace").value is False  # asked again for the next save
     at.switch_page("views/compare.py").run()
     ok(at)
     at.selectbox(key="cmp_run_a").set_value(SIMPLE).run()

@@ -204,6 +204,8 @@ def save_and_export(loaded: data.Loaded, sc: Scenario) -> None:
     saved, _ = data.scenario_list(loaded)
     taken = {str(r.get("name")) for r in saved}
     replace = False
+    if st.session_state.pop("_wi_saved", False):
+        st.session_state["wi_replace"] = False  # ask again for the next save
     if sc.name in taken:
         replace = st.checkbox(
             f"Replace the saved scenario **{sc.name}** (otherwise it is saved as "
@@ -224,6 +226,7 @@ def save_and_export(loaded: data.Loaded, sc: Scenario) -> None:
                 st.error(str(exc))
             else:
                 verb = "Replaced" if name in taken else "Saved"
+                st.session_state["_wi_saved"] = True
                 widgets.flash("success", f"{verb} scenario **{name}** with run {loaded.ref.name}.")
                 # rerun so the saved list above (drawn before this click) counts it at once
                 st.rerun()
