@@ -236,6 +236,9 @@ def measure(
         )
         add("what-if", "change the predicted path's step", [d.pick("wi_step", k) for k in picks])
         d.page("compare")
+        # the store may hold other runs (the browser bench adds a small one): side b is
+        # this run, whose unsaved what-if is offered
+        d.set("selectbox", "cmp_run_b", name)
         first = d.set("selectbox", "cmp_what_b", "this session's what-if (unsaved)")
         add("compare", "observed vs what-if (first)", [first], cold=True)
         add("compare", "rerun", [d.time() for _ in range(reps)])

@@ -8,7 +8,7 @@ import streamlit as st
 
 from ctda.analysis.classify import CLASSES
 from ctda.analysis.engine import Analysis
-from ctda.ui import charts, data, figures, frames, widgets
+from ctda.ui import data, figures, frames, widgets
 from ctda.ui.rules import etype_name
 from ctda.ui.settings import Settings
 
@@ -99,9 +99,10 @@ def render_run(s: Settings, loaded: data.Loaded) -> None:
     )
     left, right = st.columns([2, 3])
     with left:
-        by = data.by_class(tag, (window,), a)
         st.markdown(f"**Bound by, {tl.label}**")
-        st.plotly_chart(charts.breakdown(by, ""), width="stretch", key="cp_breakdown", config=figures.CONFIG)
+        st.plotly_chart(
+            figures.breakdown(tag, (window,), a), width="stretch", key="cp_breakdown", config=figures.CONFIG
+        )
     with right:
         st.markdown(f"**Path stretches of {tl.label}** (first {PATH_ROWS}, in order)")
         st.dataframe(_listing(tag, window, a), hide_index=True, width="stretch", height=360)
