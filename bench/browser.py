@@ -236,31 +236,44 @@ def settled(d: Any, timeout: float = WAIT_S) -> None:
 _ARM = """
 const app = document.querySelector('[data-testid="stApp"]');
 window.__ctdaRan = false;
-if (window.__ctdaObs) window.__ctdaObs.disconnect();
 window.__ctdaMarks = [];
-window.__ctdaObs = new MutationObserver(() => {
-  const state = app.getAttribute('data-test-script-state');
-  window.__ctdaMarks.push([state, performance.now() - window.__ctdaT0]);
-  if (state === 'running') window.__ctdaRan = true;
+if (window.__ctdaObs) window.__ctdaObs.disconnect();
+window.__ctdaObs = new MutationObserver((records) => {
+  window.__ctdaLast = performance.now();
+  for (const r of records) {
+    if (r.target === app && r.attributeName === 'data-test-script-state') {
+      const state = app.getAttribute('data-test-script-state');
+      window.__ctdaMarks.push([state, performance.now() - window.__ctdaT0]);
+      if (state === 'running') window.__ctdaRan = true;
+    }
+  }
 });
-window.__ctdaObs.observe(app, {attributes: true, attributeFilter: ['data-test-script-state']});
+window.__ctdaObs.observe(app, {attributes: true, childList: true, subtree: true, characterData: true});
 window.__ctdaT0 = performance.now();
+window.__ctdaLast = window.__ctdaT0;
 """
 
+# Done when the page shows no script run and nothing stale, and either a run was seen to
+# start (the usual case) or -- a run so short that React drew its start and end in one go
+# leaves no "running" state to see -- the page has been still for QUIET ms since it last
+# changed (the time reported is then that of the last change).
 _DONE = """
 const done = arguments[arguments.length - 1];
 const app = document.querySelector('[data-testid="stApp"]');
 const limit = performance.now() + arguments[0] * 1000;
-function idle() {
-  return window.__ctdaRan && app.getAttribute('data-test-script-state') !== 'running'
-    && !document.querySelector('[data-stale="true"]');
+const QUIET = 600;
+function finish(t) {
+  // two frames: React has committed and the browser has painted what it drew
+  requestAnimationFrame(() => requestAnimationFrame(() => done(t - window.__ctdaT0)));
 }
 function poll() {
-  if (performance.now() > limit) { done(-1); return; }
-  if (idle()) {
-    // two frames: React has committed and the browser has painted what it drew
-    requestAnimationFrame(() => requestAnimationFrame(() => done(performance.now() - window.__ctdaT0)));
-    return;
+  const now = performance.now();
+  if (now > limit) { done(-1); return; }
+  const idle = app.getAttribute('data-test-script-state') !== 'running'
+    && !document.querySelector('[data-stale="true"]');
+  if (idle && window.__ctdaRan) { finish(performance.now()); return; }
+  if (idle && now - window.__ctdaLast > QUIET && now - window.__ctdaT0 > 2 * QUIET) {
+    finish(window.__ctdaLast); return;
   }
   setTimeout(poll, 5);
 }
@@ -268,8 +281,9 @@ poll();
 """
 
 
-def timed(d: Any, act: Callable[[], object], timeout: float = 300.0) -> float:
-    """Seconds from ``act`` (one user action) until its script run is done and painted."""
+def timed(d: Any, act: Callable[[], object], timeout: float = 100.0) -> float:
+    """Seconds from ``act`` (one user action) until its script run is done and painted
+    (``timeout`` stays under WebDriver's own 120 s limit on one command)."""
     d.set_script_timeout(timeout + 10)
     d.execute_script(_ARM)
     act()
