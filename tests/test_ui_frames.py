@@ -50,9 +50,16 @@ def test_timeline_draws_critical_events_first_within_the_cap(simple: Analysis) -
     assert full.events.on_cp.sum() == full.critical
     capped = frames.timeline(simple, 0, 100, names)
     assert capped.shown == 100 and capped.total == full.total
-    # every critical event is kept while they fit; the rest are the longest of the others
-    crit = min(full.critical, 100)
-    assert capped.events.on_cp.sum() == crit
+    # every lane keeps its longest few (no lane is drawn empty); critical events fill the
+    # rest of the budget while they fit, then the longest of the others
+    lanes = full.events.lane.value_counts()
+    quota = int(100 * frames.LANE_SHARE) // len(lanes)
+    drawn = capped.events.lane.value_counts()
+    assert all(drawn.get(lane, 0) >= min(quota, n) for lane, n in lanes.items())
+    reserved = int(sum(min(quota, n) for n in lanes))
+    assert capped.events.on_cp.sum() >= min(full.critical, 100 - reserved)
+    longest = full.events.sort_values("dur_ms", ascending=False).groupby("lane").head(quota)
+    assert set(longest.event) <= set(capped.events.event)
     # the path is the same however many events are drawn, and stays inside the window
     assert capped.path.equals(full.path)
     assert capped.path.x.min() >= capped.start_ms - 1e-9 and capped.path.x.max() <= capped.end_ms + 1e-9
@@ -128,7 +135,7 @@ def test_figures_build(minitoy: Analysis) -> None:
     tl = frames.timeline(minitoy, 0, 1000, names)
     fig = charts.timeline(tl)
     assert fig.layout.yaxis.ticktext == tuple(lane.label for lane in tl.lanes)
-    assert {t.name for t in fig.data} >= {"critical path", "other events"}
+    assert {t.name for t in fig.data} >= {"path changes lane", "off the path (class colour, faded)"}
     assert charts.breakdown(frames.by_class(minitoy)).data[0].orientation == "h"
     assert len(charts.steps(frames.class_by_window(minitoy), 0).layout.shapes) == 1
 

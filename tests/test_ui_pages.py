@@ -61,6 +61,13 @@ def ok(at: AppTest) -> None:
     assert not at.error, [e.value for e in at.error]
 
 
+def keyed(at: AppTest, kind: str, key: str) -> Any:
+    """The ``kind`` widget keyed ``key`` re-keyed by what it shows (``widgets.scoped``)."""
+    found = [w for w in getattr(at, kind) if str(w.key).startswith(f"{key}@")]
+    assert len(found) == 1, [w.key for w in getattr(at, kind)]
+    return found[0]
+
+
 def figures(at: AppTest) -> list[dict[str, Any]]:
     return [json.loads(el.proto.spec) for el in at.get("plotly_chart")]
 
@@ -166,19 +173,19 @@ def test_critical_path_page(env: Path) -> None:
     steps_fig, timeline, breakdown = figures(at)
     assert "launch_overhead" in trace_names(steps_fig)
     names = trace_names(timeline)
-    assert "critical path" in names and any(n.startswith("critical: ") for n in names)
+    assert "path changes lane" in names and any(n.startswith("critical: ") for n in names)
     lanes = timeline["layout"]["yaxis"]["ticktext"]
     assert any(x.startswith("thread ") for x in lanes) and any(x.startswith("GPU ") for x in lanes)
     assert timeline["layout"]["title"]["text"].startswith("ProfilerStep#1")
-    path = next(t for t in timeline["data"] if t["name"] == "critical path")
+    path = next(t for t in timeline["data"] if t["name"] == "path changes lane")
     lo, hi = timeline["layout"]["xaxis"]["range"]
-    xs = values(path["x"])
+    xs = [x for x in values(path["x"]) if x is not None]
     assert len(xs) > 2 and min(xs) >= lo - 1e-9 and max(xs) <= hi + 1e-9
     assert breakdown["data"][0]["y"][0] == "launch_overhead"
     listing = at.dataframe[0].value
     assert listing.ms.sum() > 0 and {"class", "event", "rule"} <= set(listing.columns)
     # another step redraws the timeline for that window only
-    at.selectbox(key="cp_step").set_value(1).run()
+    keyed(at, "selectbox", "cp_step").set_value(1).run()
     ok(at)
     assert figures(at)[1]["layout"]["title"]["text"].startswith("ProfilerStep#2")
 
@@ -187,7 +194,7 @@ def test_critical_path_caps_drawn_events(env: Path, monkeypatch: pytest.MonkeyPa
     monkeypatch.setenv("CTDA_UI_MAX_EVENTS", "100")
     at = app("critical_path", run=SIMPLE)
     timeline = figures(at)[1]
-    drawn = sum(len(values(t["y"])) for t in timeline["data"] if t["name"] != "critical path")
+    drawn = sum(len(values(t["y"])) for t in timeline["data"] if t["name"] != "path changes lane")
     assert drawn == 100
     assert any("drew 100 of" in c.value for c in at.caption)
 
@@ -208,7 +215,7 @@ def test_hotspots_page_sort_and_drill_down(env: Path) -> None:
     counts = list(at.dataframe[0].value["count"])
     assert counts == sorted(counts, reverse=True)
     # drill into a hotspot: its instances, one instance's edges, and why they exist
-    at.selectbox(key="hs_pick").set_value("hipLaunchKernel").run()
+    keyed(at, "selectbox", "hs_pick").set_value("hipLaunchKernel").run()
     ok(at)
     instances = at.dataframe[1].value
     assert len(instances) == 12 and instances.cp_ms.iloc[0] > 6
@@ -223,13 +230,13 @@ def test_hotspots_page_sort_and_drill_down(env: Path) -> None:
 
 def test_hotspots_wait_rows_and_steps(env: Path) -> None:
     at = app("hotspots")
-    at.selectbox(key="hs_step").set_value(0).run()
+    keyed(at, "selectbox", "hs_step").set_value(0).run()
     at.number_input(key="hs_top").set_value(5000).run()
     ok(at)
     table = at.dataframe[0].value
     assert table.cp_ms.sum() == pytest.approx(9.288291, rel=1e-6)  # ProfilerStep#1 only
     wait = next(n for n in table.name if n.startswith("("))
-    at.selectbox(key="hs_pick").set_value(wait).run()
+    keyed(at, "selectbox", "hs_pick").set_value(wait).run()
     ok(at)
     waits = at.dataframe[1].value
     assert {"edge", "rule", "waiting", "why"} <= set(waits.columns) and len(waits) > 0
@@ -251,7 +258,7 @@ def test_whatif_page_predicts_and_exports(env: Path) -> None:
     assert predicted < observed
     figs = figures(at)
     assert {"observed", "predicted"} <= set(trace_names(figs[0]))
-    assert "critical path" in trace_names(figs[2])
+    assert "path changes lane" in trace_names(figs[2])
     # the Perfetto export is prepared on request, then offered for download
     at.button(key="wi_export_prep").click().run()
     ok(at)
@@ -304,6 +311,20 @@ def test_whatif_save_scenario(env: Path) -> None:
         assert "\n" not in at.error[0].value
         pytest.skip(f"the store cannot save scenarios yet: {at.error[0].value}")
     assert any("Saved scenario **half-cpu**" in s.value for s in at.success)
+    # the saved count is right after the click, not one action later
+    assert "Saved scenarios of this run (1)" in [e.label for e in at.expander]
+    # the same name again is not overwritten silently: it is versioned, or replaced on request
+    assert any("Replace the saved scenario" in c.label for c in at.checkbox)
+    at.button(key="wi_save").click().run()
+    ok(at)
+    assert any("Saved scenario **half-cpu (2)**" in s.value for s in at.success)
+    assert "Saved scenarios of this run (2)" in [e.label for e in at.expander]
+    at.checkbox(key="wi_replace").check().run()
+    at.button(key="wi_save").click().run()
+    ok(at)
+    assert any("Replaced scenario **half-cpu**" in s.value for s in at.success)
+    assert "Saved scenarios of this run (2)" in [e.label for e in at.expander]
+    assert at.checkbox(key="wi_replace").value is False  # asked again for the next save
     at.switch_page("views/compare.py").run()
     ok(at)
     at.selectbox(key="cmp_run_a").set_value(SIMPLE).run()
@@ -311,14 +332,21 @@ def test_whatif_save_scenario(env: Path) -> None:
     assert "scenario half-cpu" in at.selectbox(key="cmp_what_b").options
     at.selectbox(key="cmp_what_b").set_value("scenario half-cpu").run()
     ok(at)
-    assert any(m.label == "Prediction error" for m in at.metric)
-    # listed on the What-if page, and deleted from there
+    # a scenario against its own run is a predicted change, not a prediction error
+    labels = [m.label for m in at.metric]
+    assert "Predicted change" in labels and "Prediction error" not in labels
+    # back on the What-if page: the groups and factors are as they were left
     at.switch_page("views/whatif.py").run()
     ok(at)
-    assert at.selectbox(key="wi_del_name").value == "half-cpu"
-    at.button(key="wi_del").click().run()
-    ok(at)
-    assert any("Deleted scenario **half-cpu**" in x.value for x in at.success)
+    assert at.selectbox(key="wi_class_0").value == "cpu"
+    assert at.slider(key="wi_f_0").value == 0.5
+    assert at.text_input(key="wi_name").value == "half-cpu"
+    # listed on the What-if page, and deleted from there
+    for name in ("half-cpu (2)", "half-cpu"):
+        at.selectbox(key="wi_del_name").set_value(name).run()
+        at.button(key="wi_del").click().run()
+        ok(at)
+        assert any(f"Deleted scenario **{name}**" in x.value for x in at.success)
     assert "Saved scenarios of this run (0)" in [e.label for e in at.expander]
 
 
@@ -331,12 +359,14 @@ def test_compare_two_runs(env: Path) -> None:
     assert at.selectbox(key="cmp_run_b").value == SIMPLE
     summary = at.dataframe[0].value
     assert list(summary.metric) == ["windows", "mean step (ms)", "critical path (ms)"]
-    assert summary.a.iloc[0] == 2 and summary.b.iloc[0] == 1
+    # columns carry the run names, the older run is a (before)
+    assert summary[f"a: {MINITOY}"].iloc[0] == 2 and summary[f"b: {SIMPLE}"].iloc[0] == 1
     by_class = at.dataframe[1].value
-    assert {"class", "a_ms", "b_ms", "delta_ms"} <= set(by_class.columns)
-    assert by_class.a_ms.sum() == pytest.approx(9.337364, rel=1e-6)
+    assert {"class", f"a: {MINITOY} (ms)", f"b: {SIMPLE} (ms)", "b − a (ms)"} <= set(by_class.columns)
+    assert by_class[f"a: {MINITOY} (ms)"].sum() == pytest.approx(9.337364, rel=1e-6)
     hot = at.dataframe[2].value
-    assert list(hot.delta_ms.abs()) == sorted(hot.delta_ms.abs(), reverse=True)
+    delta = hot["b − a (ms)"]
+    assert list(delta.abs()) == sorted(delta.abs(), reverse=True)
     assert len(figures(at)) == 2
     assert not any(m.label == "Prediction error" for m in at.metric)
 
@@ -350,10 +380,17 @@ def test_compare_prediction_against_measured(env: Path) -> None:
     at.selectbox(key="cmp_what_b").set_value("this session's what-if (unsaved)").run()
     ok(at)
     metrics = {m.label: m.value for m in at.metric}
-    assert metrics["Prediction error"].startswith("-")  # the prediction is faster than measured
-    assert float(metrics["Measured mean step"].split()[0]) == pytest.approx(
+    # against its own run, the scenario's prediction is a change (faster than observed)
+    assert metrics["Predicted change"].startswith("-")
+    assert float(metrics["Observed mean step"].split()[0]) == pytest.approx(
         (9.288291 + 0.049073) / 2, rel=1e-3
     )
+    # against another run it is a prediction of that run: its error is reported as such
+    at.selectbox(key="cmp_run_a").set_value(SIMPLE).run()
+    ok(at)
+    metrics = {m.label: m.value for m in at.metric}
+    assert "Prediction error" in metrics and "Predicted change" not in metrics
+    assert float(metrics["Predicted mean step"].split()[0]) < (9.288291 + 0.049073) / 2
 
 
 # --- Cypher console --------------------------------------------------------------------

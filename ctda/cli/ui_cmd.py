@@ -70,7 +70,7 @@ def ui_cmd(
     ),
     max_upload_mb: int = typer.Option(2048, "--max-upload-mb", min=1, help="Largest trace upload accepted."),
     max_events: int = typer.Option(
-        4000, "--max-events", min=100, help="Events drawn per timeline (critical ones first)."
+        2000, "--max-events", min=100, help="Events drawn per timeline (critical ones first)."
     ),
     uploads: str = typer.Option(
         None, "--uploads", help="Folder for uploaded traces (default: beside the embedded store)."

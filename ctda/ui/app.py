@@ -14,6 +14,15 @@ from ctda.ui import widgets
 
 HERE = Path(__file__).parent
 
+#: the tab icon, inline: a ``:material/...:`` page icon makes the browser fetch an SVG
+#: from a font CDN, which fails offline (the sidebar's icons come from a bundled font)
+FAVICON = (
+    '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24 24">'
+    '<rect width="24" height="24" rx="5" fill="#1B1B1B"/>'
+    '<path d="M4 17h5l3-10h3l2 5h3" fill="none" stroke="#F58518" stroke-width="2.4" '
+    'stroke-linecap="round" stroke-linejoin="round"/></svg>'
+)
+
 PAGES = (
     ("views/runs.py", "Runs", ":material/storage:", "runs"),
     ("views/critical_path.py", "Critical path", ":material/timeline:", "critical-path"),
@@ -25,7 +34,7 @@ PAGES = (
 
 
 def main() -> None:
-    st.set_page_config(page_title="ctda", page_icon=":material/route:", layout="wide")
+    st.set_page_config(page_title="ctda", page_icon=FAVICON, layout="wide")
     pages = [
         st.Page(str(HERE / path), title=title, icon=icon, url_path=url, default=(k == 0))
         for k, (path, title, icon, url) in enumerate(PAGES)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -204,6 +205,37 @@ def stored_scenarios(loaded: Loaded) -> tuple[list[dict[str, Any]], str]:
         return [], f"scenarios unavailable: {_one_line(exc)}"
 
 
+def store_stamp(db: str | None) -> float:
+    """Changes whenever the store may have changed: the embedded store's file times (a CLI
+    write shows up at once, an unchanged store is never re-read); for a server, the clock
+    in 2 s steps (reruns of one interaction share a read)."""
+    target = resolve(db)
+    if target.kind == "ladybug":
+        path = Path(target.location)
+        times = [p.stat().st_mtime for p in (path, path.with_name(path.name + ".wal")) if p.exists()]
+        if times:
+            return max(times)
+    return float(int(time.time() / 2))
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def _scenario_list(tag: str, stamp: float, _loaded: Loaded) -> tuple[list[dict[str, Any]], str]:
+    recs, note = stored_scenarios(_loaded)
+    # a record's path holds every critical edge: listings need only its summary
+    return [{k: v for k, v in r.items() if k not in ("path", "step_ns")} for r in recs], note
+
+
+def scenario_list(loaded: Loaded) -> tuple[list[dict[str, Any]], str]:
+    """:func:`stored_scenarios` without their paths, read again only when the store
+    changed (:func:`store_stamp`): each rerun of a page lists them, and a store open costs
+    more than the page's own work."""
+    return _scenario_list(loaded.tag, store_stamp(loaded.ref.location), loaded)
+
+
+def forget_scenarios() -> None:
+    _scenario_list.clear()
+
+
 def load_scenario(loaded: Loaded, name: str) -> Scenario:
     """A saved scenario re-applied to the run (cached by its overrides)."""
     recs = {r["name"]: r for r in stored_scenarios(loaded)[0]}
@@ -227,12 +259,17 @@ def save_scenario(loaded: Loaded, sc: Scenario) -> None:
         loaded.stored.save_scenario(sc)
     except (AttributeError, NotImplementedError) as exc:
         raise UIError(f"this store cannot save scenarios yet ({_one_line(exc)})") from None
+    finally:
+        forget_scenarios()
 
 
 def delete_scenario(loaded: Loaded, name: str) -> bool:
     if loaded.stored is None:
         raise UIError("this store does not keep scenarios")
-    return bool(loaded.stored.delete_scenario(name))
+    try:
+        return bool(loaded.stored.delete_scenario(name))
+    finally:
+        forget_scenarios()
 
 
 # --- queries -------------------------------------------------------------------------

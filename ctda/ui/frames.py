@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -237,14 +238,7 @@ def timeline(a: Analysis, window: int, max_events: int, names: Names) -> Timelin
     critical_ns = np.bincount(ev[charged], weights=ch.ns.to_numpy()[charged], minlength=n)
     crit = np.flatnonzero(critical_ns > 0)
     layout = Layout(a, cand)
-    # critical events always drawn (largest charge first if even they exceed the cap)
-    chosen = crit[_top(critical_ns[crit].astype(np.int64), max_events)]
-    if len(chosen) < max_events:
-        taken = np.zeros(n, dtype=bool)
-        taken[chosen] = True
-        rest = cand[~taken[cand]]
-        rest = rest[_top(en[rest] - st[rest], max_events - len(chosen))]
-        chosen = np.concatenate([chosen, rest])
+    chosen = pick_events(a, cand, crit, critical_ns, max_events)
     on_cp = critical_ns[chosen] > 0
     labels = lane_labels(a)
     events = pd.DataFrame(
@@ -276,6 +270,42 @@ def timeline(a: Analysis, window: int, max_events: int, names: Names) -> Timelin
         critical=len(crit),
         path_points=len(full),
     )
+
+
+#: share of the drawing budget kept for every lane's longest events, so a lane whose work
+#: is off the path (GPU streams under a launch-bound path) is never drawn empty
+LANE_SHARE = 0.25
+
+
+def pick_events(a: Analysis, cand: I64, crit: I64, critical_ns: npt.NDArray[Any], max_events: int) -> I64:
+    """At most ``max_events`` of the window's events ``cand`` to draw: each lane's longest
+    few (``LANE_SHARE`` of the budget split over the lanes), then the critical ones
+    (largest charge first), then the longest of the rest."""
+    st, en = event_times(a)
+    n = a.nodes.n
+    taken = np.zeros(n, dtype=bool)
+    parts: list[I64] = []
+    lanes = a.nodes.lane[cand].astype(np.int64)
+    present = np.unique(lanes)
+    if len(present) > 1:
+        quota = max(int(max_events * LANE_SHARE) // len(present), 1)
+        dur = (en[cand] - st[cand]).astype(np.int64)
+        # longest first within each lane: sort by (lane, -dur), keep each lane's first `quota`
+        order = np.lexsort((-dur, lanes))
+        rank = np.arange(len(order)) - np.searchsorted(lanes[order], lanes[order], side="left")
+        keep = cand[order[rank < quota]]
+        parts.append(keep)
+        taken[keep] = True
+    budget = max_events - sum(len(p) for p in parts)
+    crit_left = crit[~taken[crit]]
+    top_crit = crit_left[_top(critical_ns[crit_left].astype(np.int64), max(budget, 0))]
+    parts.append(top_crit)
+    taken[top_crit] = True
+    budget -= len(top_crit)
+    if budget > 0:
+        rest = cand[~taken[cand]]
+        parts.append(rest[_top(en[rest] - st[rest], budget)])
+    return np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, dtype=np.int64)
 
 
 class Layout:

@@ -16,7 +16,8 @@ from pathlib import Path
 from ctda.store.config import resolve
 
 DEFAULT_MAX_UPLOAD_MB = 2048
-DEFAULT_MAX_EVENTS = 4000
+#: bars per timeline: the browser draws ~2,000 bars in a few hundred ms, 4,000 take twice that
+DEFAULT_MAX_EVENTS = 2000
 
 ENV_DB = "CTDA_DB"
 ENV_MAX_UPLOAD = "CTDA_UI_MAX_UPLOAD_MB"

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import hashlib
+from collections.abc import Iterable, Sequence
 from typing import Any, TypeVar
 
 import pandas as pd
@@ -20,7 +21,12 @@ _FLASH = "_flash"
 
 
 def choice(label: str, options: Sequence[T], key: str, where: DeltaGenerator | None = None, **kw: Any) -> T:
-    """A selectbox over non-empty ``options`` that always has a value (typed as one)."""
+    """A selectbox over non-empty ``options`` that always has a value (typed as one).
+
+    A kept value that is no longer an option (a scenario of another run) is dropped
+    first, so the box falls back to its default instead of showing a stale choice."""
+    if key in st.session_state and st.session_state[key] not in options:
+        del st.session_state[key]
     value = (where or st).selectbox(label, options, key=key, **kw)
     return options[0] if value is None else value
 
@@ -30,16 +36,15 @@ def settings() -> Settings:
     return from_argv()
 
 
-@st.cache_data(ttl=2, show_spinner=False)
-def _runs(db: str | None) -> list[RunInfo]:
-    # a short TTL: reruns of one interaction share a listing, yet CLI writes show up at once
+@st.cache_data(ttl=600, max_entries=16, show_spinner=False)
+def _runs(db: str | None, stamp: float) -> list[RunInfo]:
     return data.list_runs(db)
 
 
 def runs(s: Settings) -> list[RunInfo]:
     """Complete runs in the store; a store problem becomes one line on the page."""
     try:
-        return _runs(s.db)
+        return _runs(s.db, data.store_stamp(s.db))
     except StoreError as exc:
         st.error(f"store {s.location}: {exc}")
         return []
@@ -112,6 +117,48 @@ def current_loaded(s: Settings) -> data.Loaded | None:
     """The analysis of the run picked in the sidebar, or None after saying why there is none."""
     info = current_run(s)
     return None if info is None else load(s, info)
+
+
+def scoped(key: str, *scope: object) -> str:
+    """``key`` re-keyed for what it depends on (a run, a scenario, a hotspot).
+
+    A keyed Streamlit widget keeps its identity, and so its value and what the browser
+    shows, while its options change underneath it: a step picker keyed by its name alone
+    still shows the previous run's step. Keyed by what it shows, it starts afresh instead.
+    """
+    digest = hashlib.sha1("\x1f".join(map(str, scope)).encode()).hexdigest()[:10]
+    return f"{key}@{digest}"
+
+
+def key_of(state_keys: Iterable[str], key: str) -> str | None:
+    """The scoped key (see :func:`scoped`) of ``key`` among ``state_keys``, if drawn."""
+    return next((k for k in state_keys if k.startswith(f"{key}@")), None)
+
+
+_KEPT = "_kept_"
+
+
+def restore(prefix: str) -> None:
+    """Put back the widget values a page had when it was last left (see :func:`remember`).
+
+    Streamlit drops a widget's value from the session once a run does not draw it, so a
+    page's choices would reset each time the user visits another page. Values are only
+    restored for widgets not already in the session (the user's latest action wins).
+    """
+    for k, v in st.session_state.get(_KEPT + prefix, {}).items():
+        if k not in st.session_state:
+            st.session_state[k] = v
+
+
+def remember(prefix: str, skip: Iterable[str] = ()) -> None:
+    """Keep the values of the widgets whose keys start with ``prefix`` (not the buttons
+    named in ``skip``, whose values cannot be set) for :func:`restore`."""
+    skip = tuple(skip)
+    st.session_state[_KEPT + prefix] = {
+        k: st.session_state[k]
+        for k in list(st.session_state)
+        if isinstance(k, str) and k.startswith(prefix) and not k.startswith(skip)
+    }
 
 
 def step_label(row: Any) -> str:

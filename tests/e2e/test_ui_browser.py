@@ -1,65 +1,32 @@
 """End to end: ``ctda ui`` in a real headless Chromium.
 
-Upload a real trace through the page, then open every page and check what it renders;
-a screenshot of each lands in ``test-artifacts/ui/`` (gitignored) for people to look at.
+Upload two real traces through the page, then use every page as a person would and check
+what it shows: the step picker follows the run, Compare puts the older run first, What-if
+keeps its groups across pages, the hotspot table follows the "Sort by" box and a row click
+drills into that row, and the page never asks the internet for anything. A screenshot of
+each step lands in ``test-artifacts/ui/`` (gitignored) for people to look at.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from bench import browser
+from bench.browser import body, choose, open_page, plots, selected, settled
 from tests.e2e.conftest import ARTIFACTS
 
-TRACE = Path(__file__).resolve().parents[1] / "data" / "hta" / "rocm62_mi250_minitoy_train.json.gz"
+DATA = Path(__file__).resolve().parents[1] / "data" / "hta"
+TRACE = DATA / "rocm62_mi250_minitoy_train.json.gz"
 RUN = "rocm62_mi250_minitoy_train"
-WAIT_S = 90
+SECOND = DATA / "simple_add_param_benchmark.json.gz"
+# ingested second, yet first in alphabetical order: Compare must still put it second
+RUN2 = "a-later-run"
 
 pytestmark = pytest.mark.slow
-
-
-def body(d: Any) -> str:
-    from selenium.webdriver.common.by import By
-
-    return str(d.find_element(By.TAG_NAME, "body").text)
-
-
-def wait(d: Any, cond: Callable[[Any], Any], what: str, timeout: float = WAIT_S) -> Any:
-    """Poll ``cond`` until truthy; on timeout, fail with a screenshot and the page text."""
-    from selenium.common.exceptions import WebDriverException
-
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            got = cond(d)
-            if got:
-                return got
-        except WebDriverException:
-            pass  # the page is re-rendering under us
-        time.sleep(0.3)
-    shot(d, f"FAILED-{what.replace(' ', '_')[:40]}")
-    raise AssertionError(f"timed out waiting for {what}; page text:\n{body(d)[:3000]}")
-
-
-def wait_text(d: Any, *texts: str, timeout: float = WAIT_S) -> None:
-    wait(d, lambda d: all(t in body(d) for t in texts), f"text {texts!r}", timeout)
-
-
-def settled(d: Any) -> None:
-    """Wait until Streamlit has finished the script run the last action started."""
-    from selenium.webdriver.common.by import By
-
-    time.sleep(0.5)
-    wait(
-        d,
-        lambda d: not d.find_elements(By.CSS_SELECTOR, '[data-testid="stStatusWidget"]'),
-        "the run to finish",
-    )
-    time.sleep(0.3)
 
 
 def shot(d: Any, name: str) -> Path:
@@ -69,63 +36,78 @@ def shot(d: Any, name: str) -> Path:
     return path
 
 
-def click_button(d: Any, label: str) -> None:
-    from selenium.webdriver.common.by import By
-
-    xpath = f"//button[normalize-space(.)='{label}']"
-    wait(
-        d,
-        lambda d: d.find_elements(By.XPATH, xpath) and d.find_element(By.XPATH, xpath).is_enabled(),
-        f"button {label}",
+def wait(d: Any, cond: Callable[[Any], Any], what: str, timeout: float = browser.WAIT_S) -> Any:
+    """:func:`bench.browser.wait` with a screenshot when it times out."""
+    return browser.wait(
+        d, cond, what, timeout, on_timeout=lambda d, w: shot(d, f"FAILED-{w.replace(' ', '_')[:40]}")
     )
-    d.find_element(By.XPATH, xpath).click()
+
+
+def wait_text(d: Any, *texts: str, timeout: float = browser.WAIT_S) -> None:
+    wait(d, lambda d: all(t in body(d) for t in texts), f"text {texts!r}", timeout)
 
 
 def go(d: Any, page: str) -> None:
-    """Follow the sidebar link to ``page`` (client-side navigation keeps the session)."""
-    from selenium.webdriver.common.by import By
-
-    xpath = f"//a[@data-testid='stSidebarNavLink'][.//span[normalize-space(.)='{page}']]"
-    wait(d, lambda d: d.find_elements(By.XPATH, xpath), f"nav link {page}")
-    d.find_element(By.XPATH, xpath).click()
-    wait(d, lambda d: d.find_elements(By.XPATH, f"//h1[normalize-space(.)='{page}']"), f"page {page}")
+    open_page(d, page)
     settled(d)
 
 
-def choose(d: Any, label: str, option: str, nth: int = 0) -> None:
-    """Pick ``option`` in the ``nth`` selectbox labelled ``label``."""
+def upload(d: Any, trace: Path, name: str | None) -> None:
+    """Ingest ``trace`` through the Runs page's upload form."""
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
 
-    xpath = f"//div[@data-testid='stSelectbox'][.//label[normalize-space(.)='{label}']]"
-    wait(d, lambda d: len(d.find_elements(By.XPATH, xpath)) > nth, f"selectbox {label}")
-    box = d.find_elements(By.XPATH, xpath)[nth]
-    box.find_element(By.CSS_SELECTOR, 'button[aria-label="Open"]').click()
-    opt = f'//*[@role="option"][normalize-space(.)="{option}"]'  # the label may hold an apostrophe
-    wait(d, lambda d: d.find_elements(By.XPATH, opt), f"option {option}")
-    d.find_element(By.XPATH, opt).click()
+    go(d, "Runs")
+    field = wait(d, lambda d: d.find_elements(By.CSS_SELECTOR, "input[type=file]"), "the file input")[0]
+    field.send_keys(str(trace))
+    settled(d)
+    if name:
+        box = d.find_element(By.XPATH, "//input[@aria-label='Run name']")
+        box.send_keys(name, Keys.ENTER)
+        settled(d)
+    browser.button(d, "Ingest").click()  # waits for it to be enabled: the upload has arrived
+    wait_text(d, f"Stored run {name or RUN}", timeout=180)
     settled(d)
 
 
-def selected(d: Any, label: str, nth: int = 0) -> str:
-    """The value shown by the ``nth`` selectbox labelled ``label`` (a combobox input)."""
+def timeline_title(d: Any) -> str:
+    """The title of the page's timeline chart (``ProfilerStep#N: ... ms``)."""
     from selenium.webdriver.common.by import By
 
-    xpath = (
-        f"//div[@data-testid='stSelectbox'][.//label[normalize-space(.)='{label}']]//input[@role='combobox']"
-    )
-    return str(d.find_elements(By.XPATH, xpath)[nth].get_attribute("value"))
+    titles = [str(t.get_attribute("textContent")) for t in d.find_elements(By.CSS_SELECTOR, ".gtitle")]
+    return next((t for t in titles if " ms" in t and ":" in t), "")
 
 
-def plots(d: Any) -> int:
+def grid_rows(d: Any, nth: int = 0) -> list[list[str]]:
+    """Cell texts of the ``nth`` data grid, header first, in the order it is shown (the grid
+    draws on a canvas; its accessible twin lists the rows as displayed)."""
     from selenium.webdriver.common.by import By
 
-    return len(d.find_elements(By.CSS_SELECTOR, ".js-plotly-plot"))
+    grid = d.find_elements(By.CSS_SELECTOR, '[data-testid="stDataFrame"]')[nth]
+    out = []
+    for tr in grid.find_elements(By.CSS_SELECTOR, "table tr"):
+        cells = tr.find_elements(By.CSS_SELECTOR, "th, td")
+        out.append([str(c.get_attribute("textContent")).strip() for c in cells])
+    return out
+
+
+def click_grid(d: Any, x: float, y: float, nth: int = 0) -> Callable[[], None]:
+    """A click at (x, y) pixels from the top left of the ``nth`` grid's canvas."""
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+
+    grid = d.find_elements(By.CSS_SELECTOR, '[data-testid="stDataFrame"]')[nth]
+    canvas = grid.find_element(By.CSS_SELECTOR, "canvas")
+    w, h = canvas.size["width"], canvas.size["height"]
+
+    def act() -> None:
+        ActionChains(d).move_to_element_with_offset(canvas, int(x - w / 2), int(y - h / 2)).click().perform()
+
+    return act
 
 
 def test_ui_in_a_real_browser(ui_server: str, driver: Any) -> None:
-    from selenium.webdriver.common.action_chains import ActionChains
     from selenium.webdriver.common.by import By
-    from selenium.webdriver.common.keys import Keys
 
     d = driver
     d.get(ui_server + "/")
@@ -133,14 +115,8 @@ def test_ui_in_a_real_browser(ui_server: str, driver: Any) -> None:
     settled(d)
     shot(d, "01-runs-empty")
 
-    # upload a real trace through the file input, then ingest it
-    upload = wait(d, lambda d: d.find_elements(By.CSS_SELECTOR, "input[type=file]"), "the file input")[0]
-    upload.send_keys(str(TRACE))
-    settled(d)
-    click_button(d, "Ingest")  # waits for it to be enabled: the upload has arrived
-    wait_text(d, f"Stored run {RUN}", timeout=120)
-    settled(d)
-    # the runs table is a canvas grid (no DOM text); the sidebar now works on the new run
+    # a real trace through the file input; the sidebar then works on the new run
+    upload(d, TRACE, None)
     assert d.find_elements(By.CSS_SELECTOR, '[data-testid="stDataFrame"]')
     assert selected(d, "Run") == RUN
     shot(d, "02-runs-ingested")
@@ -148,44 +124,103 @@ def test_ui_in_a_real_browser(ui_server: str, driver: Any) -> None:
     go(d, "Critical path")
     wait(d, lambda d: plots(d) >= 3, "three charts")
     wait_text(
-        d, "Windows", "Bound by", "launch_overhead", "ProfilerStep#1", "GPU 2 stream 0", "critical path"
+        d, "Windows", "Bound by", "launch_overhead", "ProfilerStep#1", "GPU 2 stream 0", "path changes lane"
     )
     assert "on its critical path" in body(d)
+    choose(d, "Step", next(o for o in browser.options(d, "Step") if o.startswith("ProfilerStep#2")))
+    settled(d)
+    assert selected(d, "Step").startswith("ProfilerStep#2")
+    assert timeline_title(d).startswith("ProfilerStep#2")
     shot(d, "03-critical-path")
+
+    # a second run: the step picker must show *its* step, not the previous run's
+    upload(d, SECOND, RUN2)
+    assert selected(d, "Run") == RUN2
+    go(d, "Critical path")
+    wait(d, lambda d: timeline_title(d).startswith("trace"), "the second run's timeline")
+    assert selected(d, "Step").startswith("trace · ")
+    shot(d, "04-critical-path-second-run")
+    # and back: the first run's first step again, in the box and on the chart alike
+    choose(d, "Run", RUN)
+    settled(d)
+    wait(d, lambda d: timeline_title(d).startswith("ProfilerStep#"), "the first run's timeline")
+    label = selected(d, "Step")
+    assert label.startswith("ProfilerStep#") and timeline_title(d).startswith(label.split(" · ")[0] + ":")
 
     go(d, "Hotspots")
     wait_text(d, "Drill down", "instance(s) of", "Its dependency edges", "Why each edge exists")
-    assert d.find_elements(By.CSS_SELECTOR, '[data-testid="stDataFrame"]')
-    shot(d, "04-hotspots")
+    rows = wait(d, lambda d: grid_rows(d), "the hotspot grid")
+    header = rows[0]
+    cp = header.index("CP ms")
+    by_box = [float(r[cp]) for r in rows[1:]]
+    assert by_box == sorted(by_box, reverse=True) and len(by_box) > 3
+    # waits and idle time are marked as such (and drawn grey)
+    kind = header.index("kind")
+    assert any(r[kind] == "wait" for r in rows[1:]) and any(r[kind] == "event" for r in rows[1:])
+    # a header click re-sorts the view...
+    click_grid(d, 20 + 75 + 200, 17)()  # the header row, over the name column
+    settled(d)
+    shot(d, "05-hotspots-header-click")
+    # ...and the box, changed afterwards, wins: one source of truth for the order
+    choose(d, "Sort by", "count")
+    settled(d)
+    rows = wait(d, lambda d: grid_rows(d), "the re-sorted grid")
+    count = rows[0].index("count")
+    counts = [int(float(r[count])) for r in rows[1:]]
+    assert counts == sorted(counts, reverse=True), counts
+    # a click on a row's marker drills into that row, whatever the order shown
+    third = rows[3][rows[0].index("name")]
+    click_grid(d, 15, 35 + 2.5 * 35)()
+    settled(d)
+    wait(d, lambda d: selected(d, "Hotspot") == third, f"the drill-down to follow the click on {third}")
+    # waits and idle time are marked as such
+    shot(d, "06-hotspots")
 
     go(d, "What-if")
     wait_text(d, "Select by", "Factor")
-    # the slider's range input is visually hidden: focus it, then use the keyboard like a person
-    slider = d.find_element(By.CSS_SELECTOR, '[data-testid="stSlider"] input[type="range"]')
-    d.execute_script("arguments[0].focus();", slider)
-    keys = ActionChains(d)
-    for _ in range(10):  # 1.00 -> 0.50 in steps of 0.05
-        keys.send_keys(Keys.ARROW_LEFT)
-    keys.perform()
-    wait(d, lambda d: slider.get_attribute("value") == "0.5", "the factor to reach 0.5")
+    choose(d, "Class", "launch_overhead")
+    browser.slide(d, -10)  # 1.00 -> 0.50 in steps of 0.05
+    wait(d, lambda d: browser.slider_value(d) == "0.5", "the factor to reach 0.5")
     settled(d)
     wait_text(d, "Mean step (predicted)", "Predicted path of step")
     wait(d, lambda d: plots(d) >= 3, "what-if charts")
-    shot(d, "05-whatif")
+    shot(d, "07-whatif")
+    predicted = [m.text for m in d.find_elements(By.CSS_SELECTOR, '[data-testid="stMetricValue"]')]
 
+    # Compare: the older run is "before" although the newer one sorts first by name
     go(d, "Compare")
     wait_text(d, "a (before)", "b (after)")
-    assert selected(d, "Run", 1) == RUN and selected(d, "Run", 2) == RUN  # [0] is the sidebar's
+    assert selected(d, "Run", 1) == RUN and selected(d, "Run", 2) == RUN2  # [0] is the sidebar's
+    wait_text(d, f"a: {RUN}", f"b: {RUN2}")  # series and columns carry the run names
+    shot(d, "08-compare-runs")
+    choose(d, "Run", RUN, nth=2)
     choose(d, "What", "this session's what-if (unsaved)", nth=1)
-    wait_text(d, "Prediction error", "Hotspot deltas")
-    shot(d, "06-compare")
+    wait_text(d, "Predicted change", "Hotspot deltas")
+    assert "Prediction error" not in body(d)
+    shot(d, "09-compare-whatif")
+
+    # back on What-if: the group, its class and factor, and the prediction are as left
+    go(d, "What-if")
+    wait_text(d, "Mean step (predicted)")
+    assert selected(d, "Class") == "launch_overhead"
+    assert browser.slider_value(d) == "0.5"
+    assert [m.text for m in d.find_elements(By.CSS_SELECTOR, '[data-testid="stMetricValue"]')] == predicted
+    shot(d, "10-whatif-returned")
 
     go(d, "Cypher console")
     area = wait(d, lambda d: d.find_elements(By.CSS_SELECTOR, "textarea"), "the query box")[0]
     area.click()
     area.send_keys("MATCH (r:Run) RETURN r.name AS name, r.steps AS steps")
+    from selenium.webdriver.common.keys import Keys
+
     area.send_keys(Keys.CONTROL, Keys.ENTER)  # commits the text area's value
     settled(d)
-    click_button(d, "Run")
-    wait_text(d, "1 row(s)", "Download CSV")
-    shot(d, "07-console")
+    browser.button(d, "Run").click()
+    wait_text(d, "2 row(s)", "Download CSV")
+    shot(d, "11-console")
+
+    go(d, "Runs")
+    shot(d, "12-runs-two")
+    # offline: every request the page made went to the server itself (or was inline data)
+    outside = browser.external(browser.requests_made(d), ui_server)
+    assert not outside, outside

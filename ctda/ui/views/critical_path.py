@@ -8,7 +8,7 @@ import streamlit as st
 
 from ctda.analysis.classify import CLASSES
 from ctda.analysis.engine import Analysis
-from ctda.ui import charts, data, frames, widgets
+from ctda.ui import data, figures, frames, widgets
 from ctda.ui.rules import etype_name
 from ctda.ui.settings import Settings
 
@@ -17,10 +17,13 @@ PATH_ROWS = 500
 
 def view_picker(loaded: data.Loaded) -> tuple[str, Analysis, str]:
     """Baseline or a saved scenario of the run: (label, analysis, cache tag)."""
-    saved, note = data.stored_scenarios(loaded)
+    saved, note = data.scenario_list(loaded)
     options = ["baseline", *[str(r["name"]) for r in saved]]
     pick = widgets.choice(
-        "View", options, key="cp_view", help="The observed run, or a saved what-if scenario."
+        "View",
+        options,
+        key=widgets.scoped("cp_view", loaded.tag),
+        help="The observed run, or a saved what-if scenario.",
     )
     if note:
         st.caption(note)
@@ -61,19 +64,30 @@ def path_listing(a: Analysis, tag: str, window: int) -> pd.DataFrame:
 def render_run(s: Settings, loaded: data.Loaded) -> None:
     label, a, tag = view_picker(loaded)
     steps = data.steps(tag, a)
-    c1, c2, c3, c4 = st.columns([1, 1, 2, 1])  # class names are long
+    c1, c2, c3, c4 = st.columns([1, 2, 2, 1])  # step times and class names are long
     c1.metric("Windows", len(steps))
     c2.metric("Mean step", widgets.ms(float(steps.duration_ms.mean())))
     total = data.by_class(tag, None, a)
     c3.metric("Bound by", str(total["class"].iloc[0]) if len(total) else "-")
     c4.metric("Share", f"{float(total.share.iloc[0]):.0%}" if len(total) else "-")
-    window = widgets.step_picker(steps, key="cp_step", allow_all=False)
+    # keyed by run and view: the steps (and their durations) are those of this view
+    window = widgets.step_picker(
+        steps,
+        key=widgets.scoped("cp_step", tag),
+        allow_all=False,
+        label="Step" if tag == loaded.tag else "Step (predicted times)",
+    )
     assert window is not None
-    st.plotly_chart(charts.steps(data.class_by_window(tag, a), window), width="stretch", key="cp_steps")
+    st.plotly_chart(figures.steps(tag, window, a), width="stretch", key="cp_steps", config=figures.CONFIG)
     tl = data.timeline(tag, window, s.max_events, a)
-    st.plotly_chart(charts.timeline(tl), width="stretch", key="cp_timeline")
+    st.plotly_chart(
+        figures.timeline(tag, window, s.max_events, a),
+        width="stretch",
+        key="cp_timeline",
+        config=figures.CONFIG,
+    )
     capped = (
-        f"; drew {tl.shown:,} of {tl.total:,}: critical first, then the longest"
+        f"; drew {tl.shown:,} of {tl.total:,}: each lane's longest, the most critical, then the longest"
         if tl.shown < tl.total
         else ""
     )
@@ -85,12 +99,18 @@ def render_run(s: Settings, loaded: data.Loaded) -> None:
     )
     left, right = st.columns([2, 3])
     with left:
-        by = data.by_class(tag, (window,), a)
         st.markdown(f"**Bound by, {tl.label}**")
-        st.plotly_chart(charts.breakdown(by, ""), width="stretch", key="cp_breakdown")
+        st.plotly_chart(
+            figures.breakdown(tag, (window,), a), width="stretch", key="cp_breakdown", config=figures.CONFIG
+        )
     with right:
         st.markdown(f"**Path stretches of {tl.label}** (first {PATH_ROWS}, in order)")
-        st.dataframe(path_listing(a, tag, window), hide_index=True, width="stretch", height=360)
+        st.dataframe(_listing(tag, window, a), hide_index=True, width="stretch", height=360)
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def _listing(tag: str, window: int, _a: Analysis) -> pd.DataFrame:
+    return path_listing(_a, tag, window)
 
 
 def render() -> None:

@@ -109,9 +109,28 @@ def render() -> None:
             hide_index=True,
             width="stretch",
             column_config={
-                "mean step (ms)": st.column_config.NumberColumn(format="%.3f"),
-                "critical path (ms)": st.column_config.NumberColumn(format="%.3f"),
+                "run": st.column_config.TextColumn(width="medium", pinned=True),
+                "mean step (ms)": st.column_config.NumberColumn(format="%.3f", width="small"),
+                "critical path (ms)": st.column_config.NumberColumn(format="%.3f", width="small"),
+                "steps": st.column_config.NumberColumn(width="small"),
+                "events": st.column_config.NumberColumn(width="small"),
+                "CP breakdown": st.column_config.TextColumn(width="medium"),
+                # long paths would push every other column off screen: narrow and last,
+                # the whole path shows when the cell is hovered or widened
+                "source file": st.column_config.TextColumn(
+                    width="small", help="the trace the run was read from"
+                ),
             },
+            column_order=[
+                "run",
+                "steps",
+                "mean step (ms)",
+                "critical path (ms)",
+                "CP breakdown",
+                "events",
+                "ingested at",
+                "source file",
+            ],
         )
     else:
         st.info(f"The store `{s.location}` holds no runs yet.")

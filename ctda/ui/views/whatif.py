@@ -14,7 +14,7 @@ from ctda.analysis.classify import CLASSES
 from ctda.analysis.engine import Analysis
 from ctda.queries import loader
 from ctda.store.base import StoreError
-from ctda.ui import charts, data, widgets
+from ctda.ui import charts, data, explain, figures, widgets
 from ctda.ui.settings import Settings
 from ctda.whatif.export import write_perfetto
 from ctda.whatif.scenario import Scenario
@@ -54,12 +54,14 @@ def group(a: Analysis, loaded: data.Loaded, s: Settings, i: int) -> list[Overrid
     """One group's widgets; its overrides (none while it changes nothing or is invalid)."""
     c1, c2, c3 = st.columns([1.2, 3, 2])
     kind = widgets.choice("Select by", KINDS, key=f"wi_kind_{i}", where=c1)
+    # the default goes through the session, not `value=`: a value restored after a visit
+    # to another page must not clash with a default passed to the widget
+    st.session_state.setdefault(f"wi_f_{i}", 1.0)
     factor = c3.slider(
         "Factor",
         0.0,
         2.0,
-        1.0,
-        0.05,
+        step=0.05,
         key=f"wi_f_{i}",
         help="New time as a multiple of the old: 0 removes the work, 0.5 halves it, 2 doubles it.",
     )
@@ -140,16 +142,27 @@ def outcome(loaded: data.Loaded, sc: Scenario) -> None:
         how="outer",
     ).fillna(0.0)
     by["order"] = [CLASSES.index(c) for c in by["class"]]
+    why = explain.reshuffle(
+        observed,
+        predicted,
+        figures.lane_shares(loaded.tag, loaded.analysis),
+        figures.lane_shares(data.scenario_tag(loaded, sc), sc.analysis),
+    )
+    if why:
+        st.info(why)
     left_col, right_col = st.columns(2)
     with left_col:
         fig = charts.side_by_side(
             by.sort_values("order"), "class", "observed", "predicted", "Bound by, all windows"
         )
-        st.plotly_chart(fig, width="stretch", key="wi_breakdown")
+        st.plotly_chart(fig, width="stretch", key="wi_breakdown", config=figures.CONFIG)
     with right_col:
         per = pd.DataFrame({"label": stt.window, "a_ms": stt.base_ns / 1e6, "b_ms": stt.predicted_ns / 1e6})
         st.plotly_chart(
-            charts.step_compare(per, "observed", "predicted", "Step time"), width="stretch", key="wi_steps"
+            charts.step_compare(per, "observed", "predicted", "Step time"),
+            width="stretch",
+            key="wi_steps",
+            config=figures.CONFIG,
         )
 
 
@@ -163,22 +176,60 @@ def predicted_path(s: Settings, loaded: data.Loaded, sc: Scenario) -> None:
         i: f"{w} · {p / 1e6:.3f} ms predicted (observed {b / 1e6:.3f} ms)"
         for i, (w, p, b) in enumerate(zip(stt.window, stt.predicted_ns, stt.base_ns))
     }
+    # keyed by the scenario: its steps and their predicted times are this scenario's
     window = widgets.choice(
-        "Predicted path of step", list(labels), key="wi_step", format_func=lambda i: labels[i]
+        "Predicted path of step",
+        list(labels),
+        key=widgets.scoped("wi_step", tag),
+        format_func=lambda i: labels[i],
     )
-    tl = data.timeline(tag, window, s.max_events, a)
-    st.plotly_chart(charts.timeline(tl), width="stretch", key="wi_timeline")
+    st.plotly_chart(
+        figures.timeline(tag, window, s.max_events, a),
+        width="stretch",
+        key="wi_timeline",
+        config=figures.CONFIG,
+    )
+
+
+def free_name(name: str, taken: set[str]) -> str:
+    """``name``, or ``name (2)``, ``name (3)``, ... whichever is not saved yet."""
+    k = 2
+    out = name
+    while out in taken:
+        out, k = f"{name} ({k})", k + 1
+    return out
 
 
 def save_and_export(loaded: data.Loaded, sc: Scenario) -> None:
+    saved, _ = data.scenario_list(loaded)
+    taken = {str(r.get("name")) for r in saved}
+    replace = False
+    if st.session_state.pop("_wi_saved", False):
+        st.session_state["wi_replace"] = False  # ask again for the next save
+    if sc.name in taken:
+        replace = st.checkbox(
+            f"Replace the saved scenario **{sc.name}** (otherwise it is saved as "
+            f"**{free_name(sc.name, taken)}**)",
+            key="wi_replace",
+        )
     c1, c2 = st.columns(2)
     with c1:
         if st.button("Save scenario", key="wi_save", help="Store it with the run (Compare can use it)."):
+            name = sc.name if replace else free_name(sc.name, taken)
+            if name != sc.name:
+                sc = data.scenario(
+                    loaded.tag, data.overrides_key(sc.overrides), name, loaded.analysis, sc.overrides
+                )
             try:
                 data.save_scenario(loaded, sc)
-                st.success(f"Saved scenario **{sc.name}** with run {loaded.ref.name}.")
             except (data.UIError, StoreError) as exc:
                 st.error(str(exc))
+            else:
+                verb = "Replaced" if name in taken else "Saved"
+                st.session_state["_wi_saved"] = True
+                widgets.flash("success", f"{verb} scenario **{name}** with run {loaded.ref.name}.")
+                # rerun so the saved list above (drawn before this click) counts it at once
+                st.rerun()
     with c2:
         key = data.scenario_tag(loaded, sc)
         ready = st.session_state.get("wi_export")
@@ -201,7 +252,7 @@ def save_and_export(loaded: data.Loaded, sc: Scenario) -> None:
 
 def saved_scenarios(loaded: data.Loaded) -> None:
     """The run's stored scenarios, with a way to delete one."""
-    saved, note = data.stored_scenarios(loaded)
+    saved, note = data.scenario_list(loaded)
     with st.expander(f"Saved scenarios of this run ({len(saved)})"):
         if note:
             st.caption(note)
@@ -244,10 +295,23 @@ def _slug(text: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in text)[:60] or "scenario"
 
 
+#: button keys (their values cannot be set) and plain state the page keeps by itself
+NOT_KEPT = ("wi_add", "wi_remove", "wi_save", "wi_export", "wi_download", "wi_del", "wi_qrun_", "wi_current")
+
+
 def render() -> None:
-    s = widgets.settings()
     st.title("What-if")
     widgets.show_flash()
+    # groups, factors and names survive a visit to another page
+    widgets.restore("wi_")
+    try:
+        page()
+    finally:
+        widgets.remember("wi_", skip=NOT_KEPT)
+
+
+def page() -> None:
+    s = widgets.settings()
     loaded = widgets.current_loaded(s)
     if loaded is None:
         return

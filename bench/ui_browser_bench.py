@@ -1,0 +1,199 @@
+"""UI responsiveness in a real browser: ``ctda ui`` served on a stored big run, driven by a
+headless Chromium like a person would use it (see :mod:`bench.browser` for the clock).
+
+Rows have the shape of :mod:`bench.ui_bench`'s, with ``via: browser``. Measured: switching
+pages, changing the run, changing the step, and moving a what-if factor until the new
+prediction is drawn. The first visit of each page after a run is loaded (analysis load,
+first report, first re-propagation) is reported as ``cold``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from bench import browser
+
+Row = dict[str, Any]
+#: a second, small run in the same store, so "change run" has somewhere to go
+SMALL = Path(__file__).resolve().parents[1] / "tests" / "data" / "hta" / "rocm62_mi250_minitoy_train.json.gz"
+PAGES = ("Critical path", "Hotspots", "What-if", "Compare", "Runs")
+
+
+def _log(msg: str) -> None:
+    print(f"[ui-browser] {msg}", file=sys.stderr, flush=True)
+
+
+def add_small_run(db: Path) -> str:
+    """The small run ingested into ``db`` beside the big one (a no-op when there)."""
+    from ctda.analysis.engine import AnalysisOptions
+    from ctda.store.config import resolve
+    from ctda.store.ingest import default_name, ingest
+
+    name = default_name(SMALL)
+    ingest(SMALL, resolve(str(db)), AnalysisOptions(), name=name)
+    return name
+
+
+def window_labels(db: Path, run: str) -> list[str]:
+    """The run's window labels, from the store (the bench never loads the analysis)."""
+    from ctda.queries import loader
+    from ctda.store import open_store
+
+    with open_store(str(db), read_only=True) as s:
+        recs = loader.run(s, "steps", run=run).records()
+    return [str(r["window"]) for r in recs]
+
+
+def choose_typed(d: Any, label: str, prefix: str, nth: int = 0) -> float:
+    """Pick the option starting with ``prefix`` by typing it into the box (long option lists
+    are drawn lazily, so the option is filtered into view like a person would)."""
+    from selenium.webdriver.common.by import By
+
+    box = browser._box(d, label, nth)
+    field = box.find_element(By.CSS_SELECTOR, "input[role='combobox']")
+    field.click()
+    field.send_keys(prefix)
+    xpath = f'//*[@role="option"][starts-with(normalize-space(.), "{prefix}")]'
+    el = browser.wait(d, lambda d: d.find_elements(By.XPATH, xpath), f"option {prefix}")[0]
+    return browser.timed(d, el.click)
+
+
+def _row(
+    base: Row,
+    page: str,
+    what: str,
+    times: list[float],
+    cold: bool,
+    error: str | None = None,
+    running: list[float] | None = None,
+) -> Row:
+    worst = max(times) if times else float("nan")
+    running = running or []
+    return {
+        **base,
+        "page": page,
+        "interaction": what,
+        "kind": "cold" if cold else "warm",
+        "n": len(times),
+        "median_s": round(sorted(times)[len(times) // 2], 4) if times else None,
+        "max_s": round(worst, 4) if times else None,
+        # of which the page showed a script run going: the server's work, and the drawing of
+        # the elements that arrived during it (the browser draws while the script runs)
+        "running_median_s": round(sorted(running)[len(running) // 2], 4) if running else None,
+        "goal_s": None if cold else 1.0,
+        "meets_goal": None if cold else (error is None and bool(times) and worst < 1.0),
+        "error": error,
+    }
+
+
+def measure(trace: Path, n_events: int, quick: bool, reps: int, store_dir: Path | None = None) -> list[Row]:
+    """Every measured interaction on one trace, in one fresh server and browser."""
+    from bench import ui_bench
+
+    base: Row = {
+        "suite": "ui",
+        "via": "browser",
+        "trace": trace.name,
+        "events": n_events,
+        "quick": quick,
+        "loadavg_1m_at_start": round(os.getloadavg()[0], 2),
+    }
+    try:
+        chromium, chromedriver = browser.find_browser()
+    except browser.BrowserMissing as exc:
+        _log(f"skipped: {exc}")
+        return [_row(base, "-", "browser measurement", [], True, f"skipped: {exc}")]
+    db, name = ui_bench.stored_run(trace, store_dir or ui_bench.CACHE / "ui_store")
+    small = add_small_run(db)
+    labels = window_labels(db, name)
+    base["windows"] = len(labels)
+    work = Path(tempfile.mkdtemp(prefix="ctda-ui-browser-"))
+    rows: list[Row] = []
+
+    def took(secs: float) -> tuple[float, float]:
+        """An interaction's seconds, and those the page reported a script run going (the
+        server's work plus the drawing of what arrived meanwhile)."""
+        return secs, (browser.last_server_s() if secs > 0 else 0.0)
+
+    def add(page: str, what: str, pairs: list[tuple[float, float]], cold: bool = False) -> None:
+        times, mine = [p[0] for p in pairs], [p[1] for p in pairs]
+        rows.append(_row(base, page, what, times, cold, running=mine))
+        _log(
+            f"{page:14s} {what:48s} "
+            + " ".join(f"{t:6.2f}" for t in times)
+            + "  running "
+            + " ".join(f"{t:5.2f}" for t in mine)
+        )
+
+    server = browser.Server(db, work / "uploads", work / "server.log")
+    d = None
+    try:
+        d = browser.new_driver(chromium, chromedriver, work / "profile")
+        t = time.perf_counter()
+        d.get(server.url + "/")
+        browser.wait(d, lambda d: "Runs" in browser.body(d), "the Runs page")
+        browser.settled(d)
+        add("runs", "first page load (wall clock)", [(time.perf_counter() - t, 0.0)], cold=True)
+        picked = browser.choose(d, "Run", name)  # 0: the big run is already the sidebar's
+        if picked:
+            add("runs", "pick the big run", [took(picked)], cold=True)
+        # first visits: the analysis, the report of all steps, the what-if choices, the comparison
+        for page in PAGES:
+            add(page.lower(), "first visit", [took(browser.open_page(d, page))], cold=True)
+            browser.settled(d)
+        switches: dict[str, list[tuple[float, float]]] = {p: [] for p in PAGES}
+        for _ in range(reps):
+            for page in PAGES:
+                switches[page].append(took(browser.open_page(d, page)))
+                browser.settled(d)
+        for page, times in switches.items():
+            add(page.lower(), "page switch", times)
+
+        browser.open_page(d, "Critical path")
+        browser.settled(d)
+        add(
+            "critical path",
+            "change run (first load of the small run)",
+            [took(browser.choose(d, "Run", small))],
+            True,
+        )
+        back = [took(browser.choose(d, "Run", name))]
+        for _ in range(reps - 1):
+            took(browser.choose(d, "Run", small))
+            back.append(took(browser.choose(d, "Run", name)))
+        add("critical path", "change run (to the big run)", back)
+        picks = ui_bench._spread(len(labels), reps)
+        if picks:
+            steps = [took(choose_typed(d, "Step", labels[k] + " ·")) for k in picks]
+            add("critical path", "change step", steps)
+
+        browser.open_page(d, "What-if")
+        browser.settled(d)
+        add(
+            "what-if",
+            "first move of a factor (first re-propagation)",
+            [took(browser.slide(d, -1))],
+            cold=True,
+        )
+        moves = [took(browser.slide(d, k)) for k in ([-4, 2, -3, 5, -2][:reps] if reps > 1 else [-4])]
+        add("what-if", "move a factor (prediction drawn)", moves)
+        for r in rows:
+            r["windows"] = base["windows"]
+    except Exception as exc:  # one failed step must not lose the rows measured so far
+        if d is not None:
+            d.save_screenshot(str(work / "failed.png"))
+        _log(f"browser measurement failed: {type(exc).__name__}: {str(exc).splitlines()[0][:300]}")
+        _log(server.log_tail()[-1500:])
+        rows.append(_row(base, "-", "browser measurement", [], True, f"{type(exc).__name__}: {exc}"[:300]))
+    finally:
+        if d is not None:
+            d.quit()
+        server.stop()
+        shutil.rmtree(work, ignore_errors=True)
+    return rows

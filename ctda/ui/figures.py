@@ -1,0 +1,60 @@
+"""Plotly figures of :mod:`ctda.ui.charts`, cached like the tables of :mod:`ctda.ui.data`.
+
+Building a figure validates every array it holds (a 2,000-bar timeline takes a few hundred
+ms of plotly's own checks), and ``st.plotly_chart`` deep-copies it into a dict on every
+rerun. So a figure is built once per run, view and step, frozen into its dict (see
+:class:`Frozen`), and each rerun that shows it again pays only the JSON encoding.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from ctda.analysis.engine import Analysis
+from ctda.ui import charts, data, explain
+
+#: no plotly logo link (an external site) and no cloud-editing buttons
+CONFIG: dict[str, Any] = {
+    "displaylogo": False,
+    "modeBarButtonsToRemove": ["sendDataToCloud", "lasso2d", "select2d"],
+}
+
+
+class Frozen(go.Figure):
+    """A finished figure whose ``to_dict`` (what ``st.plotly_chart`` serialises) is computed
+    once: the cached figure is never changed, so its dict need not be copied per rerun."""
+
+    def __init__(self, fig: go.Figure) -> None:
+        super().__init__(fig)
+        self._frozen = go.Figure.to_dict(self)
+
+    def to_dict(self) -> dict[str, Any]:
+        return self._frozen
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def timeline(tag: str, window: int, max_events: int, _a: Analysis) -> go.Figure:
+    """The critical-path timeline of one window (see :func:`charts.timeline`)."""
+    return Frozen(charts.timeline(data.timeline(tag, window, max_events, _a)))
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def steps(tag: str, selected: int | None, _a: Analysis) -> go.Figure:
+    """Critical path per step by class, ``selected`` outlined (see :func:`charts.steps`)."""
+    return Frozen(charts.steps(data.class_by_window(tag, _a), selected))
+
+
+@st.cache_resource(max_entries=128, show_spinner=False)
+def breakdown(tag: str, windows: tuple[int, ...] | None, _a: Analysis) -> go.Figure:
+    """Bound-by bars of the windows (all: None), see :func:`charts.breakdown`."""
+    return Frozen(charts.breakdown(data.by_class(tag, windows, _a), ""))
+
+
+@st.cache_resource(max_entries=32, show_spinner=False)
+def lane_shares(tag: str, _a: Analysis) -> pd.Series:
+    """Share of the critical path per lane (see :func:`explain.lane_shares`)."""
+    return explain.lane_shares(_a)
