@@ -93,15 +93,26 @@ def factors_for(a: Analysis, overrides: list[Override]) -> npt.NDArray[np.float6
 def run(a: Analysis, overrides: list[Override], name: str = "what-if") -> Scenario:
     """Re-time ``a`` under ``overrides``: one compiled forward and backward pass."""
     f = factors_for(a, overrides)
-    g = a.graph
-    if len(a.contention):
-        w = a.contention.reweigh(a.calibration.weight, f, g.owner)
-    else:
-        w = _scaled(a.calibration.weight, f, g.owner)
-    timing = replay(g, w, a.calibration.binding, int(a.nodes.time[a.nodes.source]), window_ends(a.windows))
-    charges = attribution.window_paths(g, timing, a.windows, a.event_cls)
+    w, timing = retime(a, f)
+    charges = attribution.window_paths(a.graph, timing, a.windows, a.event_cls)
     view = replace(a, timing=timing, charges=charges)
     return Scenario(name=name, base=a, overrides=overrides, weight=w, timing=timing, analysis=view, factors=f)
+
+
+def retime(a: Analysis, factor: npt.NDArray[np.float64]) -> tuple[I64, Timing]:
+    """Weights with each event's own time scaled by ``factor[event]``, and their replay.
+
+    The one re-timing step every prediction goes through (scenarios, the self-check):
+    contended waits scale with the work that caused them, everything else keeps its
+    calibrated weight. All factors 1 reproduces the observed timeline exactly.
+    """
+    g = a.graph
+    if len(a.contention):
+        w = a.contention.reweigh(a.calibration.weight, factor, g.owner)
+    else:
+        w = _scaled(a.calibration.weight, factor, g.owner)
+    timing = replay(g, w, a.calibration.binding, int(a.nodes.time[a.nodes.source]), window_ends(a.windows))
+    return w, timing
 
 
 @njit(cache=True)  # type: ignore[misc]

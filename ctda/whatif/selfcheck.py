@@ -1,0 +1,223 @@
+"""Stage: the cross-step transplant self-check (how far to trust a what-if on this trace).
+
+Steps of one trace differ naturally (a slow data-loading step, a GC pause, a late
+collective). Step ``i`` is given the own time that the matching events of step ``j``
+really had, re-timed with the model, and the predicted duration of step ``i`` is compared
+with the observed duration of step ``j``. Over all step pairs this measures the model's
+structure -- which waits shrink or grow when work changes -- on any multi-step trace,
+with no second run. The naive guess "step j takes as long as step i" is the yardstick.
+
+Matching: an event of step ``i`` matches the event of step ``j`` on the same lane (thread
+or stream), with the same name and nesting depth, and the same occurrence index among
+such events in its step (k-th ``aten::conv2d`` at depth 3 on the main thread). CPU events
+belong to the step whose window contains their start; GPU work belongs to the step of the
+call that launched it (work launched in one step often runs in the next).
+
+A matched event's factor is ``own_j / own_i``, where ``own`` is the sum of its own
+calibrated edge weights (its self-time segments) minus the GIL waits the contention
+model found inside them: what the model treats as the event's work, not its waits.
+Unmatched events keep their time. Transplanting a step onto itself therefore changes no
+weight and predicts exactly its own duration.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+from ctda.analysis.edges import EdgeType
+from ctda.analysis.engine import Analysis
+from ctda.whatif.scenario import retime
+
+I64 = npt.NDArray[np.int64]
+F64 = npt.NDArray[np.float64]
+
+#: more steps than this give more pairs than a quick check needs; a spread subset is used
+MAX_PAIRS = 72
+
+
+@dataclass
+class SelfCheck:
+    """One row per (i, j) step pair: observed, predicted and naive durations, errors."""
+
+    pairs: pd.DataFrame  # i, j, base_ns, observed_ns, predicted_ns, error, naive_error, matched
+    n_steps: int
+
+    def __len__(self) -> int:
+        return len(self.pairs)
+
+    def _stat(self, col: str, how: str) -> float:
+        if not len(self.pairs):
+            return float("nan")
+        v = self.pairs[col].abs()
+        return float(v.median() if how == "median" else v.max())
+
+    @property
+    def median_error(self) -> float:
+        return self._stat("error", "median")
+
+    @property
+    def worst_error(self) -> float:
+        return self._stat("error", "max")
+
+    @property
+    def naive_median(self) -> float:
+        return self._stat("naive_error", "median")
+
+    @property
+    def naive_worst(self) -> float:
+        return self._stat("naive_error", "max")
+
+    @property
+    def matched(self) -> float:
+        """Median share of a step's events that found a partner in the other step."""
+        return float(self.pairs.matched.median()) if len(self.pairs) else float("nan")
+
+    def summary(self) -> dict[str, float | int]:
+        return {
+            "steps": self.n_steps,
+            "pairs": len(self),
+            "median_error": self.median_error,
+            "worst_error": self.worst_error,
+            "naive_median_error": self.naive_median,
+            "naive_worst_error": self.naive_worst,
+            "matched": self.matched,
+        }
+
+    def line(self) -> str:
+        """The one-line summary shown by ``analyze`` and ``ingest``."""
+        if not len(self):
+            return "self-check: needs at least two steps"
+        return (
+            f"self-check: median {100 * self.median_error:.1f} % over {len(self)} step pairs "
+            f"(naive {100 * self.naive_median:.1f} %), worst {100 * self.worst_error:.1f} %, "
+            f"{100 * self.matched:.0f} % of events matched"
+        )
+
+
+def step_of_events(a: Analysis) -> tuple[I64, list[int]]:
+    """Per analysed event, the index (into the returned step-window list) of its step, or -1."""
+    n = a.nodes
+    wins = [k for k, w in enumerate(a.windows) if w.step is not None]
+    step = np.full(n.n, -1, dtype=np.int64)
+    if len(wins) < 2:
+        return step, wins
+    t0 = np.array([n.time[a.windows[k].start_node] for k in wins], dtype=np.int64)
+    t1 = np.array([n.time[a.windows[k].end_node] for k in wins], dtype=np.int64)
+    order = np.argsort(t0, kind="stable")
+    pos = np.searchsorted(t0[order], n.ts, side="right") - 1
+    ok = (pos >= 0) & (n.ts < t1[order][np.maximum(pos, 0)])
+    step = np.where(ok & ~n.is_gpu, order[np.maximum(pos, 0)], -1).astype(np.int64)
+    # device work goes with the step of the call that launched it
+    g = a.graph
+    launch = np.flatnonzero(g.etype == EdgeType.LAUNCH)
+    caller, work = g.src[launch] // 2, g.dst[launch] // 2
+    keep = (caller < n.n) & (work < n.n)
+    step[work[keep]] = step[caller[keep]]
+    loose = n.is_gpu & (step < 0)
+    step[loose] = np.where(ok[loose], order[np.maximum(pos[loose], 0)], -1)
+    return step, wins
+
+
+def match_keys(a: Analysis, step: I64) -> I64:
+    """Per event, a key equal for matching events of different steps (-1 outside steps)."""
+    n = a.nodes
+    inside = np.flatnonzero(step >= 0)
+    key = np.full(n.n, -1, dtype=np.int64)
+    if len(inside) == 0:
+        return key
+    df = pd.DataFrame(
+        {
+            "step": step[inside],
+            "lane": n.lane[inside],
+            "depth": n.depth[inside],
+            "name": a.table.col("name")[n.uid[inside]],
+            "ts": n.ts[inside],
+        }
+    )
+    group = df.groupby(["lane", "depth", "name"], sort=False).ngroup().to_numpy(dtype=np.int64)
+    df["group"] = group
+    df = df.sort_values(["step", "group", "ts"], kind="stable")
+    occ = df.groupby(["step", "group"], sort=False).cumcount().to_numpy(dtype=np.int64)
+    ids = df.index.to_numpy()
+    key[inside[ids]] = group[ids] * (int(occ.max()) + 1) + occ
+    return key
+
+
+def own_work(a: Analysis) -> F64:
+    """Per event, its own time as the model re-times it: owned weights minus contended waits."""
+    g = a.graph
+    w = a.calibration.weight.astype(np.float64)
+    if len(a.contention):
+        waited = np.bincount(a.contention.wait_edge, weights=a.contention.overlap, minlength=len(w))
+        w = np.maximum(w - waited, 0.0)
+    owned = g.owner >= 0
+    return np.bincount(g.owner[owned], weights=w[owned], minlength=a.nodes.n).astype(np.float64)
+
+
+def _pairs(k: int, limit: int) -> list[tuple[int, int]]:
+    every = [(i, j) for i in range(k) for j in range(k) if i != j]
+    if len(every) <= limit:
+        return every
+    pick = np.unique(np.linspace(0, len(every) - 1, limit).round().astype(int))
+    return [every[p] for p in pick]
+
+
+def transplant_factors(a: Analysis, key: I64, step: I64, own: F64, i: int, j: int) -> tuple[F64, float]:
+    """Factors that give step ``i``'s events step ``j``'s own times, and the share matched."""
+    ev_i = np.flatnonzero(step == i)
+    ev_j = np.flatnonzero(step == j)
+    _, pi, pj = np.intersect1d(key[ev_i], key[ev_j], assume_unique=True, return_indices=True)
+    mi, mj = ev_i[pi], ev_j[pj]
+    f = np.ones(a.nodes.n, dtype=np.float64)
+    has = own[mi] > 0
+    f[mi[has]] = own[mj[has]] / own[mi[has]]
+    share = 2 * len(mi) / max(len(ev_i) + len(ev_j), 1)
+    return f, share
+
+
+def transplant(a: Analysis, i: int, j: int) -> tuple[int, int]:
+    """(predicted duration of step ``i`` given step ``j``'s own times, observed duration of ``j``).
+
+    ``i`` and ``j`` index the trace's step windows in order.
+    """
+    step, wins = step_of_events(a)
+    f, _ = transplant_factors(a, match_keys(a, step), step, own_work(a), i, j)
+    _, timing = retime(a, f)
+    wi, wj = a.windows[wins[i]], a.windows[wins[j]]
+    t = a.nodes.time
+    return int(timing.time[wi.end_node] - timing.time[wi.start_node]), int(t[wj.end_node] - t[wj.start_node])
+
+
+def check(a: Analysis, max_pairs: int = MAX_PAIRS) -> SelfCheck:
+    """Transplant every step's matched own times onto every other step and re-time."""
+    step, wins = step_of_events(a)
+    cols = ["i", "j", "base_ns", "observed_ns", "predicted_ns", "error", "naive_error", "matched"]
+    if len(wins) < 2:
+        return SelfCheck(pd.DataFrame(columns=cols), len(wins))
+    key = match_keys(a, step)
+    own = own_work(a)
+    t = a.nodes.time
+    obs = np.array([t[a.windows[k].end_node] - t[a.windows[k].start_node] for k in wins], dtype=np.int64)
+    rows = []
+    for i, j in _pairs(len(wins), max_pairs):
+        f, share = transplant_factors(a, key, step, own, i, j)
+        _, timing = retime(a, f)
+        wi = a.windows[wins[i]]
+        pred = int(timing.time[wi.end_node] - timing.time[wi.start_node])
+        rows.append(
+            (
+                a.windows[wins[i]].label,
+                a.windows[wins[j]].label,
+                int(obs[i]),
+                int(obs[j]),
+                pred,
+                (pred - obs[j]) / obs[j] if obs[j] else 0.0,
+                (obs[i] - obs[j]) / obs[j] if obs[j] else 0.0,
+                share,
+            )
+        )
+    return SelfCheck(pd.DataFrame(rows, columns=cols), len(wins))
