@@ -28,6 +28,16 @@ from ctda.ingest.kinds import Kind
 
 I64 = npt.NDArray[np.int64]
 
+#: Python frames whose own time is spent blocked in a lock, condition or sleep. CPython
+#: releases the GIL around the blocking call inside them; the call itself is often not
+#: recorded (it began before profiling started), leaving the time as the frame's own.
+BLOCKING_FRAMES = (
+    r"^threading\.py\(\d+\): (wait|_wait_for_tstate_lock|join|acquire)$"
+    r"|^queue\.py\(\d+\): get$"
+    r"|^multiprocessing/(connection|queues|synchronize)\.py\(\d+\): (wait|_poll|poll|_recv|get|__enter__)$"
+    r"|^selectors\.py\(\d+\): select$"
+)
+
 
 @dataclass
 class Contention:
@@ -105,12 +115,15 @@ def estimate(ctx: RuleContext, g: Graph) -> Contention:
         return Contention.empty()
     own = g.owner[e]
     builtin = ctx.name_mask(r"^<built-in")
+    blocked = ctx.name_mask(BLOCKING_FRAMES)
     is_py = np.zeros(len(e), dtype=bool)
     has = own >= 0
     is_py[has] = n.kind[own[has]] == Kind.PYTHON
-    holds = is_py & ~np.where(has, builtin[np.maximum(own, 0)], False)
-    # needs the GIL: Python frames, gaps, and anything that ends in an op start (stack capture)
-    needs = is_py | ~has | (g.dst[e] % 2 == 0)
+    waiting = np.where(has, blocked[np.maximum(own, 0)], False)
+    holds = is_py & ~np.where(has, builtin[np.maximum(own, 0)], False) & ~waiting
+    # needs the GIL: Python frames, gaps, and anything that ends in an op start (stack
+    # capture); a thread blocked on a lock or condition neither holds nor wants it
+    needs = (is_py | ~has | (g.dst[e] % 2 == 0)) & ~waiting
     t0, t1 = n.time[g.src[e]], n.time[g.dst[e]]
     pid = np.unique(ctx.lane_pid.astype(str), return_inverse=True)[1]
     live = t1 > t0

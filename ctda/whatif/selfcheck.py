@@ -8,14 +8,17 @@ structure -- which waits shrink or grow when work changes -- on any multi-step t
 with no second run. The naive guess "step j takes as long as step i" is the yardstick.
 
 Matching: an event of step ``i`` matches the event of step ``j`` on the same lane (thread
-or stream), with the same name and nesting depth, and the same occurrence index among
+or stream), with the same name and nesting depth (relative to the step's outermost event
+on that lane), and the same occurrence index among
 such events in its step (k-th ``aten::conv2d`` at depth 3 on the main thread). CPU events
 belong to the step whose window contains their start; GPU work belongs to the step of the
 call that launched it (work launched in one step often runs in the next).
 
-A matched event's factor is ``own_j / own_i``, where ``own`` is the sum of its own
-calibrated edge weights (its self-time segments) minus the GIL waits the contention
-model found inside them: what the model treats as the event's work, not its waits.
+A matched event's factor is ``own_j / own_i``, where ``own`` is its observed self time
+(its self-time segments) minus the GIL waits the contention model found inside them:
+what the model treats as the event's work, not its waits. Unrecorded time between two
+matched events on a CPU thread, which the model holds as a fixed delay, takes step
+``j``'s value too.
 Unmatched events keep their time. Transplanting a step onto itself therefore changes no
 weight and predicts exactly its own duration.
 """
@@ -30,7 +33,8 @@ import pandas as pd
 
 from ctda.analysis.edges import EdgeType
 from ctda.analysis.engine import Analysis
-from ctda.whatif.scenario import retime
+from ctda.analysis.propagate import Timing
+from ctda.whatif.scenario import replay_weights, reweigh
 
 I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]
@@ -138,6 +142,9 @@ def match_keys(a: Analysis, step: I64) -> I64:
             "ts": n.ts[inside],
         }
     )
+    # depth relative to the step's outermost event on the lane: in traces where the step
+    # annotation opens inside the previous step's frames, absolute depths grow step by step
+    df["depth"] = df.depth - df.groupby(["step", "lane"], sort=False).depth.transform("min")
     group = df.groupby(["lane", "depth", "name"], sort=False).ngroup().to_numpy(dtype=np.int64)
     df["group"] = group
     df = df.sort_values(["step", "group", "ts"], kind="stable")
@@ -147,15 +154,58 @@ def match_keys(a: Analysis, step: I64) -> I64:
     return key
 
 
-def own_work(a: Analysis) -> F64:
-    """Per event, its own time as the model re-times it: owned weights minus contended waits."""
-    g = a.graph
-    w = a.calibration.weight.astype(np.float64)
+def _own_time(a: Analysis, weights: bool) -> F64:
+    """Per edge, its observed gap (or calibrated weight) minus the GIL waits found in it."""
+    w = (a.calibration.weight if weights else a.calibration.gap).astype(np.float64)
     if len(a.contention):
         waited = np.bincount(a.contention.wait_edge, weights=a.contention.overlap, minlength=len(w))
         w = np.maximum(w - waited, 0.0)
+    return w
+
+
+def own_work(a: Analysis) -> F64:
+    """Per event, its observed self time minus the GIL waits the contention model found in it.
+
+    (Observed gaps, not calibrated weights: an event whose wait bound it, such as a
+    blocking call, keeps a tiny weight, and a ratio of tiny weights means nothing.)
+    """
+    g = a.graph
+    w = _own_time(a, weights=False)
     owned = g.owner >= 0
     return np.bincount(g.owner[owned], weights=w[owned], minlength=a.nodes.n).astype(np.float64)
+
+
+@dataclass
+class Gaps:
+    """Unrecorded time between matched events on a CPU thread (``thread_sequence`` edges).
+
+    The model holds such a gap as the thread's own fixed delay, so a transplant gives step
+    ``i`` the gap step ``j`` had between the same two events.
+    """
+
+    edge: I64
+    step: I64
+    key: I64  # equal for matching gaps of different steps
+    own: F64
+
+    @classmethod
+    def of(cls, a: Analysis, key: I64, step: I64) -> Gaps:
+        g = a.graph
+        n = a.nodes.n
+        e = np.flatnonzero((g.etype == EdgeType.THREAD_SEQ) & (g.owner < 0) & (g.src < 2 * n) & (g.dst < 2 * n))
+        u, v = g.src[e] // 2, g.dst[e] // 2
+        e = e[(key[u] >= 0) & (key[v] >= 0) & (step[u] == step[v])]
+        u, v = g.src[e] // 2, g.dst[e] // 2
+        m = 2 * (int(key.max()) + 1)
+        ek = (2 * key[u] + g.src[e] % 2) * m + (2 * key[v] + g.dst[e] % 2)
+        return cls(e, step[u], ek, _own_time(a, weights=True)[e])
+
+    def deltas(self, i: int, j: int) -> tuple[I64, F64]:
+        """Edges of step ``i`` and how much longer (ns) step ``j``'s matching gap was."""
+        ei = np.flatnonzero(self.step == i)
+        ej = np.flatnonzero(self.step == j)
+        _, pi, pj = np.intersect1d(self.key[ei], self.key[ej], assume_unique=True, return_indices=True)
+        return self.edge[ei[pi]], self.own[ej[pj]] - self.own[ei[pi]]
 
 
 def _pairs(k: int, limit: int) -> list[tuple[int, int]]:
@@ -179,14 +229,36 @@ def transplant_factors(a: Analysis, key: I64, step: I64, own: F64, i: int, j: in
     return f, share
 
 
+def _predict(a: Analysis, key: I64, step: I64, own: F64, gaps: Gaps, i: int, j: int) -> tuple[Timing, float]:
+    """Step ``i`` re-timed with step ``j``'s own times (and ``i - 1`` with ``j - 1``'s).
+
+    A step's duration also depends on what the step before it left queued (GPU work
+    launched in one step often runs into the next), so the preceding steps are
+    transplanted as well when both exist: the check then compares like with like.
+    """
+    f, share = transplant_factors(a, key, step, own, i, j)
+    edges, delta = gaps.deltas(i, j)
+    if i > 0 and j > 0 and i - 1 != j:
+        f_prev, _ = transplant_factors(a, key, step, own, i - 1, j - 1)
+        prev = step == i - 1
+        f[prev] = f_prev[prev]
+        e_prev, d_prev = gaps.deltas(i - 1, j - 1)
+        edges, delta = np.concatenate([edges, e_prev]), np.concatenate([delta, d_prev])
+    w = reweigh(a, f)
+    if len(edges):
+        w = w.copy()
+        w[edges] = np.maximum(w[edges] + np.rint(delta).astype(np.int64), 0)
+    return replay_weights(a, w), share
+
+
 def transplant(a: Analysis, i: int, j: int) -> tuple[int, int]:
     """(predicted duration of step ``i`` given step ``j``'s own times, observed duration of ``j``).
 
     ``i`` and ``j`` index the trace's step windows in order.
     """
     step, wins = step_of_events(a)
-    f, _ = transplant_factors(a, match_keys(a, step), step, own_work(a), i, j)
-    _, timing = retime(a, f)
+    key = match_keys(a, step)
+    timing, _ = _predict(a, key, step, own_work(a), Gaps.of(a, key, step), i, j)
     wi, wj = a.windows[wins[i]], a.windows[wins[j]]
     t = a.nodes.time
     return int(timing.time[wi.end_node] - timing.time[wi.start_node]), int(t[wj.end_node] - t[wj.start_node])
@@ -200,12 +272,12 @@ def check(a: Analysis, max_pairs: int = MAX_PAIRS) -> SelfCheck:
         return SelfCheck(pd.DataFrame(columns=cols), len(wins))
     key = match_keys(a, step)
     own = own_work(a)
+    gaps = Gaps.of(a, key, step)
     t = a.nodes.time
     obs = np.array([t[a.windows[k].end_node] - t[a.windows[k].start_node] for k in wins], dtype=np.int64)
     rows = []
     for i, j in _pairs(len(wins), max_pairs):
-        f, share = transplant_factors(a, key, step, own, i, j)
-        _, timing = retime(a, f)
+        timing, share = _predict(a, key, step, own, gaps, i, j)
         wi = a.windows[wins[i]]
         pred = int(timing.time[wi.end_node] - timing.time[wi.start_node])
         rows.append(

@@ -61,15 +61,33 @@ def fwdbwd(ctx: RuleContext) -> EdgeBatch:
 
 
 def _backward_lanes(ctx: RuleContext) -> tuple[int, I64]:
-    """The main thread (most fwdbwd sources) and the threads its backward ran on."""
+    """The main thread (most fwdbwd sources) and the threads its backward ran on.
+
+    Without cross-thread ``fwdbwd`` flows (older traces, compiled autograd functions), the
+    autograd threads are those whose outermost events are the engine's
+    ``autograd::engine::evaluate_function`` tasks, and the main thread is the one that
+    records the ProfilerStep annotations.
+    """
     n = ctx.nodes
     src, dst = _flow_pairs(ctx, "fwdbwd")
     cross = n.lane[src] != n.lane[dst]
-    if not cross.any():
-        return -1, np.zeros(0, dtype=np.int64)
-    main = int(np.bincount(n.lane[src[cross]]).argmax())
-    bwd = np.unique(n.lane[dst[cross]]).astype(np.int64)
-    return main, bwd[bwd != main]
+    if cross.any():
+        main = int(np.bincount(n.lane[src[cross]]).argmax())
+        bwd = np.unique(n.lane[dst[cross]]).astype(np.int64)
+        return main, bwd[bwd != main]
+    none = (-1, np.zeros(0, dtype=np.int64))
+    cpu = ~n.is_gpu
+    step = np.flatnonzero(cpu & ctx.name_mask(r"^ProfilerStep#\d+$"))
+    if len(step) == 0:
+        return none
+    main = int(np.bincount(n.lane[step]).argmax())
+    task = cpu & (n.parent < 0) & ctx.name_mask(r"^autograd::engine::evaluate_function")
+    lanes, count = np.unique(n.lane[task], return_counts=True)
+    top, top_count = np.unique(n.lane[cpu & (n.parent < 0)], return_counts=True)
+    share = count / top_count[np.searchsorted(top, lanes)]
+    same_proc = ctx.lane_pid[lanes] == ctx.lane_pid[main]
+    bwd = lanes[(lanes != main) & (share >= 0.5) & same_proc].astype(np.int64)
+    return (main, bwd) if len(bwd) else none
 
 
 def backward_join(ctx: RuleContext) -> EdgeBatch:
