@@ -120,7 +120,9 @@ def reweigh(a: Analysis, factor: npt.NDArray[np.float64]) -> I64:
 
 def replay_weights(a: Analysis, w: I64) -> Timing:
     """Replay ``a``'s graph under edge weights ``w``."""
-    return replay(a.graph, w, a.calibration.binding, int(a.nodes.time[a.nodes.source]), window_ends(a.windows))
+    return replay(
+        a.graph, w, a.calibration.binding, int(a.nodes.time[a.nodes.source]), window_ends(a.windows)
+    )
 
 
 @njit(cache=True)  # type: ignore[misc]

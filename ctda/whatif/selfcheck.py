@@ -192,7 +192,9 @@ class Gaps:
     def of(cls, a: Analysis, key: I64, step: I64) -> Gaps:
         g = a.graph
         n = a.nodes.n
-        e = np.flatnonzero((g.etype == EdgeType.THREAD_SEQ) & (g.owner < 0) & (g.src < 2 * n) & (g.dst < 2 * n))
+        e = np.flatnonzero(
+            (g.etype == EdgeType.THREAD_SEQ) & (g.owner < 0) & (g.src < 2 * n) & (g.dst < 2 * n)
+        )
         u, v = g.src[e] // 2, g.dst[e] // 2
         e = e[(key[u] >= 0) & (key[v] >= 0) & (step[u] == step[v])]
         u, v = g.src[e] // 2, g.dst[e] // 2
