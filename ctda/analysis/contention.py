@@ -36,6 +36,8 @@ BLOCKING_FRAMES = (
     r"|^queue\.py\(\d+\): get$"
     r"|^multiprocessing/(connection|queues|synchronize)\.py\(\d+\): (wait|_poll|poll|_recv|get|__enter__)$"
     r"|^selectors\.py\(\d+\): select$"
+    r"|^<built-in method (acquire|acquire_lock|poll|select|wait) of "
+    r"|^<built-in function (sleep|select|poll|wait|waitpid)>$"
 )
 
 

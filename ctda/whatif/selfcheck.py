@@ -19,7 +19,8 @@ A matched event's factor is ``own_j / own_i``, where ``own`` is its observed sel
 what the model treats as the event's work, not its waits. Unrecorded time between two
 matched events on a CPU thread, which the model holds as a fixed delay, takes step
 ``j``'s value too.
-Unmatched events keep their time. Transplanting a step onto itself therefore changes no
+Events of step ``i`` with no partner in step ``j`` take no time (step ``j`` did not do
+that work). Transplanting a step onto itself therefore changes no
 weight and predicts exactly its own duration.
 """
 
@@ -121,9 +122,20 @@ def step_of_events(a: Analysis) -> tuple[I64, list[int]]:
     caller, work = g.src[launch] // 2, g.dst[launch] // 2
     keep = (caller < n.n) & (work < n.n)
     step[work[keep]] = step[caller[keep]]
-    loose = n.is_gpu & (step < 0)
-    step[loose] = np.where(ok[loose], order[np.maximum(pos[loose], 0)], -1)
-    return step, wins
+    # (work whose launch is not in the trace belongs to no step: it was queued before
+    # profiling started, and a step that inherits it has no counterpart in the others)
+    return _drop_partial(step, wins)
+
+
+def _drop_partial(step: I64, wins: list[int]) -> tuple[I64, list[int]]:
+    """Leave out steps with less than a quarter of the median step's events (a step cut
+    short by the end of profiling has no counterpart in the others)."""
+    count = np.bincount(step[step >= 0], minlength=len(wins))
+    full = count >= 0.25 * np.median(count)
+    if full.all():
+        return step, wins
+    renum = np.where(full, np.cumsum(full) - 1, -1)
+    return np.where(step >= 0, renum[np.maximum(step, 0)], -1), [w for w, f in zip(wins, full) if f]
 
 
 def match_keys(a: Analysis, step: I64) -> I64:
@@ -133,12 +145,15 @@ def match_keys(a: Analysis, step: I64) -> I64:
     key = np.full(n.n, -1, dtype=np.int64)
     if len(inside) == 0:
         return key
+    name = a.table.col("name")[n.uid].astype(np.int64)
+    # the step annotations themselves match each other (their names carry the step number)
+    name[[w.event for w in a.windows if w.step is not None and w.event >= 0]] = -1
     df = pd.DataFrame(
         {
             "step": step[inside],
             "lane": n.lane[inside],
             "depth": n.depth[inside],
-            "name": a.table.col("name")[n.uid[inside]],
+            "name": name[inside],
             "ts": n.ts[inside],
         }
     )
@@ -225,6 +240,9 @@ def transplant_factors(a: Analysis, key: I64, step: I64, own: F64, i: int, j: in
     _, pi, pj = np.intersect1d(key[ev_i], key[ev_j], assume_unique=True, return_indices=True)
     mi, mj = ev_i[pi], ev_j[pj]
     f = np.ones(a.nodes.n, dtype=np.float64)
+    # step i's events with no partner in step j: step j did not do that work
+    f[ev_i] = 0.0
+    f[mi] = 1.0
     has = own[mi] > 0
     f[mi[has]] = own[mj[has]] / own[mi[has]]
     share = 2 * len(mi) / max(len(ev_i) + len(ev_j), 1)
