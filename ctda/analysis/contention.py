@@ -137,7 +137,9 @@ def estimate(ctx: RuleContext, g: Graph) -> Contention:
     hold_all = hold_all[np.argsort(t0[hold_all], kind="stable")]
     need_lane, hold_lane = lane[need_all], lane[hold_all]
     hold_pid = pid[hold_lane]
-    waits, holds_e, ovs = [], [], []
+    waits: list[I64] = []
+    holds_e: list[I64] = []
+    ovs: list[I64] = []
     for a_lane in lanes:
         a = need_all[need_lane == a_lane]
         b = hold_all[(hold_lane != a_lane) & (hold_pid == pid[a_lane])]
@@ -147,10 +149,88 @@ def estimate(ctx: RuleContext, g: Graph) -> Contention:
         waits.append(e[a[wa]])
         holds_e.append(e[b[wb]])
         ovs.append(ov)
-    if not waits:
-        return Contention.empty()
+    cpu = cpu_contention(ctx, g, e, lane, (t1 > t0) & has & ~waiting)
+    waits.append(cpu.wait_edge)
+    holds_e.append(cpu.hold_edge)
+    ovs.append(cpu.overlap)
     c = Contention(np.concatenate(waits), np.concatenate(holds_e), np.concatenate(ovs))
-    return _cap(c, g)
+    return _cap(c, g) if len(c) else Contention.empty()
+
+
+def cpu_contention(ctx: RuleContext, g: Graph, e: I64, lane: I64, busy: npt.NDArray[np.bool_]) -> Contention:
+    """Time native ops lost to other threads of the host that were running beside them.
+
+    ``e`` are the CPU timeline edges, ``lane`` their threads, ``busy`` those a thread spent
+    running (inside a recorded event that is not a blocking wait). On a host with fewer
+    cores than runnable threads, an op (and its intra-op threads) gets a share of the
+    cores: it runs slower while other threads are busy. How much slower is measured on the
+    trace itself, per thread: over instances of the same op name, the op's self time grows
+    with the share ``x`` of it that overlapped other threads' busy time,
+    ``d = b * (1 + s * x)`` (a least-squares fit per name; the thread's ``s`` is the
+    time-weighted median over names with enough spread in ``x``). A segment that overlapped
+    busy time ``ov`` of another thread then lost ``ov * s / (1 + s)`` to it, and a what-if
+    scales that loss with the factor of the busy segment's event, as for GIL waits.
+    """
+    n = ctx.nodes
+    z = np.zeros(0, dtype=np.int64)
+    own = g.owner[e]
+    victim = (own >= 0) & busy
+    victim[victim] = n.kind[own[victim]] == Kind.CPU_OP
+    t0, t1 = n.time[g.src[e]], n.time[g.dst[e]]
+    vic = np.flatnonzero(victim)
+    vic = vic[np.argsort(t0[vic], kind="stable")]
+    bus = np.flatnonzero(busy)
+    bus = bus[np.argsort(t0[bus], kind="stable")]
+    waits, holds, ovs = [z], [z], [z]
+    names = ctx.table.col("name")[n.uid].astype(np.int64)
+    for a_lane in np.unique(lane[vic]):
+        a = vic[lane[vic] == a_lane]
+        b = bus[lane[bus] != a_lane]
+        if len(a) == 0 or len(b) == 0:
+            continue
+        wa, wb, ov = _intersect(t0[a], t1[a], t0[b], t1[b])
+        ev = own[a]
+        span = (t1[a] - t0[a]).astype(np.float64)
+        d = np.bincount(ev, weights=span, minlength=n.n)
+        over = np.bincount(ev[wa], weights=ov.astype(np.float64), minlength=n.n)
+        events = np.unique(ev)
+        slow = _slowdown(d[events], over[events] / np.maximum(d[events], 1.0), names[events])
+        if slow <= 0:
+            continue
+        waits.append(e[a[wa]])
+        holds.append(e[b[wb]])
+        ovs.append(np.floor(ov * (slow / (1.0 + slow))).astype(np.int64))
+    return Contention(np.concatenate(waits), np.concatenate(holds), np.concatenate(ovs))
+
+
+#: fewest instances of an op name, and least spread of their overlap share, to fit a slope
+MIN_INSTANCES = 4
+MIN_SPREAD = 0.1
+MAX_SLOWDOWN = 4.0
+
+
+def _slowdown(d: npt.NDArray[np.float64], x: npt.NDArray[np.float64], name: I64) -> float:
+    """``s`` of ``d = b * (1 + s * x)``: per-name least squares, time-weighted median."""
+    if len(d) == 0:
+        return 0.0
+    codes, inv = np.unique(name, return_inverse=True)
+    k = len(codes)
+    cnt = np.bincount(inv, minlength=k).astype(np.float64)
+    sx = np.bincount(inv, weights=x, minlength=k)
+    sd = np.bincount(inv, weights=d, minlength=k)
+    sxx = np.bincount(inv, weights=x * x, minlength=k)
+    sxd = np.bincount(inv, weights=x * d, minlength=k)
+    var = sxx / np.maximum(cnt, 1) - (sx / np.maximum(cnt, 1)) ** 2
+    ok = (cnt >= MIN_INSTANCES) & (np.sqrt(np.maximum(var, 0)) >= MIN_SPREAD)
+    if not ok.any():
+        return 0.0
+    slope = (cnt * sxd - sx * sd)[ok] / (cnt * sxx - sx * sx)[ok]
+    base = (sd[ok] - slope * sx[ok]) / cnt[ok]
+    s = np.where(base > 0, slope / np.maximum(base, 1e-9), 0.0)
+    order = np.argsort(s)
+    w = sd[ok][order]
+    med = s[order][np.searchsorted(np.cumsum(w), 0.5 * w.sum())]
+    return float(np.clip(med, 0.0, MAX_SLOWDOWN))
 
 
 def _cap(c: Contention, g: Graph) -> Contention:
