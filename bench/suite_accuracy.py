@@ -176,7 +176,7 @@ def _markdown(rows: list[dict[str, Any]], notes: list[str]) -> str:
         "from the change alone) against the step time measured in *after*; goal "
         f"|error| <= {100 * GOAL_PAIR:.0f} %. Then the cross-step self-check (`ctda validate`) "
         "of every multi-step trace: median and worst |error| over all step pairs, next to "
-        "the naive guess \"step j = step i\"; goal: median over all pairs of all traces "
+        'the naive guess "step j = step i"; goal: median over all pairs of all traces '
         f"<= {100 * GOAL_SELFCHECK:.0f} %, and below the naive guess on every trace whose "
         f"steps differ by more than {100 * SPREAD:.0f} %.",
         "### Before/after pairs",
