@@ -92,7 +92,9 @@ def loader_oversubscribed(rounds: int) -> tuple[Callable[[int], None], dict[str,
     torch.manual_seed(0)
     model = Net()
     opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
-    dl = DataLoader(MixDataset(rounds), batch_size=16, num_workers=4, persistent_workers=True, prefetch_factor=2)
+    dl = DataLoader(
+        MixDataset(rounds), batch_size=16, num_workers=4, persistent_workers=True, prefetch_factor=2
+    )
     it = iter(dl)
 
     def step(i: int) -> None:
@@ -171,10 +173,23 @@ WORKLOADS: dict[str, Callable[[], tuple[Callable[[int], None], dict[str, Any], C
 }
 
 
-def cpu_jiffies() -> tuple[int, int]:
+def cpu_jiffies() -> tuple[int, int, int]:
+    """(busy jiffies of the host, all jiffies, jiffies of this process and its children)."""
     with open("/proc/stat") as f:
         v = [int(x) for x in f.readline().split()[1:9]]
-    return sum(v) - v[3] - v[4], sum(v)
+    own = 0
+    me = os.getpid()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(entry) == me or int(fields[1]) == me:
+            own += int(fields[11]) + int(fields[12])
+    return sum(v) - v[3] - v[4], sum(v), own
 
 
 def record(name: str, out: Path) -> dict[str, Any]:
@@ -187,8 +202,8 @@ def record(name: str, out: Path) -> dict[str, Any]:
         pre.append((time.perf_counter() - t0) * 1e3)
     raw = out / f"{name}.pt.trace.json"
     cfg = torch._C._profiler._ExperimentalConfig(profile_all_threads=True)
-    steps = []
-    busy0, total0 = cpu_jiffies()
+    steps: list[dict[str, object]] = []
+    busy0, total0, own0 = cpu_jiffies()
     with profile(
         activities=[ProfilerActivity.CPU],
         schedule=schedule(wait=WAIT, warmup=WARMUP, active=ACTIVE),
@@ -200,15 +215,20 @@ def record(name: str, out: Path) -> dict[str, Any]:
         for i in range(WAIT + WARMUP + ACTIVE):
             t0 = time.perf_counter()
             step_fn(i)
-            steps.append({"profiler_step": f"ProfilerStep#{i}", "in_trace": i >= WAIT + WARMUP,
-                          "wall_ms": (time.perf_counter() - t0) * 1e3})
+            steps.append(
+                {
+                    "profiler_step": f"ProfilerStep#{i}",
+                    "in_trace": i >= WAIT + WARMUP,
+                    "wall_ms": (time.perf_counter() - t0) * 1e3,
+                }
+            )
             prof.step()
-    busy1, total1 = cpu_jiffies()
+    busy1, total1, own1 = cpu_jiffies()
     stop()
     with open(raw, "rb") as fin, gzip.GzipFile(out / f"{name}.pt.trace.json.gz", "wb", 9, mtime=0) as fout:
         shutil.copyfileobj(fin, fout)
     raw.unlink()
-    active = [s["wall_ms"] for s in steps if s["in_trace"]]
+    active = [float(s["wall_ms"]) for s in steps if s["in_trace"]]  # type: ignore[arg-type]
     side = {
         "name": name,
         "params": params,
@@ -219,6 +239,7 @@ def record(name: str, out: Path) -> dict[str, Any]:
         "steps": steps,
         "active_wall_ms": {"median": float(np.median(active)), "mean": float(np.mean(active))},
         "host_busy_frac": (busy1 - busy0) / max(1, total1 - total0),
+        "host_other_frac": max(0, (busy1 - busy0) - (own1 - own0)) / max(1, total1 - total0),
         "loadavg_1min_before": os.getloadavg()[0],
     }
     (out / f"{name}.steps.json").write_text(json.dumps(side, indent=1))
@@ -230,20 +251,35 @@ def main() -> int:
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--only", default="")
     ap.add_argument("--wait-idle", type=float, default=0.0, help="wait up to this many s for load < 1.5")
+    ap.add_argument("--rounds", type=int, default=1, help="record every workload this many times")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     names = [n for n in args.only.split(",") if n] or list(WORKLOADS)
     args.out.mkdir(parents=True, exist_ok=True)
     if args.child:
         side = record(names[0], args.out)
-        print(f"{names[0]}: median step {side['active_wall_ms']['median']:.1f} ms, "
-              f"host busy {side['host_busy_frac']:.0%}", flush=True)
+        print(
+            f"{names[0]}: median step {side['active_wall_ms']['median']:.1f} ms, "
+            f"other processes {side['host_other_frac']:.0%} of the CPUs",
+            flush=True,
+        )
         return 0
-    for n in names:
-        deadline = time.monotonic() + args.wait_idle
-        while os.getloadavg()[0] > 1.5 and time.monotonic() < deadline:
-            time.sleep(10)
-        subprocess.run([sys.executable, __file__, "--out", str(args.out), "--only", n, "--child"], check=True)
+    # before and after alternate, for --rounds rounds; per workload the recording during
+    # which other processes used the least CPU is kept (the machine may be shared)
+    best: dict[str, float] = {}
+    tmp = args.out / "_take"
+    for _ in range(args.rounds):
+        for n in names:
+            deadline = time.monotonic() + args.wait_idle
+            while os.getloadavg()[0] > 1.5 and time.monotonic() < deadline:
+                time.sleep(10)
+            subprocess.run([sys.executable, __file__, "--out", str(tmp), "--only", n, "--child"], check=True)
+            other = json.loads((tmp / f"{n}.steps.json").read_text())["host_other_frac"]
+            if other < best.get(n, 2.0):
+                best[n] = other
+                for suffix in (".pt.trace.json.gz", ".steps.json"):
+                    shutil.move(str(tmp / f"{n}{suffix}"), str(args.out / f"{n}{suffix}"))
+    shutil.rmtree(tmp, ignore_errors=True)
     return 0
 
 
