@@ -79,18 +79,27 @@ def _resolve(ctx: Context, ref: str) -> Path | None:
     return p if p.is_file() else None
 
 
-def _measured_ms(trace: Path) -> float | None:
+def _sidecar(trace: Path) -> dict[str, Any] | None:
     side = trace.with_name(trace.name.replace(".pt.trace.json.gz", ".steps.json"))
-    if not side.is_file():
-        return None
-    steps = [s["wall_ms"] for s in json.loads(side.read_text())["steps"] if s.get("in_trace")]
+    return json.loads(side.read_text()) if side.is_file() else None  # type: ignore[no-any-return]
+
+
+def _measured_ms(trace: Path) -> float | None:
+    side = _sidecar(trace)
+    steps = [s["wall_ms"] for s in (side or {}).get("steps", []) if s.get("in_trace")]
     return statistics.median(steps) if steps else None
+
+
+def _cpus(trace: Path) -> int:
+    """The recording host's cores, as its user knows them (the trace does not say)."""
+    side = _sidecar(trace) or {}
+    return int(side.get("cpu_count") or side.get("env", {}).get("cpu_count") or 0)
 
 
 def _pair_row(ctx: Context, pair: Pair) -> dict[str, Any] | None:
     from ctda.analysis.engine import analyze
     from ctda.ingest.reader import read_trace
-    from ctda.whatif.scenario import run
+    from ctda.whatif.scenario import run, with_cpus
     from ctda.whatif.select import parse_scale
 
     before, after = _resolve(ctx, pair.before), _resolve(ctx, pair.after)
@@ -100,6 +109,9 @@ def _pair_row(ctx: Context, pair: Pair) -> dict[str, Any] | None:
     if measured is None:
         return None
     a = analyze(read_trace(before))
+    cpus = _cpus(before)
+    if cpus:
+        a = with_cpus(a, cpus)
     sc = run(a, [parse_scale(a, s) for s in pair.scale])
     st = sc.step_times()
     predicted = float(st.predicted_ns.median()) / 1e6
@@ -109,7 +121,7 @@ def _pair_row(ctx: Context, pair: Pair) -> dict[str, Any] | None:
         "before": before.name,
         "after": after.name,
         "change": pair.change,
-        "scenario": " ".join(f"--scale '{s}'" for s in pair.scale),
+        "scenario": " ".join(f"--scale '{s}'" for s in pair.scale) + (f" --cpus {cpus}" if cpus else ""),
         "before_ms": float(st.base_ns.median()) / 1e6,
         "before_measured_ms": _measured_ms(before),
         "predicted_ms": predicted,

@@ -75,3 +75,22 @@ def test_slowdown_fit_recovers_the_slope(s: float) -> None:
     assert _slowdown(d, x, names) == pytest.approx(s, abs=1e-6)
     # no spread in the overlap share: nothing can be said
     assert _slowdown(d, np.ones_like(x), names) == 0.0
+
+
+@SKIP_CORPUS
+def test_cpu_contention_with_cores_keeps_the_baseline_and_scales_with_the_cause() -> None:
+    from ctda.whatif.scenario import run, with_cpus
+    from ctda.whatif.select import parse_scale
+
+    assert CORPUS is not None
+    a = analyze(read_trace(CORPUS / "generated/e_cnn_bgthread_before.pt.trace.json.gz"))
+    b = with_cpus(a, 2)
+    assert len(b.contention) > len(a.contention)  # native ops slowed by the busy thread
+    same = run(b, []).step_times()
+    assert (same.predicted_ns == same.base_ns).all()  # no change: the replay is exact
+    spec = "name~python_heavy_stats=0.2667"
+    plain = run(a, [parse_scale(a, spec)]).step_times().predicted_ns
+    cores = run(b, [parse_scale(b, spec)]).step_times().predicted_ns
+    # the background thread's cores come back to the training thread's ops
+    assert (cores < plain).all()
+    assert ((plain - cores) / plain).median() > 0.04

@@ -149,7 +149,12 @@ def estimate(ctx: RuleContext, g: Graph) -> Contention:
         waits.append(e[a[wa]])
         holds_e.append(e[b[wb]])
         ovs.append(ov)
-    cpu = cpu_contention(ctx, g, e, lane, (t1 > t0) & has & ~waiting)
+    gil = np.bincount(
+        np.concatenate(waits) if waits else np.zeros(0, dtype=np.int64),
+        weights=np.concatenate(ovs).astype(np.float64) if ovs else None,
+        minlength=len(g.src),
+    )
+    cpu = cpu_contention(ctx, g, e, lane, (t1 > t0) & has & ~waiting, gil)
     waits.append(cpu.wait_edge)
     holds_e.append(cpu.hold_edge)
     ovs.append(cpu.overlap)
@@ -157,49 +162,71 @@ def estimate(ctx: RuleContext, g: Graph) -> Contention:
     return _cap(c, g) if len(c) else Contention.empty()
 
 
-def cpu_contention(ctx: RuleContext, g: Graph, e: I64, lane: I64, busy: npt.NDArray[np.bool_]) -> Contention:
+def cpu_contention(
+    ctx: RuleContext,
+    g: Graph,
+    e: I64,
+    lane: I64,
+    busy: npt.NDArray[np.bool_],
+    gil_waited: npt.NDArray[np.float64],
+) -> Contention:
     """Time native ops lost to other threads of the host that were running beside them.
 
     ``e`` are the CPU timeline edges, ``lane`` their threads, ``busy`` those a thread spent
-    running (inside a recorded event that is not a blocking wait). On a host with fewer
-    cores than runnable threads, an op (and its intra-op threads) gets a share of the
-    cores: it runs slower while other threads are busy. How much slower is measured on the
-    trace itself, per thread: over instances of the same op name, the op's self time grows
-    with the share ``x`` of it that overlapped other threads' busy time,
-    ``d = b * (1 + s * x)`` (a least-squares fit per name; the thread's ``s`` is the
-    time-weighted median over names with enough spread in ``x``). A segment that overlapped
-    busy time ``ov`` of another thread then lost ``ov * s / (1 + s)`` to it, and a what-if
-    scales that loss with the factor of the busy segment's event, as for GIL waits.
+    running (inside a recorded event that is not a blocking wait), ``gil_waited`` the GIL
+    wait already found in each edge (indexed by edge id). On a host with fewer cores than
+    runnable threads, work gets a share of the cores: it runs slower while other threads
+    are busy. How much slower is measured on the trace itself: over instances of the same
+    event name on one thread, the self time (less its GIL waits) grows with the share ``x``
+    of it that overlapped other threads' busy time, ``d = b * (1 + s * x)`` (least squares
+    per name; ``s`` is the time-weighted median over all threads' names with enough spread
+    in ``x``, since a busy thread takes cores from every other one). A native op's segment
+    that overlapped busy time ``ov`` of another thread then lost ``ov * s / (1 + s)`` to it,
+    and a what-if scales that loss with the factor of the busy segment's event, as for GIL
+    waits. (Python frames are left to the GIL model, which already explains their waits.)
     """
     n = ctx.nodes
     z = np.zeros(0, dtype=np.int64)
     own = g.owner[e]
-    victim = (own >= 0) & busy
-    victim[victim] = n.kind[own[victim]] == Kind.CPU_OP
+    work = busy & (own >= 0)
+    work[work] = np.isin(n.kind[own[work]], (Kind.CPU_OP, Kind.PYTHON))
     t0, t1 = n.time[g.src[e]], n.time[g.dst[e]]
-    vic = np.flatnonzero(victim)
-    vic = vic[np.argsort(t0[vic], kind="stable")]
+    names = ctx.table.col("name")[n.uid].astype(np.int64)
     bus = np.flatnonzero(busy)
     bus = bus[np.argsort(t0[bus], kind="stable")]
-    waits, holds, ovs = [z], [z], [z]
-    names = ctx.table.col("name")[n.uid].astype(np.int64)
-    for a_lane in np.unique(lane[vic]):
-        a = vic[lane[vic] == a_lane]
+    lanes = np.unique(lane[work])
+    pairs = {}
+    d = np.zeros(n.n)
+    over = np.zeros(n.n)
+    for a_lane in lanes:
+        a = np.flatnonzero(work & (lane == a_lane))
+        a = a[np.argsort(t0[a], kind="stable")]
         b = bus[lane[bus] != a_lane]
-        if len(a) == 0 or len(b) == 0:
+        if len(b) == 0:
             continue
         wa, wb, ov = _intersect(t0[a], t1[a], t0[b], t1[b])
-        ev = own[a]
-        span = (t1[a] - t0[a]).astype(np.float64)
-        d = np.bincount(ev, weights=span, minlength=n.n)
-        over = np.bincount(ev[wa], weights=ov.astype(np.float64), minlength=n.n)
-        events = np.unique(ev)
-        slow = _slowdown(d[events], over[events] / np.maximum(d[events], 1.0), names[events])
-        if slow <= 0:
-            continue
-        waits.append(e[a[wa]])
-        holds.append(e[b[wb]])
-        ovs.append(np.floor(ov * (slow / (1.0 + slow))).astype(np.int64))
+        pairs[int(a_lane)] = (a, wa, b, wb, ov)
+        waited = gil_waited[e[a]]
+        d += np.bincount(own[a], weights=(t1[a] - t0[a]) - waited, minlength=n.n)
+        over += np.bincount(own[a][wa], weights=ov.astype(np.float64), minlength=n.n)
+        over -= np.bincount(own[a], weights=waited, minlength=n.n)
+    events = np.flatnonzero(d > 0)
+    group = n.lane[events].astype(np.int64) * (int(names.max()) + 1) + names[events]
+    slow = _slowdown(d[events], np.maximum(over[events], 0) / np.maximum(d[events], 1.0), group)
+    if slow <= 0 and ctx.options.cpus > 0:
+        # nothing to measure (e.g. another thread was busy throughout): with C cores, a
+        # native op is taken to run on all of them (intra-op threads), and each other busy
+        # thread to take an equal share, leaving the op C / (C + 1) of the machine
+        slow = 1.0 / ctx.options.cpus
+    if slow <= 0:
+        return Contention(z, z, z)
+    waits, holds, ovs = [z], [z], [z]
+    native = n.kind == Kind.CPU_OP
+    for a, wa, b, wb, ov in pairs.values():
+        keep = native[own[a][wa]]
+        waits.append(e[a[wa[keep]]])
+        holds.append(e[b[wb[keep]]])
+        ovs.append(np.floor(ov[keep] * (slow / (1.0 + slow))).astype(np.int64))
     return Contention(np.concatenate(waits), np.concatenate(holds), np.concatenate(ovs))
 
 

@@ -16,8 +16,9 @@ from numba import njit
 
 from ctda.analysis import attribution
 from ctda.analysis.classify import inherit_down
-from ctda.analysis.engine import Analysis, window_ends
+from ctda.analysis.engine import Analysis, contention, window_ends
 from ctda.analysis.propagate import Timing, replay
+from ctda.analysis.rules.context import RuleContext
 from ctda.whatif.select import Override
 
 I64 = npt.NDArray[np.int64]
@@ -65,6 +66,17 @@ def _on_path(a: Analysis) -> npt.NDArray[np.bool_]:
     ev = a.charges.event.to_numpy()
     on[ev[ev >= 0]] = True
     return on
+
+
+def with_cpus(a: Analysis, cpus: int) -> Analysis:
+    """``a`` with its contention estimate redone for a host of ``cpus`` cores.
+
+    Only the contention triples change (the calibrated graph and the replay do not), so
+    the baseline stays exact. See docs/whatif-accuracy.md for what the core count adds.
+    """
+    opts = replace(a.options, rule_options=replace(a.options.rule_options, cpus=cpus))
+    ctx = RuleContext(a.table, a.nodes, opts.rule_options)
+    return replace(a, options=opts, contention=contention(ctx, a.graph, opts))
 
 
 def inclusive(a: Analysis, events: I64) -> npt.NDArray[np.bool_]:
