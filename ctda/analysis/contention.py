@@ -153,7 +153,7 @@ def estimate(ctx: RuleContext, g: Graph) -> Contention:
         np.concatenate(waits) if waits else np.zeros(0, dtype=np.int64),
         weights=np.concatenate(ovs).astype(np.float64) if ovs else None,
         minlength=len(g.src),
-    )
+    ).astype(np.float64)
     cpu = cpu_contention(ctx, g, e, lane, (t1 > t0) & has & ~waiting, gil)
     waits.append(cpu.wait_edge)
     holds_e.append(cpu.hold_edge)
