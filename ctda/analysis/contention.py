@@ -146,6 +146,9 @@ def estimate(ctx: RuleContext, g: Graph) -> Contention:
         if len(a) == 0 or len(b) == 0:
             continue
         wa, wb, ov = _intersect(t0[a], t1[a], t0[b], t1[b])
+        # both threads running Python over the overlap: CPython hands the GIL back and forth
+        # (switch interval), so each waited for the other about half of it, not all of it
+        ov = np.where(holds[a[wa]], ov // 2, ov)
         waits.append(e[a[wa]])
         holds_e.append(e[b[wb]])
         ovs.append(ov)
