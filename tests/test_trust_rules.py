@@ -5,11 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ctda.analysis.contention import BLOCKING_FRAMES, _slowdown
+from ctda.analysis.contention import _slowdown
 from ctda.analysis.engine import analyze
 from ctda.analysis.nodes import select
 from ctda.analysis.rules import cross_thread, gpu
 from ctda.analysis.rules.context import RuleContext
+from ctda.analysis.rules.cross_thread import BLOCKING_FRAMES
 from ctda.ingest.reader import read_trace
 from tests.conftest import CORPUS, SKIP_CORPUS
 

@@ -24,21 +24,10 @@ from numba import njit
 from ctda.analysis.edges import EdgeType
 from ctda.analysis.graph import Graph
 from ctda.analysis.rules.context import RuleContext
+from ctda.analysis.rules.cross_thread import BLOCKING_FRAMES
 from ctda.ingest.kinds import Kind
 
 I64 = npt.NDArray[np.int64]
-
-#: Python frames whose own time is spent blocked in a lock, condition or sleep. CPython
-#: releases the GIL around the blocking call inside them; the call itself is often not
-#: recorded (it began before profiling started), leaving the time as the frame's own.
-BLOCKING_FRAMES = (
-    r"^threading\.py\(\d+\): (wait|_wait_for_tstate_lock|join|acquire)$"
-    r"|^queue\.py\(\d+\): get$"
-    r"|^multiprocessing/(connection|queues|synchronize)\.py\(\d+\): (wait|_poll|poll|_recv|get|__enter__)$"
-    r"|^selectors\.py\(\d+\): select$"
-    r"|^<built-in method (acquire|acquire_lock|poll|select|wait) of "
-    r"|^<built-in function (sleep|select|poll|wait|waitpid)>$"
-)
 
 
 @dataclass

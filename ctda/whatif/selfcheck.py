@@ -122,9 +122,26 @@ def step_of_events(a: Analysis) -> tuple[I64, list[int]]:
     caller, work = g.src[launch] // 2, g.dst[launch] // 2
     keep = (caller < n.n) & (work < n.n)
     step[work[keep]] = step[caller[keep]]
+    step = _drop_unaligned(a, step, len(wins))
     # (work whose launch is not in the trace belongs to no step: it was queued before
     # profiling started, and a step that inherits it has no counterpart in the others)
     return _drop_partial(step, wins)
+
+
+def _drop_unaligned(a: Analysis, step: I64, k: int) -> I64:
+    """Leave out CPU threads whose work does not follow the steps (a background producer
+    whose iterations drift across step boundaries): their k-th event of one step is not
+    the k-th of another, so their times are kept rather than transplanted."""
+    n = a.nodes
+    inside = (step >= 0) & ~n.is_gpu
+    lanes = int(n.lane.max()) + 1 if n.n else 0
+    count = np.zeros((lanes, k), dtype=np.int64)
+    np.add.at(count, (n.lane[inside], step[inside]), 1)
+    step_lanes = {int(n.lane[w.event]) for w in a.windows if w.step is not None and w.event >= 0}
+    hi, lo = count.max(axis=1), count.min(axis=1)
+    drift = (hi > 0) & (hi - lo > 0.05 * hi)
+    drift[list(step_lanes)] = False
+    return np.where(inside & drift[n.lane], -1, step)
 
 
 def _drop_partial(step: I64, wins: list[int]) -> tuple[I64, list[int]]:
