@@ -42,6 +42,8 @@ F64 = npt.NDArray[np.float64]
 
 #: more steps than this give more pairs than a quick check needs; a spread subset is used
 MAX_PAIRS = 72
+#: pairs behind the one-line summary of ``analyze`` and ``ingest`` (a replay each)
+SUMMARY_PAIRS = 12
 
 
 @dataclass
