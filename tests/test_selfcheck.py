@@ -84,3 +84,17 @@ def test_corpus_single_driver_traces(rel: str, limit: float) -> None:
     sc = check(a)
     assert sc.median_error < limit
     assert sc.median_error < sc.naive_median
+
+
+def test_validate_a_stored_run(tmp_path: Path) -> None:
+    _register()
+    db = str(tmp_path / "store.lbug")
+    runner = CliRunner()
+    res = runner.invoke(app, ["ingest", str(BARE), "--run", "r50", "--db", db])
+    assert res.exit_code == 0, res.output
+    assert "self-check: median" in res.output  # the summary line under the report
+    res = runner.invoke(app, ["validate", "r50", "--db", db, "--format", "json"])
+    assert res.exit_code == 0, res.output
+    assert '"pairs": 30' in res.output
+    res = runner.invoke(app, ["validate", "nosuch", "--db", db])
+    assert res.exit_code == 2
