@@ -90,6 +90,13 @@ def _measured_ms(trace: Path) -> float | None:
     return statistics.median(steps) if steps else None
 
 
+def _outside_load(trace: Path) -> float | None:
+    """Share of the CPUs other processes used while the profiled steps ran, if recorded."""
+    side = _sidecar(trace) or {}
+    other = side.get("host_other_frac", side.get("host_load", {}).get("cpu_other_frac"))
+    return None if other is None else float(other)
+
+
 def _cpus(trace: Path) -> int:
     """The recording host's cores, as its user knows them (the trace does not say)."""
     side = _sidecar(trace) or {}
@@ -127,7 +134,7 @@ def _pair_row(ctx: Context, pair: Pair) -> dict[str, Any] | None:
         "predicted_ms": predicted,
         "measured_ms": measured,
         "error": predicted / measured - 1,
-        "outside_load": [(_sidecar(p) or {}).get("host_other_frac") for p in (before, after)],
+        "outside_load": [_outside_load(p) for p in (before, after)],
     }
 
 
