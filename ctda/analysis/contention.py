@@ -24,6 +24,7 @@ from numba import njit
 from ctda.analysis.edges import EdgeType
 from ctda.analysis.graph import Graph
 from ctda.analysis.rules.context import RuleContext
+from ctda.analysis.rules.cross_thread import BLOCKING_FRAMES
 from ctda.ingest.kinds import Kind
 
 I64 = npt.NDArray[np.int64]
@@ -105,12 +106,15 @@ def estimate(ctx: RuleContext, g: Graph) -> Contention:
         return Contention.empty()
     own = g.owner[e]
     builtin = ctx.name_mask(r"^<built-in")
+    blocked = ctx.name_mask(BLOCKING_FRAMES)
     is_py = np.zeros(len(e), dtype=bool)
     has = own >= 0
     is_py[has] = n.kind[own[has]] == Kind.PYTHON
-    holds = is_py & ~np.where(has, builtin[np.maximum(own, 0)], False)
-    # needs the GIL: Python frames, gaps, and anything that ends in an op start (stack capture)
-    needs = is_py | ~has | (g.dst[e] % 2 == 0)
+    waiting = np.where(has, blocked[np.maximum(own, 0)], False)
+    holds = is_py & ~np.where(has, builtin[np.maximum(own, 0)], False) & ~waiting
+    # needs the GIL: Python frames, gaps, and anything that ends in an op start (stack
+    # capture); a thread blocked on a lock or condition neither holds nor wants it
+    needs = (is_py | ~has | (g.dst[e] % 2 == 0)) & ~waiting
     t0, t1 = n.time[g.src[e]], n.time[g.dst[e]]
     pid = np.unique(ctx.lane_pid.astype(str), return_inverse=True)[1]
     live = t1 > t0
@@ -122,20 +126,130 @@ def estimate(ctx: RuleContext, g: Graph) -> Contention:
     hold_all = hold_all[np.argsort(t0[hold_all], kind="stable")]
     need_lane, hold_lane = lane[need_all], lane[hold_all]
     hold_pid = pid[hold_lane]
-    waits, holds_e, ovs = [], [], []
+    waits: list[I64] = []
+    holds_e: list[I64] = []
+    ovs: list[I64] = []
     for a_lane in lanes:
         a = need_all[need_lane == a_lane]
         b = hold_all[(hold_lane != a_lane) & (hold_pid == pid[a_lane])]
         if len(a) == 0 or len(b) == 0:
             continue
         wa, wb, ov = _intersect(t0[a], t1[a], t0[b], t1[b])
+        # both threads running Python over the overlap: CPython hands the GIL back and forth
+        # (switch interval), so each waited for the other about half of it, not all of it
+        ov = np.where(holds[a[wa]], ov // 2, ov)
         waits.append(e[a[wa]])
         holds_e.append(e[b[wb]])
         ovs.append(ov)
-    if not waits:
-        return Contention.empty()
+    gil = np.bincount(
+        np.concatenate(waits) if waits else np.zeros(0, dtype=np.int64),
+        weights=np.concatenate(ovs).astype(np.float64) if ovs else None,
+        minlength=len(g.src),
+    ).astype(np.float64)
+    cpu = cpu_contention(ctx, g, e, lane, (t1 > t0) & has & ~waiting, gil)
+    waits.append(cpu.wait_edge)
+    holds_e.append(cpu.hold_edge)
+    ovs.append(cpu.overlap)
     c = Contention(np.concatenate(waits), np.concatenate(holds_e), np.concatenate(ovs))
-    return _cap(c, g)
+    return _cap(c, g) if len(c) else Contention.empty()
+
+
+def cpu_contention(
+    ctx: RuleContext,
+    g: Graph,
+    e: I64,
+    lane: I64,
+    busy: npt.NDArray[np.bool_],
+    gil_waited: npt.NDArray[np.float64],
+) -> Contention:
+    """Time native ops lost to other threads of the host that were running beside them.
+
+    ``e`` are the CPU timeline edges, ``lane`` their threads, ``busy`` those a thread spent
+    running (inside a recorded event that is not a blocking wait), ``gil_waited`` the GIL
+    wait already found in each edge (indexed by edge id). On a host with fewer cores than
+    runnable threads, work gets a share of the cores: it runs slower while other threads
+    are busy. How much slower is measured on the trace itself: over instances of the same
+    event name on one thread, the self time (less its GIL waits) grows with the share ``x``
+    of it that overlapped other threads' busy time, ``d = b * (1 + s * x)`` (least squares
+    per name; ``s`` is the time-weighted median over all threads' names with enough spread
+    in ``x``, since a busy thread takes cores from every other one). A native op's segment
+    that overlapped busy time ``ov`` of another thread then lost ``ov * s / (1 + s)`` to it,
+    and a what-if scales that loss with the factor of the busy segment's event, as for GIL
+    waits. (Python frames are left to the GIL model, which already explains their waits.)
+    """
+    n = ctx.nodes
+    z = np.zeros(0, dtype=np.int64)
+    own = g.owner[e]
+    work = busy & (own >= 0)
+    work[work] = np.isin(n.kind[own[work]], (Kind.CPU_OP, Kind.PYTHON))
+    t0, t1 = n.time[g.src[e]], n.time[g.dst[e]]
+    names = ctx.table.col("name")[n.uid].astype(np.int64)
+    bus = np.flatnonzero(busy)
+    bus = bus[np.argsort(t0[bus], kind="stable")]
+    lanes = np.unique(lane[work])
+    pairs = {}
+    d = np.zeros(n.n)
+    over = np.zeros(n.n)
+    for a_lane in lanes:
+        a = np.flatnonzero(work & (lane == a_lane))
+        a = a[np.argsort(t0[a], kind="stable")]
+        b = bus[lane[bus] != a_lane]
+        if len(b) == 0:
+            continue
+        wa, wb, ov = _intersect(t0[a], t1[a], t0[b], t1[b])
+        pairs[int(a_lane)] = (a, wa, b, wb, ov)
+        waited = gil_waited[e[a]]
+        d += np.bincount(own[a], weights=(t1[a] - t0[a]) - waited, minlength=n.n)
+        over += np.bincount(own[a][wa], weights=ov.astype(np.float64), minlength=n.n)
+        over -= np.bincount(own[a], weights=waited, minlength=n.n)
+    events = np.flatnonzero(d > 0)
+    group = n.lane[events].astype(np.int64) * (int(names.max()) + 1) + names[events]
+    slow = _slowdown(d[events], np.maximum(over[events], 0) / np.maximum(d[events], 1.0), group)
+    if slow <= 0 and ctx.options.cpus > 0:
+        # nothing to measure (e.g. another thread was busy throughout): with C cores, a
+        # native op is taken to run on all of them (intra-op threads), and each other busy
+        # thread to take an equal share, leaving the op C / (C + 1) of the machine
+        slow = 1.0 / ctx.options.cpus
+    if slow <= 0:
+        return Contention(z, z, z)
+    waits, holds, ovs = [z], [z], [z]
+    native = n.kind == Kind.CPU_OP
+    for a, wa, b, wb, ov in pairs.values():
+        keep = native[own[a][wa]]
+        waits.append(e[a[wa[keep]]])
+        holds.append(e[b[wb[keep]]])
+        ovs.append(np.floor(ov[keep] * (slow / (1.0 + slow))).astype(np.int64))
+    return Contention(np.concatenate(waits), np.concatenate(holds), np.concatenate(ovs))
+
+
+#: fewest instances of an op name, and least spread of their overlap share, to fit a slope
+MIN_INSTANCES = 4
+MIN_SPREAD = 0.1
+MAX_SLOWDOWN = 4.0
+
+
+def _slowdown(d: npt.NDArray[np.float64], x: npt.NDArray[np.float64], name: I64) -> float:
+    """``s`` of ``d = b * (1 + s * x)``: per-name least squares, time-weighted median."""
+    if len(d) == 0:
+        return 0.0
+    codes, inv = np.unique(name, return_inverse=True)
+    k = len(codes)
+    cnt = np.bincount(inv, minlength=k).astype(np.float64)
+    sx = np.bincount(inv, weights=x, minlength=k)
+    sd = np.bincount(inv, weights=d, minlength=k)
+    sxx = np.bincount(inv, weights=x * x, minlength=k)
+    sxd = np.bincount(inv, weights=x * d, minlength=k)
+    var = sxx / np.maximum(cnt, 1) - (sx / np.maximum(cnt, 1)) ** 2
+    ok = (cnt >= MIN_INSTANCES) & (np.sqrt(np.maximum(var, 0)) >= MIN_SPREAD)
+    if not ok.any():
+        return 0.0
+    slope = (cnt * sxd - sx * sd)[ok] / (cnt * sxx - sx * sx)[ok]
+    base = (sd[ok] - slope * sx[ok]) / cnt[ok]
+    s = np.where(base > 0, slope / np.maximum(base, 1e-9), 0.0)
+    order = np.argsort(s)
+    w = sd[ok][order]
+    med = s[order][np.searchsorted(np.cumsum(w), 0.5 * w.sum())]
+    return float(np.clip(med, 0.0, MAX_SLOWDOWN))
 
 
 def _cap(c: Contention, g: Graph) -> Contention:

@@ -13,6 +13,7 @@ from ctda.cli.common import CrossThreadOption, WindowsOption, app, console, fail
 from ctda.ingest.reader import read_trace
 from ctda.ingest.table import EventTable
 from ctda.render.analyze import render_json, render_markdown, render_table
+from ctda.whatif.selfcheck import summary as selfcheck
 
 
 class Format(str, Enum):
@@ -64,6 +65,7 @@ def analyze_cmd(
             typer.echo(render_markdown(report))
         else:
             render_table(report, console)
+            console.print(selfcheck(result).line(), highlight=False)
 
     guarded(run)
 

@@ -7,7 +7,15 @@ import logging
 
 from ctda.cli.common import app
 
-COMMAND_MODULES = ("inspect_cmd", "convert_cmd", "analyze_cmd", "whatif_cmds", "store_cmds", "ui_cmd")
+COMMAND_MODULES = (
+    "inspect_cmd",
+    "convert_cmd",
+    "analyze_cmd",
+    "whatif_cmds",
+    "store_cmds",
+    "ui_cmd",
+    "validate_cmd",
+)
 
 
 def _register() -> None:

@@ -41,6 +41,7 @@ from ctda.render.analyze import render_json, render_markdown, render_table
 from ctda.store import StoreError, open_store, resolve
 from ctda.store.base import QueryResult, RunInfo
 from ctda.store.config import Target
+from ctda.whatif.selfcheck import summary as selfcheck
 
 T = TypeVar("T")
 
@@ -144,6 +145,7 @@ def ingest_cmd(
             )
             assert done.analysis is not None
             render_table(build_report(done.analysis, top=top), console)
+            console.print(selfcheck(done.analysis).line(), highlight=False)
 
         _store_guard(one)
 

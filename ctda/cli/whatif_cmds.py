@@ -20,7 +20,7 @@ from ctda.render.whatif import (
 from ctda.whatif import compare as cmp
 from ctda.whatif.export import write_perfetto
 from ctda.whatif.opportunities import rank
-from ctda.whatif.scenario import Scenario, run
+from ctda.whatif.scenario import Scenario, run, with_cpus
 from ctda.whatif.select import Override, SelectionError, from_rows, parse_remove, parse_scale
 
 
@@ -73,11 +73,16 @@ def whatif_cmd(
     db: str | None = typer.Option(None, "--db", envvar="CTDA_DB", help="Store path or bolt:// URI."),
     fmt: Format = typer.Option(Format.table, "--format"),
     top: int = typer.Option(10, "--top", min=1),
+    cpus: int = typer.Option(
+        0, "--cpus", min=0, help="Cores of the traced host, for CPU contention the trace cannot measure."
+    ),
 ) -> None:
     """Predict the step time if some events took a different time (before writing the fix)."""
 
     def go() -> None:
         a, store_run = load_analysis(run_or_trace, db)
+        if cpus:
+            a = with_cpus(a, cpus)
         try:
             params = dict(kv.split("=", 1) for kv in param if "=" in kv)
             ovs = _overrides(

@@ -16,8 +16,9 @@ from numba import njit
 
 from ctda.analysis import attribution
 from ctda.analysis.classify import inherit_down
-from ctda.analysis.engine import Analysis, window_ends
+from ctda.analysis.engine import Analysis, contention, window_ends
 from ctda.analysis.propagate import Timing, replay
+from ctda.analysis.rules.context import RuleContext
 from ctda.whatif.select import Override
 
 I64 = npt.NDArray[np.int64]
@@ -67,6 +68,17 @@ def _on_path(a: Analysis) -> npt.NDArray[np.bool_]:
     return on
 
 
+def with_cpus(a: Analysis, cpus: int) -> Analysis:
+    """``a`` with its contention estimate redone for a host of ``cpus`` cores.
+
+    Only the contention triples change (the calibrated graph and the replay do not), so
+    the baseline stays exact. See docs/whatif-accuracy.md for what the core count adds.
+    """
+    opts = replace(a.options, rule_options=replace(a.options.rule_options, cpus=cpus))
+    ctx = RuleContext(a.table, a.nodes, opts.rule_options)
+    return replace(a, options=opts, contention=contention(ctx, a.graph, opts))
+
+
 def inclusive(a: Analysis, events: I64) -> npt.NDArray[np.bool_]:
     """Selected events plus everything nested inside them on their threads."""
     mask = np.zeros(a.nodes.n, dtype=bool)
@@ -93,15 +105,36 @@ def factors_for(a: Analysis, overrides: list[Override]) -> npt.NDArray[np.float6
 def run(a: Analysis, overrides: list[Override], name: str = "what-if") -> Scenario:
     """Re-time ``a`` under ``overrides``: one compiled forward and backward pass."""
     f = factors_for(a, overrides)
-    g = a.graph
-    if len(a.contention):
-        w = a.contention.reweigh(a.calibration.weight, f, g.owner)
-    else:
-        w = _scaled(a.calibration.weight, f, g.owner)
-    timing = replay(g, w, a.calibration.binding, int(a.nodes.time[a.nodes.source]), window_ends(a.windows))
-    charges = attribution.window_paths(g, timing, a.windows, a.event_cls)
+    w, timing = retime(a, f)
+    charges = attribution.window_paths(a.graph, timing, a.windows, a.event_cls)
     view = replace(a, timing=timing, charges=charges)
     return Scenario(name=name, base=a, overrides=overrides, weight=w, timing=timing, analysis=view, factors=f)
+
+
+def retime(a: Analysis, factor: npt.NDArray[np.float64]) -> tuple[I64, Timing]:
+    """Weights with each event's own time scaled by ``factor[event]``, and their replay.
+
+    The one re-timing step every prediction goes through (scenarios, the self-check):
+    contended waits scale with the work that caused them, everything else keeps its
+    calibrated weight. All factors 1 reproduces the observed timeline exactly.
+    """
+    w = reweigh(a, factor)
+    return w, replay_weights(a, w)
+
+
+def reweigh(a: Analysis, factor: npt.NDArray[np.float64]) -> I64:
+    """Edge weights with each event's own time scaled by ``factor[event]`` (no replay)."""
+    g = a.graph
+    if len(a.contention):
+        return a.contention.reweigh(a.calibration.weight, factor, g.owner)
+    return _scaled(a.calibration.weight, factor, g.owner)  # type: ignore[no-any-return]
+
+
+def replay_weights(a: Analysis, w: I64) -> Timing:
+    """Replay ``a``'s graph under edge weights ``w``."""
+    return replay(
+        a.graph, w, a.calibration.binding, int(a.nodes.time[a.nodes.source]), window_ends(a.windows)
+    )
 
 
 @njit(cache=True)  # type: ignore[misc]

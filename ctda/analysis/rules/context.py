@@ -28,6 +28,7 @@ class RuleOptions:
     stream_wait_min_gap_ns: int = 20_000  # GPU work this late on an idle stream was held back
     stream_wait_max_lag_ns: int = 50_000  # a cross-stream wait resolves within this
     stream_wait_lookback: int = 8  # ends examined backwards for one on another stream
+    cpus: int = 0  # the host's cores when the user knows them (0: unknown), for CPU contention
 
 
 @dataclass

@@ -17,6 +17,18 @@ from ctda.ingest.kinds import Kind
 I64 = npt.NDArray[np.int64]
 RULE_TYPE = EdgeType.CROSS_THREAD
 
+#: Python frames whose own time is spent blocked in a lock, condition or sleep. CPython
+#: releases the GIL around the blocking call inside them; the call itself is often not
+#: recorded (it began before profiling started), leaving the time as the frame's own.
+BLOCKING_FRAMES = (
+    r"^threading\.py\(\d+\): (wait|_wait_for_tstate_lock|join|acquire)$"
+    r"|^queue\.py\(\d+\): get$"
+    r"|^multiprocessing/(connection|queues|synchronize)\.py\(\d+\): (wait|_poll|poll|_recv|get|__enter__)$"
+    r"|^selectors\.py\(\d+\): select$"
+    r"|^<built-in method (acquire|acquire_lock|poll|select|wait) of "
+    r"|^<built-in function (sleep|select|poll|wait|waitpid)>$"
+)
+
 
 def _flow_pairs(ctx: RuleContext, category: str) -> tuple[I64, I64]:
     """Analysed (src, dst) indices of bound flows of one category."""
@@ -61,15 +73,33 @@ def fwdbwd(ctx: RuleContext) -> EdgeBatch:
 
 
 def _backward_lanes(ctx: RuleContext) -> tuple[int, I64]:
-    """The main thread (most fwdbwd sources) and the threads its backward ran on."""
+    """The main thread (most fwdbwd sources) and the threads its backward ran on.
+
+    Without cross-thread ``fwdbwd`` flows (older traces, compiled autograd functions), the
+    autograd threads are those whose outermost events are the engine's
+    ``autograd::engine::evaluate_function`` tasks, and the main thread is the one that
+    records the ProfilerStep annotations.
+    """
     n = ctx.nodes
     src, dst = _flow_pairs(ctx, "fwdbwd")
     cross = n.lane[src] != n.lane[dst]
-    if not cross.any():
-        return -1, np.zeros(0, dtype=np.int64)
-    main = int(np.bincount(n.lane[src[cross]]).argmax())
-    bwd = np.unique(n.lane[dst[cross]]).astype(np.int64)
-    return main, bwd[bwd != main]
+    if cross.any():
+        main = int(np.bincount(n.lane[src[cross]]).argmax())
+        bwd = np.unique(n.lane[dst[cross]]).astype(np.int64)
+        return main, bwd[bwd != main]
+    none = (-1, np.zeros(0, dtype=np.int64))
+    cpu = ~n.is_gpu
+    step = np.flatnonzero(cpu & ctx.name_mask(r"^ProfilerStep#\d+$"))
+    if len(step) == 0:
+        return none
+    main = int(np.bincount(n.lane[step]).argmax())
+    task = cpu & (n.parent < 0) & ctx.name_mask(r"^autograd::engine::evaluate_function")
+    lanes, count = np.unique(n.lane[task], return_counts=True)
+    top, top_count = np.unique(n.lane[cpu & (n.parent < 0)], return_counts=True)
+    share = count / top_count[np.searchsorted(top, lanes)]
+    same_proc = ctx.lane_pid[lanes] == ctx.lane_pid[main]
+    bwd = lanes[(lanes != main) & (share >= 0.5) & same_proc].astype(np.int64)
+    return (main, bwd) if len(bwd) else none
 
 
 def backward_join(ctx: RuleContext) -> EdgeBatch:
@@ -186,17 +216,47 @@ def gil_handoff(ctx: RuleContext) -> EdgeBatch:
     time = n.time[node]
     proc = pid_codes[lane]
     order = np.lexsort((node % 2 == 0, time, proc))  # ends before starts at equal times
+    release, blocks = _gil_points(ctx, node)
     src, dst = _handoffs(
-        node[order], lane[order], time[order], proc[order], opt.gil_min_gap_ns, opt.gil_max_lag_ns
+        node[order],
+        lane[order],
+        time[order],
+        proc[order],
+        release[order],
+        blocks[order],
+        opt.gil_min_gap_ns,
+        opt.gil_max_lag_ns,
     )
     return EdgeBatch.of(src, dst, RULE_TYPE, "gil")
 
 
+def _gil_points(ctx: RuleContext, node: I64) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_]]:
+    """Per boundary node: does its thread release the GIL there (a Python frame ends, or a
+    builtin or blocking call starts), and does its thread block there (a lock, condition,
+    sleep or poll starts, so what follows is that wait, not a wait for the GIL)."""
+    n = ctx.nodes
+    ev = node // 2
+    start = node % 2 == 0
+    py = n.kind[ev] == Kind.PYTHON
+    builtin = ctx.name_mask(r"^<built-in")[ev]
+    blocking = ctx.name_mask(BLOCKING_FRAMES)[ev]
+    release = (py & ~start & ~builtin) | (start & (builtin | blocking))
+    return release, start & blocking
+
+
 @njit(cache=True)  # type: ignore[misc]
-def _handoffs(node, lane, time, proc, min_gap, max_lag):  # type: ignore[no-untyped-def]  # pragma: no cover
+def _handoffs(node, lane, time, proc, release, blocks, min_gap, max_lag):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """Resumes after a gap -> the latest boundary of another thread of the process in the gap.
+
+    Within ``max_lag`` of the resume any boundary counts (timestamp backtracking). Beyond it,
+    only the cause itself: the other thread released the GIL there and our thread was not
+    blocked in a wait of its own (on a loaded host the woken thread may take a while to be
+    scheduled, so the lag alone does not rule a hand-off out).
+    """
     n = node.shape[0]
     nl = lane.max() + 1 if n else 0
     last_time = np.full(nl, -(2**62), dtype=np.int64)
+    last_blocks = np.zeros(nl, dtype=np.bool_)
     src = np.empty(n, dtype=np.int64)
     dst = np.empty(n, dtype=np.int64)
     m = 0
@@ -208,14 +268,17 @@ def _handoffs(node, lane, time, proc, min_gap, max_lag):  # type: ignore[no-unty
         if is_start and prev > -(2**62) and time[k] - prev >= min_gap:
             # the latest boundary of another thread of this process inside our gap
             j = k - 1
-            while j >= 0 and proc[j] == proc[k] and time[j] > prev and time[k] - time[j] <= max_lag:
+            while j >= 0 and proc[j] == proc[k] and time[j] > prev:
                 if lane[j] != ln:
-                    src[m] = node[j]
-                    dst[m] = v
-                    m += 1
+                    near = time[k] - time[j] <= max_lag
+                    if near or (release[j] and not last_blocks[ln]):
+                        src[m] = node[j]
+                        dst[m] = v
+                        m += 1
                     break
                 j -= 1
         last_time[ln] = time[k]
+        last_blocks[ln] = blocks[k]
     return src[:m], dst[:m]
 
 

@@ -249,19 +249,101 @@ def _first_launched_after(ctx: RuleContext, lanes: I64, after: I64) -> I64:
 
 
 def stream_wait_inferred(ctx: RuleContext) -> EdgeBatch:
-    """work on another stream of the device -> GPU work that started late on an idle stream.
+    """work on another stream of the device -> GPU work held back by it, in traces without
+    "Stream Wait Event" records.
 
-    Reads ``ts``/``dur`` and device/stream of GPU work plus the launch pairing. When work
-    starts long after it was launched and after its stream went idle, something else held
-    it back; in traces without "Stream Wait Event" records that is almost always a
-    cudaStreamWaitEvent on work of another stream (NCCL, copies, side streams). The work
-    that ended on another stream of the same device just before the start (within
-    ``stream_wait_max_lag_ns``) is taken as what it waited for (timestamp backtracking).
+    Reads runtime call names and threads, ``ts``/``dur`` and device/stream of GPU work, and
+    the launch pairing. First the cause: each ``cudaStreamWaitEvent`` call links the work
+    its thread queued last on another stream before it to the work the thread queued
+    first after it (see :func:`_wait_call_edges`), whatever the delay. Then, for work that
+    started long after it was launched and after its stream went idle with no such call
+    to explain it, the work that ended on another stream of the same device just before
+    the start (within ``stream_wait_max_lag_ns``) is taken as what it waited for
+    (timestamp backtracking).
     """
+    n = ctx.nodes
+    c_src, c_dst = _wait_call_edges(ctx)
+    t_src, t_dst = _late_start_edges(ctx, explained=c_dst)
+    return EdgeBatch.of(
+        np.concatenate([n.finish(c_src), n.finish(t_src)]),
+        np.concatenate([n.start(c_dst), n.start(t_dst)]),
+        EdgeType.STREAM_WAIT,
+        "stream_wait_inferred",
+    )
+
+
+#: runtime calls that make a stream wait for an event recorded on another stream
+WAIT_CALLS = r"^(cuda|hip)StreamWaitEvent$|^cuStreamWaitEvent$"
+
+
+def _wait_call_edges(ctx: RuleContext) -> tuple[I64, I64]:
+    """(recorded work, waiting work) pairs read from cudaStreamWaitEvent calls on the CPU.
+
+    Without "Stream Wait Event" records the call's arguments are not in the trace, but its
+    place is. The wait applies to the stream its thread queues to next (PyTorch's
+    collectives and side-stream copies follow the record -> wait -> launch pattern), and
+    the event captured work queued before the call on another stream of the device. Of
+    that work, only work that had ended when the waiting work started can have been
+    waited for; the one that ended last is what held it back, however long that took.
+    """
+    n = ctx.nodes
+    none = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
+    if len(_sync_records(ctx)[0]):  # recorded waits are handled by stream_wait_event
+        return none
+    calls = np.flatnonzero(ctx.name_mask(WAIT_CALLS) & (n.kind == Kind.RUNTIME))
+    li = _launcher_index(ctx)
+    work = np.flatnonzero(n.is_gpu & (li >= 0))
+    if len(calls) == 0 or len(work) == 0:
+        return none
+    t0 = int(n.time.min())
+    span = int(n.time.max()) - t0 + 1
+    # the waiting work: the first this thread launches after the call
+    when = n.ts[li[work]]
+    thread = n.lane[li[work]].astype(np.int64)
+    by_launch = np.lexsort((work, when, thread))
+    key = thread[by_launch] * span + (when[by_launch] - t0)
+    nxt = np.searchsorted(key, n.lane[calls].astype(np.int64) * span + (n.ts[calls] - t0), side="right")
+    nxt_c = np.minimum(nxt, len(work) - 1)
+    has = (nxt < len(work)) & (thread[by_launch][nxt_c] == n.lane[calls])
+    calls, dst = calls[has], work[by_launch][nxt_c[has]]
+    dev = _device_of_lane(ctx)
+    gpu_lanes = np.flatnonzero(dev >= 0).astype(np.int64)
+    if len(calls) == 0 or len(gpu_lanes) == 0:
+        return none
+    # per (call, other stream of the device): the last work that ended before dst started
+    q_call = np.repeat(np.arange(len(calls)), len(gpu_lanes))
+    q_lane = np.tile(gpu_lanes, len(calls))
+    ok = (q_lane != n.lane[dst[q_call]]) & (dev[q_lane] == dev[n.lane[dst[q_call]]])
+    q_call, q_lane = q_call[ok], q_lane[ok]
+    gw = np.flatnonzero(n.is_gpu)
+    by_end = gw[np.lexsort((n.end[gw], n.lane[gw]))]
+    ekey = n.lane[by_end].astype(np.int64) * span + (n.end[by_end] - t0)
+    pos = np.searchsorted(ekey, q_lane * span + (n.ts[dst[q_call]] - t0), side="right") - 1
+    cand = np.full(len(q_call), -1, dtype=np.int64)
+    for _ in range(ctx.options.stream_wait_lookback):
+        c = by_end[np.maximum(pos, 0)]
+        launched = np.where(li[c] >= 0, n.ts[np.maximum(li[c], 0)], np.iinfo(np.int64).max)
+        hit = (cand < 0) & (pos >= 0) & (n.lane[c] == q_lane) & (launched < n.ts[calls[q_call]])
+        cand[hit] = c[hit]
+        pos = pos - 1
+    found = cand >= 0
+    q_call, cand = q_call[found], cand[found]
+    # the candidate that ended last, per call
+    order = np.lexsort((n.end[cand], q_call))
+    last = np.ones(len(order), dtype=bool)
+    last[:-1] = q_call[order][:-1] != q_call[order][1:]
+    pick = order[last]
+    return cand[pick], dst[q_call[pick]]
+
+
+def _late_start_edges(ctx: RuleContext, explained: I64) -> tuple[I64, I64]:
+    """(work on another stream, late work) pairs by timestamp backtracking, for late work
+    no wait call explains."""
     n, opt = ctx.nodes, ctx.options
+    none = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
     work = np.flatnonzero(n.is_gpu)
     if len(work) == 0:
-        return EdgeBatch.of([], [], EdgeType.STREAM_WAIT, "stream_wait_inferred")
+        return none
     li = _launcher_index(ctx)
     ready = np.where(li[work] >= 0, n.ts[np.maximum(li[work], 0)], np.iinfo(np.int64).min)
     order = work[np.lexsort((n.ts[work], n.lane[work]))]
@@ -269,9 +351,9 @@ def stream_wait_inferred(ctx: RuleContext) -> EdgeBatch:
     same = n.lane[order[1:]] == n.lane[order[:-1]]
     prev_end[order[1:][same]] = n.end[order[:-1][same]]
     ready = np.maximum(ready, prev_end[work])
-    late = work[(n.ts[work] - ready) >= opt.stream_wait_min_gap_ns]
+    late = work[((n.ts[work] - ready) >= opt.stream_wait_min_gap_ns) & ~np.isin(work, explained)]
     if len(late) == 0:
-        return EdgeBatch.of([], [], EdgeType.STREAM_WAIT, "stream_wait_inferred")
+        return none
     dev = _device_of_lane(ctx)
     t0 = int(n.time.min())
     span = int(n.time.max()) - t0 + 1
@@ -290,9 +372,7 @@ def stream_wait_inferred(ctx: RuleContext) -> EdgeBatch:
     lag = n.ts[late] - src_ready
     late_ready = ready[np.searchsorted(work, late)]
     keep = (found >= 0) & (lag <= opt.stream_wait_max_lag_ns) & (src_ready > late_ready)
-    return EdgeBatch.of(
-        n.finish(found[keep]), n.start(late[keep]), EdgeType.STREAM_WAIT, "stream_wait_inferred"
-    )
+    return found[keep], late[keep]
 
 
 def _device_of_lane(ctx: RuleContext) -> I64:

@@ -1,0 +1,267 @@
+"""Accuracy suite: what-if predictions against measured before/after pairs, and the self-check.
+
+Two questions, both about how far a what-if can be trusted:
+
+- **Before/after pairs.** Each pair is two real recordings of one workload, before and
+  after a change. The change is written as a scenario on "before" the way a user who knows
+  only the change would write it (the background loop does a third of the rounds -> scale
+  that function by 1/3), never fitted to the result. The predicted step time (median over
+  the trace's steps) is compared with the step time measured in "after" (the median of the
+  profiled steps' wall times in its ``.steps.json``).
+- **Self-check** (:mod:`ctda.whatif.selfcheck`, ``ctda validate``) on every multi-step
+  trace of the corpus and of ``bench/traces``: median and worst error over all step pairs,
+  next to the naive guess "step j takes as long as step i".
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bench.corpus import corpus_traces
+from bench.suites import Context, SuiteResult, fmt_num, mark, markdown_table, register
+
+__all__ = ["PAIRS", "Pair"]
+
+GOAL_PAIR = 0.05  #: |predicted / measured - 1|
+GOAL_SELFCHECK = 0.02  #: median error over all step pairs of all traces
+SPREAD = 0.05  #: traces whose steps differ by more than this must beat the naive guess
+MAX_BYTES = 40 << 20  #: larger corpus files are left out of the self-check (time)
+
+
+@dataclass(frozen=True)
+class Pair:
+    """A recorded before/after pair and the scenario that describes the change."""
+
+    before: str  # path relative to its root: the corpus ("corpus:") or bench/traces ("bench:")
+    after: str
+    scale: tuple[str, ...]  # ``ctda whatif --scale`` specs
+    change: str  # the change, as the person making it would describe it
+
+
+PAIRS = (
+    Pair(
+        "corpus:generated/e_cnn_bgthread_before.pt.trace.json.gz",
+        "corpus:generated/f_cnn_bgthread_after.pt.trace.json.gz",
+        ("name~python_heavy_stats=0.2667",),
+        "background thread's per-sample Python loop: 45 -> 12 rounds",
+    ),
+    Pair(
+        "bench:g_loader_oversub_before.pt.trace.json.gz",
+        "bench:h_loader_oversub_after.pt.trace.json.gz",
+        ("class=data_loading=0.3333",),
+        "4 DataLoader workers on 2 cores; per-sample Python work 30 -> 10 rounds",
+    ),
+    Pair(
+        "bench:i_telemetry_before.pt.trace.json.gz",
+        "bench:j_telemetry_after.pt.trace.json.gz",
+        ("name~^telemetry$=0.3333",),
+        "telemetry thread (pure Python, every 10 ms): 12 -> 4 rounds",
+    ),
+    Pair(
+        "bench:k_busy_native_before.pt.trace.json.gz",
+        "bench:l_busy_native_after.pt.trace.json.gz",
+        ("name~^crunch$=0.3333",),
+        "GIL-free matmul thread beside 2 intra-op threads: 24 -> 8 products per round",
+    ),
+)
+
+
+def _resolve(ctx: Context, ref: str) -> Path | None:
+    root, _, rel = ref.partition(":")
+    base = ctx.corpus if root == "corpus" else ctx.repo / "bench" / "traces"
+    if base is None:
+        return None
+    p = base / rel
+    return p if p.is_file() else None
+
+
+def _sidecar(trace: Path) -> dict[str, Any] | None:
+    side = trace.with_name(trace.name.replace(".pt.trace.json.gz", ".steps.json"))
+    return json.loads(side.read_text()) if side.is_file() else None  # type: ignore[no-any-return]
+
+
+def _measured_ms(trace: Path) -> float | None:
+    side = _sidecar(trace)
+    steps = [s["wall_ms"] for s in (side or {}).get("steps", []) if s.get("in_trace")]
+    return statistics.median(steps) if steps else None
+
+
+def _outside_load(trace: Path) -> float | None:
+    """Share of the CPUs other processes used while the profiled steps ran, if recorded."""
+    side = _sidecar(trace) or {}
+    other = side.get("host_other_frac", side.get("host_load", {}).get("cpu_other_frac"))
+    return None if other is None else float(other)
+
+
+def _cpus(trace: Path) -> int:
+    """The recording host's cores, as its user knows them (the trace does not say)."""
+    side = _sidecar(trace) or {}
+    return int(side.get("cpu_count") or side.get("env", {}).get("cpu_count") or 0)
+
+
+def _pair_row(ctx: Context, pair: Pair) -> dict[str, Any] | None:
+    from ctda.analysis.engine import analyze
+    from ctda.ingest.reader import read_trace
+    from ctda.whatif.scenario import run, with_cpus
+    from ctda.whatif.select import parse_scale
+
+    before, after = _resolve(ctx, pair.before), _resolve(ctx, pair.after)
+    if before is None or after is None:
+        return None
+    measured = _measured_ms(after)
+    if measured is None:
+        return None
+    a = analyze(read_trace(before))
+    cpus = _cpus(before)
+    if cpus:
+        a = with_cpus(a, cpus)
+    sc = run(a, [parse_scale(a, s) for s in pair.scale])
+    st = sc.step_times()
+    predicted = float(st.predicted_ns.median()) / 1e6
+    ctx.log(f"accuracy: {before.name}: predicted {predicted:.1f} ms, measured {measured:.1f} ms")
+    return {
+        "kind": "pair",
+        "before": before.name,
+        "after": after.name,
+        "change": pair.change,
+        "scenario": " ".join(f"--scale '{s}'" for s in pair.scale) + (f" --cpus {cpus}" if cpus else ""),
+        "before_ms": float(st.base_ns.median()) / 1e6,
+        "before_measured_ms": _measured_ms(before),
+        "predicted_ms": predicted,
+        "measured_ms": measured,
+        "error": predicted / measured - 1,
+        "outside_load": [_outside_load(p) for p in (before, after)],
+    }
+
+
+def _selfcheck_row(ctx: Context, trace: Path, label: str) -> dict[str, Any] | None:
+    from ctda.analysis.engine import analyze
+    from ctda.ingest.reader import read_trace
+    from ctda.whatif.selfcheck import check
+
+    sc = check(analyze(read_trace(trace)))
+    if not len(sc):
+        return None
+    obs = sc.pairs.drop_duplicates("j").observed_ns
+    spread = float((obs.max() - obs.min()) / obs.median()) if len(obs) else 0.0
+    return {
+        "kind": "selfcheck",
+        "trace": label,
+        **sc.summary(),
+        "spread": spread,
+        "errors": [float(abs(x)) for x in sc.pairs.error],
+    }
+
+
+def _traces(ctx: Context) -> list[tuple[Path, str]]:
+    out = []
+    if ctx.corpus is not None:
+        out += [(p, str(p.relative_to(ctx.corpus))) for p in corpus_traces(ctx.corpus)]
+    local = ctx.repo / "bench" / "traces"
+    out += [(p, f"bench/traces/{p.name}") for p in sorted(local.glob("*.json.gz"))]
+    return [(p, label) for p, label in out if p.stat().st_size <= MAX_BYTES]
+
+
+@register("accuracy", title="Accuracy: predictions against measurements", order=35)
+def run(ctx: Context) -> SuiteResult:
+    rows: list[dict[str, Any]] = []
+    notes: list[str] = []
+    for pair in PAIRS:
+        r = _pair_row(ctx, pair)
+        if r is None:
+            notes.append(f"pair {pair.before} -> {pair.after}: traces or step times not found, skipped")
+        else:
+            rows.append(r)
+    for path, label in _traces(ctx):
+        r = _selfcheck_row(ctx, path, label)
+        if r is not None:
+            rows.append(r)
+            ctx.log(f"self-check {label}: median {100 * r['median_error']:.2f} %")
+    return SuiteResult(rows=rows, markdown=_markdown(rows, notes), notes=notes)
+
+
+def _pct(x: float | None, digits: int = 1) -> str:
+    return "" if x is None else f"{100 * x:+.{digits}f} %"
+
+
+def _markdown(rows: list[dict[str, Any]], notes: list[str]) -> str:
+    pairs = [r for r in rows if r["kind"] == "pair"]
+    checks = [r for r in rows if r["kind"] == "selfcheck"]
+    parts = [
+        "Predicted step time of each real before/after pair (scenario on *before*, written "
+        "from the change alone) against the step time measured in *after*; goal "
+        f"|error| <= {100 * GOAL_PAIR:.0f} %. Then the cross-step self-check (`ctda validate`) "
+        "of every multi-step trace: median and worst |error| over all step pairs, next to "
+        'the naive guess "step j = step i"; goal: median over all pairs of all traces '
+        f"<= {100 * GOAL_SELFCHECK:.0f} %, and below the naive guess on every trace whose "
+        f"steps differ by more than {100 * SPREAD:.0f} %.",
+        "### Before/after pairs",
+        "*Outside load*: the share of the CPUs other processes used while the before / after "
+        "steps ran (from the recording's sidecar, where it says). On a shared machine it "
+        "changes step times by more than the change under test; such pairs say little.",
+        markdown_table(
+            [
+                "before -> after",
+                "change",
+                "scenario",
+                "before ms",
+                "predicted ms",
+                "measured ms",
+                "error",
+                "outside load",
+            ],
+            [
+                [
+                    f"{r['before']} -> {r['after']}",
+                    r["change"],
+                    f"`{r['scenario']}`",
+                    fmt_num(r["before_ms"]),
+                    fmt_num(r["predicted_ms"]),
+                    fmt_num(r["measured_ms"]),
+                    _pct(r["error"]) + mark(abs(r["error"]) <= GOAL_PAIR),
+                    " / ".join("" if x is None else f"{100 * x:.0f} %" for x in r.get("outside_load", [])),
+                ]
+                for r in pairs
+            ],
+            "lllrrrrr",
+        ),
+    ]
+    corpus = [e for r in checks if not r["trace"].startswith("bench/") for e in r["errors"]]
+    every = [e for r in checks for e in r["errors"]]
+    overall = statistics.median(corpus) if corpus else None
+    parts += [
+        "### Self-check",
+        markdown_table(
+            ["trace", "steps", "pairs", "matched", "step spread", "median", "naive", "worst"],
+            [
+                [
+                    r["trace"],
+                    str(r["steps"]),
+                    str(r["pairs"]),
+                    f"{100 * r['matched']:.0f} %",
+                    f"{100 * r['spread']:.1f} %",
+                    f"{100 * r['median_error']:.2f} %"
+                    + (mark(r["median_error"] < r["naive_median_error"]) if r["spread"] > SPREAD else ""),
+                    f"{100 * r['naive_median_error']:.2f} %",
+                    f"{100 * r['worst_error']:.1f} %",
+                ]
+                for r in checks
+            ],
+            "lrrrrrrr",
+        ),
+    ]
+    if overall is not None:
+        parts.append(
+            f"Median |error| over all {len(corpus)} step pairs of the corpus traces: "
+            f"**{100 * overall:.2f} %**"
+            + mark(overall <= GOAL_SELFCHECK)
+            + f"; with the traces recorded for this benchmark ({len(every)} pairs): "
+            f"{100 * statistics.median(every):.2f} %."
+        )
+    if notes:
+        parts.append("\n".join(f"- {n}" for n in notes))
+    return "\n\n".join(parts)
