@@ -25,6 +25,7 @@ for _rank, _t in enumerate(
     [
         EdgeType.TERMINAL,
         EdgeType.RELEASE,
+        EdgeType.CROSS_RANK,
         EdgeType.CROSS_THREAD,
         EdgeType.THREAD_SEQ,
         EdgeType.STREAM_WAIT,

@@ -29,6 +29,7 @@ class EdgeType(IntEnum):
     CROSS_THREAD = 7  # one CPU thread waiting for another (fwdbwd, join, GIL, lock)
     RELEASE = 8  # SOURCE -> a node nothing else explains (its observed release time)
     TERMINAL = 9  # a node -> SINK
+    CROSS_RANK = 10  # a rank's arrival at a collective -> its completion on another rank (jobs)
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,8 @@ SPECS: dict[EdgeType, EdgeSpec] = {
     EdgeType.CROSS_THREAD: EdgeSpec("cross-thread", 0, "cross_thread"),
     EdgeType.RELEASE: EdgeSpec("release", 0, "cpu_gap"),
     EdgeType.TERMINAL: EdgeSpec("terminal", 0, "cpu_gap"),
+    # charged to the collective on the completing rank: the transfer after the last arrival
+    EdgeType.CROSS_RANK: EdgeSpec("cross-rank", 0, "communication"),
 }
 
 

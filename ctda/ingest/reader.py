@@ -85,6 +85,8 @@ def read_document_meta(path: Path, framing: Framing, meta: TraceMeta) -> None:
     meta.base_time_ns = bt if isinstance(bt, int) else None
     name = doc.get("traceName")
     meta.trace_name = name if isinstance(name, str) else None
+    host = doc.get("host_name")
+    meta.host_name = host if isinstance(host, str) and host else None
 
 
 def check_complete_events(path: Path, events: pa.Table) -> None:

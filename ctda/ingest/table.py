@@ -37,6 +37,7 @@ class TraceMeta:
     device_properties: list[dict[str, Any]] = field(default_factory=list)
     base_time_ns: int | None = None
     trace_name: str | None = None
+    host_name: str | None = None  # top-level ``host_name`` (ranks of one host share a clock)
     top_level_keys: list[str] = field(default_factory=list)
     warnings: dict[str, int] = field(default_factory=dict)
 

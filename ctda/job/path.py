@@ -1,0 +1,143 @@
+"""Stage: per job step, the job's critical path, its collectives split into wait and
+transfer, and the stragglers.
+
+Contract: ``job_steps(jg)`` -> one row per step the ranks share (the slowest rank's window
+is the job's step); ``job_paths(jg, steps)`` -> the path of each job step through every
+rank, each row charged to an event of one rank (``ns`` sums to the job step);
+``collective_waits(jg, matching, paths)`` -> each collective completion on the path split
+into waiting for the last rank to arrive and the transfer after it; ``lateness`` and
+``stragglers`` -> each rank's lateness at each collective of a step, the step's straggler
+and the path's top items on it in that step.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ctda.analysis import attribution
+from ctda.analysis.classify import CLASSES
+from ctda.analysis.edges import EdgeType
+from ctda.analysis.windows import Window
+from ctda.job.graph import JobGraph
+from ctda.job.match import Matching
+
+#: items of the path on the straggler listed per step
+TOP_ITEMS = 3
+
+
+def job_steps(jg: JobGraph) -> pd.DataFrame:
+    """Steps present on every rank, with each rank's window and the slowest rank."""
+    rows = []
+    for r in jg.ranks:
+        for k, w in enumerate(jg.windows[r]):
+            t0, t1 = int(jg.timing.time[w.start_node]), int(jg.timing.time[w.end_node])
+            rows.append((w.label, w.step if w.step is not None else -1, r, k, t0, t1, t1 - t0))
+    per = pd.DataFrame(rows, columns=["label", "step", "rank", "win", "t_start", "t_end", "dur_ns"])
+    shared = per.groupby("label")["rank"].nunique() == len(jg.ranks)
+    per = per[per.label.map(shared)]
+    slow = per.sort_values(["dur_ns", "rank"], ascending=[False, True]).groupby("label", sort=False).head(1)
+    out = slow.rename(columns={"rank": "slowest_rank", "dur_ns": "job_step_ns"})
+    out = out.sort_values("t_start").reset_index(drop=True)
+    spread = per.groupby("label").dur_ns.agg(["min", "median"])
+    out["fastest_ns"] = out.label.map(spread["min"])
+    out["median_ns"] = out.label.map(spread["median"])
+    return out[
+        ["label", "step", "slowest_rank", "win", "t_start", "t_end", "job_step_ns", "fastest_ns", "median_ns"]
+    ]
+
+
+def job_paths(jg: JobGraph, steps: pd.DataFrame) -> pd.DataFrame:
+    """The critical path of each job step (window = the slowest rank's step), with ranks."""
+    wins = []
+    for label, step, rank, k in zip(steps.label, steps.step, steps.slowest_rank, steps.win):
+        w = jg.windows[int(rank)][int(k)]
+        wins.append(Window(str(label), int(step), w.start_node, w.end_node, -1))
+    if not wins:
+        return pd.DataFrame(
+            columns=["window", "edge", "t0", "t1", "etype", "rule", "event", "cls", "ns", "rank"]
+        )
+    ch = attribution.window_paths(jg.graph, jg.timing, wins, jg.event_cls)
+    g = jg.graph
+    # a wait or gap belongs to the rank of the node it leads to (SOURCE/SINK: the edge's source)
+    node = np.where(g.dst[ch.edge] < 2 * jg.nodes.n, g.dst[ch.edge], g.src[ch.edge])
+    ev_of_node = np.minimum(node // 2, max(jg.nodes.n - 1, 0))
+    ev = ch.event.to_numpy()
+    ch["rank"] = np.where(ev >= 0, jg.rank_of[np.maximum(ev, 0)], jg.rank_of[ev_of_node])
+    ch["label"] = steps.label.to_numpy()[ch.window.to_numpy()]
+    return ch
+
+
+def collective_waits(jg: JobGraph, matching: Matching, paths: pd.DataFrame) -> pd.DataFrame:
+    """Each collective completion on a path: the wait for the last rank and the transfer.
+
+    On the completing rank ``r`` the collective spans ``[arrive_r, done_r]``: up to the last
+    participant's arrival it waited for that rank (the path meanwhile runs on that rank),
+    after it the transfer itself (the path's edge into the completion).
+    """
+    p = matching.parts
+    if len(p) == 0 or len(paths) == 0:
+        return pd.DataFrame(columns=["label", "cid", "op", "rank", "waited_for", "wait_ns", "transfer_ns"])
+    off = p["rank"].map(jg.offsets.offset).fillna(0).to_numpy(dtype=np.int64)
+    p = p.assign(job_event=p.event.to_numpy() + p["rank"].map(jg.base).to_numpy(), arr=p.t_arrive + off)
+    idx = p.groupby("cid").arr.idxmax()
+    last = p.loc[idx, ["cid", "rank", "arr"]].rename(columns={"rank": "waited_for", "arr": "last_arrive"})
+    p = p.merge(last, on="cid")
+    g = jg.graph
+    dst = g.dst[paths.edge.to_numpy()]
+    done_ev = np.where(dst % 2 == 1, dst // 2, -1)
+    on = paths.assign(job_event=done_ev)
+    on = on[(on.job_event >= 0) & ((on.etype == int(EdgeType.CROSS_RANK)) | (on.event == on.job_event))]
+    hit = on.merge(p, on="job_event", suffixes=("", "_p"))
+    if hit.empty:
+        return pd.DataFrame(columns=["label", "cid", "op", "rank", "waited_for", "wait_ns", "transfer_ns"])
+    hit["wait_ns"] = np.maximum(hit.last_arrive - hit.arr, 0)
+    hit["transfer_ns"] = hit.ns
+    hit["rank"] = hit["rank_p"]
+    cols = ["label", "cid", "op", "rank", "waited_for", "wait_ns", "transfer_ns"]
+    return hit[cols].reset_index(drop=True)
+
+
+def lateness(jg: JobGraph, matching: Matching, skeleton_windows: dict[int, list[str]]) -> pd.DataFrame:
+    """Each rank's arrival at each collective minus the median arrival of its participants.
+
+    ``skeleton_windows`` maps rank -> its window labels (the ``window`` index of a skeleton
+    row is a position in it); a collective belongs to the step its earliest part ran in.
+    """
+    p = matching.parts
+    if len(p) == 0:
+        return pd.DataFrame(columns=["label", "cid", "op", "rank", "late_ns"])
+    off = p["rank"].map(jg.offsets.offset).fillna(0).to_numpy(dtype=np.int64)
+    p = p.assign(arr=p.t_arrive + off)
+    p["late_ns"] = (p.arr - p.groupby("cid").arr.transform("median")).round().astype(np.int64)
+    label = [skeleton_windows[int(r)][int(w)] if w >= 0 else "" for r, w in zip(p["rank"], p["window"])]
+    p["label"] = label
+    first = p.sort_values("arr").groupby("cid").label.first()
+    p["label"] = p.cid.map(first)
+    return p[["label", "cid", "op", "rank", "late_ns"]]
+
+
+def stragglers(jg: JobGraph, late: pd.DataFrame, paths: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame:
+    """Per step: each rank's total lateness, the straggler (the latest rank, if any was late),
+    and the path's top items on it within the step."""
+    rows: list[tuple[object, ...]] = []
+    for s in steps.itertuples():
+        per_rank = late[late.label == s.label].groupby("rank").late_ns.sum()
+        if per_rank.empty or per_rank.max() <= 0:
+            rows.append((s.label, -1, 0, {}, []))
+            continue
+        strag = int(per_rank.idxmax())
+        on = paths[(paths.label == s.label) & (paths["rank"] == strag) & (paths.event >= 0)]
+        top = on.groupby("event").ns.sum().sort_values(ascending=False).head(TOP_ITEMS)
+        items = [(int(e), str(jg.names[e]), int(ns), CLASSES[int(jg.event_cls[e])]) for e, ns in top.items()]
+        rows.append(
+            (s.label, strag, int(per_rank.max()), {int(k): int(v) for k, v in per_rank.items()}, items)
+        )
+    return pd.DataFrame(rows, columns=["label", "straggler", "late_ns", "late_by_rank", "top_items"])
+
+
+def path_by_rank(paths: pd.DataFrame) -> pd.DataFrame:
+    """Per step and rank: time of the job path spent on that rank's events and waits."""
+    if len(paths) == 0:
+        return pd.DataFrame(columns=["label", "rank", "ns"])
+    return paths.groupby(["label", "rank"], sort=False).ns.sum().reset_index()

@@ -1,0 +1,170 @@
+"""Stage: one rank's collective skeleton (what the cross-rank stages need, and nothing more).
+
+Contract: ``skeleton(analysis, rank)`` -> :class:`Skeleton`: one row per collective the
+rank took part in, with the graph nodes where the rank *arrived* (its share of the
+collective can start) and where it *completed*, the rank's step windows, and its identity.
+
+Which events are collectives (strongest evidence first):
+
+- NCCL/RCCL kernels (``ncclKernel_*``, ``ncclDevKernel_*``) on a GPU stream: a kernel
+  starts when the rank reaches it and ends when every peer has contributed.
+- gloo's ``gloo:*`` annotations on gloo's worker thread: the same, on the CPU. The
+  ``c10d::*`` op on the calling thread that queued each one is its *issue* op (gloo has no
+  flow linking them; they are paired in order, by operation).
+- ``record_param_comms`` and ``c10d::*`` ops only issue work (they return before peers
+  arrive), so they are not collectives themselves; where they carry a process group,
+  sequence number or message size (newer traces), those become the collective's keys.
+
+Point-to-point transfers (``SendRecv`` kernels, ``gloo:send``/``gloo:recv``) are rows too,
+matched in order within their group like the rest.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+from ctda.analysis.engine import Analysis
+from ctda.ingest.columns import NA
+from ctda.ingest.kinds import Kind
+
+I64 = npt.NDArray[np.int64]
+NCCL_RE = re.compile(r"^(?:nccl|rccl)(?:Dev)?Kernel_([A-Za-z]+)")
+GLOO_RE = re.compile(r"^gloo:(\w+)")
+ISSUE_RE = re.compile(r"^c10d::(\w+)")
+#: optional metadata columns (newer traces' record_param_comms args), when the reader kept them
+META_COLUMNS = {"group": "pg_name", "seq": "coll_seq", "size": "in_msg_nelems"}
+
+COLUMNS = ("kind", "op", "group", "seq", "size", "event", "issue", "t_arrive", "t_done", "window", "name")
+
+
+def op_key(name: str) -> str:
+    """A collective's operation, spelled the same by NCCL, gloo and c10d: ``allreduce``, ..."""
+    for rx in (NCCL_RE, GLOO_RE, ISSUE_RE):
+        m = rx.match(name)
+        if m:
+            return re.sub(r"[^a-z]", "", m.group(1).lower()).removesuffix("base").removesuffix("coalesced")
+    return re.sub(r"[^a-z]", "", name.lower())
+
+
+@dataclass
+class Skeleton:
+    """One rank's part of the cross-rank stages: identity, collectives, step windows.
+
+    ``collectives`` has one row per collective (columns ``COLUMNS``), sorted by issue order
+    then arrival; ``windows`` one row per analysis window (label, step, node ids, times).
+    Times are the rank's own clock (ns); node ids index the rank's graph.
+    """
+
+    rank: int
+    host: str | None
+    collectives: pd.DataFrame
+    windows: pd.DataFrame
+    n_nodes: int
+
+
+def skeleton(a: Analysis, rank: int) -> Skeleton:
+    """The collective skeleton of one analysed rank."""
+    names = a.table.decoded("name", a.nodes.uid)
+    kind = a.nodes.kind
+    nccl = (kind == Kind.KERNEL) & _match(names, NCCL_RE)
+    gloo = ~a.nodes.is_gpu & _match(names, GLOO_RE)
+    rows = np.flatnonzero(nccl | gloo)
+    rows = rows[np.argsort(a.nodes.ts[rows], kind="stable")]
+    issue = _issue_ops(a, names, rows[gloo[rows]])
+    issue_of = np.full(len(rows), -1, dtype=np.int64)
+    issue_of[gloo[rows]] = issue
+    frame = pd.DataFrame(
+        {
+            "kind": np.where(nccl[rows], "nccl", "gloo"),
+            "op": [op_key(str(n)) for n in names[rows]],
+            "group": "",
+            "seq": -1,
+            "size": -1,
+            "event": rows,
+            "issue": issue_of,
+            "t_arrive": a.nodes.ts[rows],
+            "t_done": a.nodes.end[rows],
+            "window": _window_of(a, a.nodes.ts[rows]),
+            "name": names[rows].astype(str),
+        }
+    )
+    _attach_meta(a, frame)
+    # issue order where known (gloo's worker threads may start work out of order)
+    key = np.where(frame.issue >= 0, a.nodes.ts[np.maximum(frame.issue.to_numpy(), 0)], frame.t_arrive)
+    frame = frame.iloc[np.lexsort((frame.t_arrive.to_numpy(), key))].reset_index(drop=True)
+    wins = pd.DataFrame(
+        {
+            "label": [w.label for w in a.windows],
+            "step": [w.step if w.step is not None else -1 for w in a.windows],
+            "start_node": [w.start_node for w in a.windows],
+            "end_node": [w.end_node for w in a.windows],
+        }
+    )
+    wins["t_start"] = a.timing.time[wins.start_node.to_numpy()]
+    wins["t_end"] = a.timing.time[wins.end_node.to_numpy()]
+    return Skeleton(rank, a.table.meta.host_name, frame, wins, a.nodes.n_nodes)
+
+
+def _match(names: npt.NDArray[np.object_], rx: re.Pattern[str]) -> npt.NDArray[np.bool_]:
+    values, inv = np.unique(names.astype(str), return_inverse=True)
+    lut = np.array([bool(rx.match(v)) for v in values] or [False])
+    return lut[inv.reshape(-1)]
+
+
+def _issue_ops(a: Analysis, names: npt.NDArray[np.object_], gloo_rows: I64) -> I64:
+    """For each gloo annotation, the ``c10d::*`` op that queued it (-1 if none).
+
+    Outermost c10d ops on non-gloo threads, paired in time order with the annotations of
+    the same operation: each annotation takes the earliest unpaired op that started before it.
+    """
+    out = np.full(len(gloo_rows), -1, dtype=np.int64)
+    if len(gloo_rows) == 0:
+        return out
+    c10d = np.flatnonzero(_match(names, ISSUE_RE) & ~a.nodes.is_gpu)
+    par = a.nodes.parent[c10d]
+    outer = c10d[(par < 0) | ~_match(names[np.maximum(par, 0)], ISSUE_RE)]
+    gloo_lanes = set(a.nodes.lane[gloo_rows].tolist())
+    outer = outer[~np.isin(a.nodes.lane[outer], list(gloo_lanes))]
+    outer = outer[np.argsort(a.nodes.ts[outer], kind="stable")]
+    pending: dict[str, list[int]] = {}
+    for i in outer.tolist():
+        pending.setdefault(op_key(str(names[i])), []).append(i)
+    for k, g in enumerate(gloo_rows.tolist()):
+        queue = pending.get(op_key(str(names[g])), [])
+        if queue and a.nodes.ts[queue[0]] <= a.nodes.ts[g]:
+            out[k] = queue.pop(0)
+    return out
+
+
+def _window_of(a: Analysis, t: I64) -> I64:
+    """Index of the window (in ``a.windows``) whose span holds each time, -1 if none."""
+    starts, ends = a.window_bounds()
+    order = np.argsort(starts, kind="stable")
+    pos = np.searchsorted(starts[order], t, side="right") - 1
+    w = np.where(pos >= 0, order[np.maximum(pos, 0)], -1)
+    inside = (w >= 0) & (t <= ends[np.maximum(w, 0)])
+    return np.where(inside, w, -1).astype(np.int64)
+
+
+def _attach_meta(a: Analysis, frame: pd.DataFrame) -> None:
+    """Group, sequence number and size from the issuing op, where the trace records them."""
+    src = frame.issue.to_numpy()
+    have = src >= 0
+    if not have.any():
+        return
+    uid = a.nodes.uid[src[have]]
+    names = set(a.table.events.column_names)
+    for col, field_name in META_COLUMNS.items():
+        if field_name not in names:
+            continue
+        if col == "group":
+            vals = a.table.decoded(field_name, uid)
+            frame.loc[have, col] = [v or "" for v in vals]
+        else:
+            vals = a.table.col(field_name)[uid]
+            frame.loc[have, col] = np.where(vals == NA, -1, vals)
