@@ -196,7 +196,7 @@ def clock_offsets(skeletons: list[Skeleton], m: Matching) -> ClockOffsets:
 def _bounds(p: pd.DataFrame, members: list[int], refs: list[int]) -> tuple[int | None, int | None]:
     mine = p[p["rank"].isin(members)].groupby("cid").agg(a=("t_arrive", "max"), d=("t_done", "min"))
     theirs = p[p["rank"].isin(refs)].groupby("cid").agg(a=("t_arrive", "max"), d=("t_done", "min"))
-    both = mine.join(theirs, lsuffix="_m", rsuffix="_r", how="inner")
+    both = mine.merge(theirs, left_index=True, right_index=True, suffixes=("_m", "_r"))
     if both.empty:
         return None, None
     lo = int((both.a_r - both.d_m).max())

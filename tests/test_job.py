@@ -1,0 +1,148 @@
+"""Multi-rank jobs on real DDP (gloo) and NCCL traces: job graph, job path, stragglers."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.conftest import CORPUS, SKIP_CORPUS
+
+pytestmark = SKIP_CORPUS
+
+MULTIRANK = ("g_ddp_ws2_balanced", "g_ddp_ws2_sleep40_r1", "g_ddp_ws4_balanced", "g_ddp_ws4_compute30_r2")
+DLRM = [f"param/dlrm_ws8_rank{r}.json.gz" for r in range(4)]
+
+
+def job_dir(name: str) -> Path:
+    assert CORPUS is not None
+    return CORPUS / "generated" / "multirank" / name
+
+
+@pytest.fixture(scope="module")
+def jobs():  # type: ignore[no-untyped-def]
+    from ctda.job.run import analyze_job
+
+    return {name: analyze_job([job_dir(name)], executor="serial") for name in MULTIRANK}
+
+
+def measured(name: str) -> dict:  # type: ignore[type-arg]
+    return json.loads((job_dir(name) / "steps.json").read_text())  # type: ignore[no-any-return]
+
+
+def inside_data_prep(job, rank: int, event: int) -> bool:  # type: ignore[no-untyped-def]
+    """The job event lies within one of ``rank``'s ``data_prep`` annotations."""
+    jg = job.graph
+    dp = np.flatnonzero((jg.names == "data_prep") & (jg.rank_of == rank))
+    ts, end = jg.nodes.ts, jg.nodes.end
+    return bool(((ts[dp] <= ts[event]) & (end[event] <= end[dp])).any())
+
+
+@pytest.mark.parametrize("name", MULTIRANK)
+def test_job_graph_replays_every_rank_and_path_equals_job_step(jobs, name: str) -> None:  # type: ignore[no-untyped-def]
+    job = jobs[name]
+    jg = job.graph
+    assert jg.replay_exact()
+    assert jg.dropped_cross == 0 and jg.n_cross > 0
+    world = measured(name)["world_size"]
+    assert sorted(job.parts) == list(range(world)) and not job.layout.partial
+    # every collective (2 DDP buckets x 5 profiled steps) met on every rank
+    assert job.matching.n_collectives == 10
+    assert job.matching.summary()["by_ranks"] == {world: 10}
+    assert sum(job.matching.unmatched.values()) == 0 and sum(job.matching.inconsistent.values()) == 0
+    assert set(job.offsets.offset.values()) == {0}  # one host: one clock
+    steps = job.steps
+    assert list(steps.label) == [f"ProfilerStep#{i}" for i in range(2, 7)]
+    cp = job.paths.groupby("label").ns.sum()
+    for s in steps.itertuples():
+        durs = [
+            int(jg.timing.time[w.end_node] - jg.timing.time[w.start_node])
+            for r in jg.ranks
+            for w in jg.windows[r]
+            if w.label == s.label
+        ]
+        assert s.job_step_ns == max(durs)  # the slowest rank's window
+        assert cp[s.label] == s.job_step_ns  # the job path spans it exactly
+    # the trace's job step is the measured one (perf_counter around the same iteration)
+    ms = np.array(measured(name)["job_step_ms"])
+    assert np.abs(steps.job_step_ns.to_numpy() / 1e6 - ms).max() < 0.5
+
+
+def test_sleep_straggler_is_rank1_and_path_runs_through_its_data_prep(jobs) -> None:  # type: ignore[no-untyped-def]
+    job = jobs["g_ddp_ws2_sleep40_r1"]
+    assert list(job.stragglers.straggler) == [1] * 5
+    for row in job.stragglers.itertuples():
+        assert row.late_ns > 35e6  # rank 1 arrives ~40 ms after rank 0
+        event, name, ns, _cls = row.top_items[0]
+        assert inside_data_prep(job, 1, event), name
+        assert ns > 39e6  # the 40 ms sleep is on the job path
+    # the path crosses ranks: rank 0's slow steps run through rank 1
+    on = job.paths.groupby(["label", "rank"]).ns.sum()
+    for s in job.steps.itertuples():
+        assert on[(s.label, 1)] > 40e6
+    # rank 0 waits for rank 1 at the first bucket; the transfer is what remains
+    waits = job.waits[job.waits["rank"] == 0]
+    assert len(waits) >= 3 and (waits.waited_for == 1).all() and (waits.wait_ns > 35e6).all()
+    assert (waits.transfer_ns < 10e6).all()
+
+
+def test_compute_straggler_is_rank2_once_ranks_share_cores(jobs) -> None:  # type: ignore[no-untyped-def]
+    """Rank 2 computes 30 ms more per step. Four ranks share two cores, so in the first two
+    profiled steps its busy loop delays rank 3, which is measurably the last to arrive
+    (by more than 30 ms); from step 4 on rank 2 is the straggler, its busy loop in data_prep
+    the path's top item on it. Rank 2 is late at every step."""
+    job = jobs["g_ddp_ws4_compute30_r2"]
+    s = job.stragglers.set_index("label")
+    assert list(s.straggler) == [3, 3, 2, 2, 2]
+    for label in ("ProfilerStep#4", "ProfilerStep#5", "ProfilerStep#6"):
+        event, name, ns, _ = s.loc[label, "top_items"][0]
+        assert inside_data_prep(job, 2, event), name
+        assert "busy_loop" in name and ns > 25e6
+    for label, row in s.iterrows():
+        assert row.late_by_rank[2] > 10e6, label
+
+
+def test_balanced_jobs_have_no_30ms_straggler(jobs) -> None:  # type: ignore[no-untyped-def]
+    for name in ("g_ddp_ws2_balanced",):
+        assert (jobs[name].stragglers.late_ns < 15e6).all()
+
+
+def test_dlrm_partial_nccl_job_matches_collectives_across_four_ranks() -> None:
+    from ctda.job.run import analyze_job
+
+    assert CORPUS is not None
+    job = analyze_job([CORPUS / p for p in DLRM], executor="serial")
+    assert job.layout.world_size == 8 and job.layout.missing == [4, 5, 6, 7]
+    assert any("missing 4-7" in n for n in job.notes)
+    summary = job.matching.summary()
+    assert summary["collectives"] == 8 and summary["by_ranks"] == {4: 8}  # 5 all-to-all, 3 all-reduce
+    assert summary["unmatched"] == {0: 0, 1: 0, 2: 0, 3: 0}
+    ops = job.matching.parts.groupby("cid").op.first().value_counts().to_dict()
+    assert ops == {"sendrecv": 5, "allreduce": 3}
+    assert job.graph.replay_exact()
+    cp = job.paths.groupby("label").ns.sum()
+    assert (cp.to_numpy() == job.steps.job_step_ns.to_numpy()).all()
+
+
+def test_two_traces_claiming_one_rank_is_a_one_line_error(tmp_path: Path) -> None:
+    from ctda.job.load import JobError
+    from ctda.job.run import analyze_job
+
+    src = job_dir("g_ddp_ws2_balanced") / "rank0.pt.trace.json.gz"
+    shutil.copy(src, tmp_path / "a.json.gz")
+    shutil.copy(src, tmp_path / "b.json.gz")
+    with pytest.raises(JobError, match=r"b\.json\.gz: claims rank 0, as does .*a\.json\.gz$"):
+        analyze_job([tmp_path], executor="serial")
+
+
+def test_rank_from_file_name() -> None:
+    from ctda.job.load import rank_from_name
+
+    assert rank_from_name(Path("rank3.pt.trace.json.gz")) == 3
+    assert rank_from_name(Path("dlrm_ws8_rank12.json.gz")) == 12
+    assert rank_from_name(Path("job_r5_trace.json")) == 5
+    assert rank_from_name(Path("worker_7.json.gz")) == 7
+    assert rank_from_name(Path("trace.json")) is None
