@@ -146,3 +146,42 @@ def test_rank_from_file_name() -> None:
     assert rank_from_name(Path("job_r5_trace.json")) == 5
     assert rank_from_name(Path("worker_7.json.gz")) == 7
     assert rank_from_name(Path("trace.json")) is None
+
+
+def test_cli_analyze_job_directory_with_local_processes(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    import ctda.cli.analyze_cmd  # noqa: F401  (registers the command)
+    from ctda.cli.common import app
+
+    runner = CliRunner(env={"COLUMNS": "160", "NO_COLOR": "1"})
+    res = runner.invoke(app, ["analyze", str(job_dir("g_ddp_ws2_sleep40_r1")), "--format", "json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    assert out["job"] == "g_ddp_ws2_sleep40_r1" and out["ranks"] == [0, 1]
+    assert [s["straggler"] for s in out["steps"]] == [1] * 5
+    assert out["checks"]["replay_exact"] and out["checks"]["cp_vs_job_step_max_error_ns"] == 0
+    assert out["matching"]["collectives"] == 10
+    assert [c["how"] for c in out["clock_offsets"]] == ["reference", "same host"]
+    # the table names the straggler's sleep and the wait/transfer split
+    res = runner.invoke(
+        app,
+        [
+            "analyze",
+            *map(str, sorted(job_dir("g_ddp_ws2_sleep40_r1").glob("rank*"))),
+            "--job",
+            "pair",
+            "--executor",
+            "serial",
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    assert "job pair: 2 of 2 ranks, 5 step(s)" in res.stdout
+    assert "<built-in function sleep>" in res.stdout and "waited for" in res.stdout
+    # two files claiming one rank: one line, exit 2
+    src = job_dir("g_ddp_ws2_balanced") / "rank1.pt.trace.json.gz"
+    shutil.copy(src, tmp_path / "x.json.gz")
+    shutil.copy(src, tmp_path / "y.json.gz")
+    res = runner.invoke(app, ["analyze", str(tmp_path), "--executor", "serial"])
+    assert res.exit_code == 2
+    assert res.output.strip().count("\n") == 0 and "claims rank 1" in res.output

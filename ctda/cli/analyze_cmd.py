@@ -9,6 +9,7 @@ import typer
 
 from ctda.analysis.engine import AnalysisOptions, OptionError, analyze, parse_cross_thread
 from ctda.analysis.report import build
+from ctda.cli import job_cmd
 from ctda.cli.common import CrossThreadOption, WindowsOption, app, console, fail, file_progress, guarded
 from ctda.ingest.reader import read_trace
 from ctda.ingest.table import EventTable
@@ -29,7 +30,10 @@ class Mode(str, Enum):
 
 @app.command("analyze")
 def analyze_cmd(
-    trace: Path = typer.Argument(..., help="Kineto trace (.json, .json.gz) or a ctda .parquet table."),
+    traces: list[Path] = typer.Argument(
+        ...,
+        help="Kineto trace (.json, .json.gz) or a ctda .parquet table; a job: a directory or several files.",
+    ),
     step: str = typer.Option("all", "--step", help="A ProfilerStep number, or 'all'."),
     top: int = typer.Option(10, "--top", min=1, help="Rows in the hotspot and near-critical tables."),
     fmt: Format = typer.Option(Format.table, "--format", help="Output format."),
@@ -41,12 +45,21 @@ def analyze_cmd(
     hta_version: str = typer.Option(
         "current", "--hta-version", help="With --mode hta: 'current' (HTA main) or '0.5' (HTA 0.5.0 on PyPI)."
     ),
+    job: str | None = typer.Option(None, "--job", help="Analyse the traces as one job of this name."),
+    executor: str | None = typer.Option(
+        None, "--executor", help="Jobs: local (processes, default), serial, dask-local, or tcp://HOST:PORT."
+    ),
 ) -> None:
     """Critical path of each step through CPU threads, GPU streams and the waits between them."""
     try:
         ct = parse_cross_thread(cross_thread)
     except OptionError as exc:
         fail(str(exc))
+    if job_cmd.is_job(traces, job):
+        opts = AnalysisOptions(windows=windows, cross_thread=ct, mode=mode.value)
+        guarded(lambda: job_cmd.analyze_job_cmd(traces, job, opts, fmt.value, top, executor))
+        return
+    trace = traces[0]
 
     def run() -> None:
         with file_progress(trace, "reading") as progress:

@@ -1,0 +1,160 @@
+"""Stage: a job's report tables, computed once for every renderer (terminal, JSON).
+
+Contract: ``job_report(job, top)`` -> :class:`JobReport`: the per-step table (job step,
+slowest rank, straggler, lateness, where the path ran, the top item on the straggler), the
+job path's top items across ranks, the collectives' wait/transfer split, clock offsets and
+the matching summary.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ctda.analysis.classify import CLASSES
+from ctda.job.run import Job
+
+
+@dataclass
+class JobReport:
+    name: str
+    ranks: list[int]
+    world_size: int
+    missing: list[int]
+    steps: pd.DataFrame
+    path_items: pd.DataFrame
+    waits: pd.DataFrame
+    clocks: pd.DataFrame
+    matching: dict[str, Any]
+    notes: list[str] = field(default_factory=list)
+    checks: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        def rows(df: pd.DataFrame) -> list[dict[str, Any]]:
+            return json_rows(df)
+
+        return {
+            "job": self.name,
+            "ranks": self.ranks,
+            "world_size": self.world_size,
+            "missing_ranks": self.missing,
+            "steps": rows(self.steps),
+            "path_items": rows(self.path_items),
+            "collective_waits": rows(self.waits),
+            "clock_offsets": rows(self.clocks),
+            "matching": self.matching,
+            "notes": self.notes,
+            "checks": self.checks,
+        }
+
+
+def json_rows(df: pd.DataFrame) -> list[dict[str, Any]]:
+    out = []
+    for rec in df.to_dict(orient="records"):
+        out.append({str(k): _plain(v) for k, v in rec.items()})
+    return out
+
+
+def _plain(v: Any) -> Any:
+    if isinstance(v, np.integer):
+        return int(v)
+    if isinstance(v, np.floating):
+        return float(v)
+    if isinstance(v, dict):
+        return {str(k): _plain(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_plain(x) for x in v]
+    return v
+
+
+def job_report(job: Job, top: int = 10) -> JobReport:
+    """The tables of ``ctda analyze`` for a job."""
+    jg = job.graph
+    by_rank = job.paths.groupby(["label", "rank"]).ns.sum()
+    strag = job.stragglers.set_index("label")
+    rows = []
+    for s in job.steps.itertuples():
+        label = str(s.label)
+        shares = by_rank.loc[label] if label in by_rank.index.get_level_values(0) else pd.Series(dtype=int)
+        where = ", ".join(
+            f"r{int(r)} {ns / s.job_step_ns:.0%}" for r, ns in shares.sort_values(ascending=False).items()
+        )
+        st = strag.loc[label]
+        items = st.top_items
+        rows.append(
+            {
+                "step": label,
+                "job_step_ns": int(s.job_step_ns),
+                "slowest_rank": int(s.slowest_rank),
+                "fastest_rank_step_ns": int(s.fastest_ns),
+                "straggler": int(st.straggler),
+                "late_ns": int(st.late_ns),
+                "path_by_rank": where,
+                "straggler_top": f"{items[0][1]} ({items[0][2] / 1e6:.1f} ms)" if items else "",
+                "late_by_rank": st.late_by_rank,
+            }
+        )
+    items = _path_items(job, top)
+    clocks = pd.DataFrame(
+        [
+            {
+                "rank": r,
+                "host": job.parts[r].rank_id.host or "",
+                "rank_from": job.parts[r].rank_id.source,
+                "offset_ns": job.offsets.offset.get(r, 0),
+                "how": job.offsets.how.get(r, ""),
+            }
+            for r in jg.ranks
+        ]
+    )
+    cp = job.paths.groupby("label").ns.sum()
+    err = (
+        int(np.abs(cp.reindex(job.steps.label).to_numpy() - job.steps.job_step_ns.to_numpy()).max())
+        if len(cp)
+        else 0
+    )
+    checks = {
+        "replay_exact": jg.replay_exact(),
+        "cp_vs_job_step_max_error_ns": err,
+        "cross_rank_edges": jg.n_cross,
+        "dropped_cross_rank_edges": jg.dropped_cross,
+    }
+    return JobReport(
+        name=job.name,
+        ranks=jg.ranks,
+        world_size=job.layout.world_size,
+        missing=job.layout.missing,
+        steps=pd.DataFrame(rows),
+        path_items=items,
+        waits=job.waits,
+        clocks=clocks,
+        matching=job.matching.summary(),
+        notes=job.notes,
+        checks=checks,
+    )
+
+
+def _path_items(job: Job, top: int) -> pd.DataFrame:
+    """The job path's items over all steps: rank, event name, class, time on the path."""
+    jg = job.graph
+    p = job.paths
+    if len(p) == 0:
+        return pd.DataFrame(columns=["rank", "name", "class", "cp_ns", "share"])
+    ev = p.event.to_numpy()
+    names = np.where(
+        ev >= 0, jg.names[np.maximum(ev, 0)], "(" + pd.Series(p.cls).map(lambda c: CLASSES[int(c)]) + ")"
+    )
+    frame = pd.DataFrame(
+        {
+            "rank": p["rank"].to_numpy(),
+            "name": names,
+            "class": [CLASSES[int(c)] for c in p.cls],
+            "ns": p.ns.to_numpy(),
+        }
+    )
+    agg = frame.groupby(["rank", "name", "class"], sort=False).ns.sum().reset_index(name="cp_ns")
+    agg["share"] = agg.cp_ns / max(int(p.ns.sum()), 1)
+    return agg.sort_values("cp_ns", ascending=False).head(top).reset_index(drop=True)
