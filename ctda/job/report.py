@@ -76,11 +76,12 @@ def job_report(job: Job, top: int = 10) -> JobReport:
     by_rank = job.paths.groupby(["label", "rank"]).ns.sum()
     strag = job.stragglers.set_index("label")
     rows = []
+    s: Any
     for s in job.steps.itertuples():
         label = str(s.label)
         shares = by_rank.loc[label] if label in by_rank.index.get_level_values(0) else pd.Series(dtype=int)
         where = ", ".join(
-            f"r{int(r)} {ns / s.job_step_ns:.0%}" for r, ns in shares.sort_values(ascending=False).items()
+            f"r{r} {ns / s.job_step_ns:.0%}" for r, ns in shares.sort_values(ascending=False).items()
         )
         st = strag.loc[label]
         items = st.top_items

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from typing import Any
 
+import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
@@ -24,6 +27,11 @@ def _table(title: str, headers: list[str], rows: list[list[str]]) -> Table:
     for r in rows:
         t.add_row(*r)
     return t
+
+
+def _rows(df: pd.DataFrame) -> Iterator[Any]:
+    """Rows as attribute records with loose types (the frames' columns are known here)."""
+    yield from df.itertuples()
 
 
 def render_job_table(rep: JobReport, console: Console) -> None:
@@ -84,7 +92,7 @@ def render_job_table(rep: JobReport, console: Console) -> None:
                         _ms(w.wait_ns),
                         _ms(w.transfer_ns),
                     ]
-                    for w in rep.waits.itertuples()
+                    for w in _rows(rep.waits)
                 ],
             )
         )
@@ -94,7 +102,7 @@ def render_job_table(rep: JobReport, console: Console) -> None:
             ["rank", "host", "rank from", "offset ms", "how"],
             [
                 [f"r{c.rank}", str(c.host), str(c.rank_from), _ms(c.offset_ns), str(c.how)]
-                for c in rep.clocks.itertuples()
+                for c in _rows(rep.clocks)
             ],
         )
     )
