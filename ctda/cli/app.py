@@ -15,6 +15,7 @@ COMMAND_MODULES = (
     "store_cmds",
     "ui_cmd",
     "validate_cmd",
+    "job_cmd",
 )
 
 

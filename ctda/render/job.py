@@ -122,3 +122,45 @@ def render_job_table(rep: JobReport, console: Console) -> None:
 
 def render_job_json(rep: JobReport) -> str:
     return json.dumps(rep.to_json(), indent=2)
+
+
+def render_job_whatif(
+    name: str, scenario: str, steps: pd.DataFrame, console: Console, fmt: str = "table"
+) -> None:
+    """Base vs predicted job step per step (``steps`` from ``ctda.job.whatif.predicted_steps``)."""
+    base, pred = float(steps.base_ns.mean()), float(steps.predicted_ns.mean())
+    if fmt == "json":
+        console.print_json(
+            json.dumps(
+                {
+                    "job": name,
+                    "scenario": scenario,
+                    "mean_base_ns": base,
+                    "mean_predicted_ns": pred,
+                    "steps": [
+                        {k: (v if isinstance(v, str) else int(v)) for k, v in r.items()}
+                        for r in steps.to_dict(orient="records")
+                    ],
+                }
+            )
+        )
+        return
+    console.print(f"job {name}, what-if: {scenario}")
+    console.print(
+        _table(
+            "Predicted job step (the slowest rank's step in the re-timed job graph)",
+            ["step", "base ms", "predicted ms", "change ms", "slowest before", "slowest after"],
+            [
+                [
+                    str(r.label),
+                    _ms(r.base_ns),
+                    _ms(r.predicted_ns),
+                    _ms(r.delta_ns),
+                    f"r{r.slowest_before}",
+                    f"r{r.slowest_after}",
+                ]
+                for r in _rows(steps)
+            ],
+        )
+    )
+    console.print(f"mean job step: {_ms(base)} ms -> {_ms(pred)} ms ({pred / base - 1:+.1%})")

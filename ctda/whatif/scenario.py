@@ -146,3 +146,8 @@ def _scaled(weight, factor, owner):  # type: ignore[no-untyped-def]  # pragma: n
         if o >= 0:
             w[e] = np.int64(np.rint(weight[e] * factor[o]))
     return w
+
+
+def scaled_weights(weight: I64, factor: npt.NDArray[np.float64], owner: I64) -> I64:
+    """Each edge's weight times its owner event's factor (waits and gaps unchanged)."""
+    return _scaled(weight, factor, owner)  # type: ignore[no-any-return]

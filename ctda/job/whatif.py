@@ -1,0 +1,172 @@
+"""Stage: job what-ifs: re-time the job graph under changed durations, per job step.
+
+Contract: ``job_scenario(job, specs, median_straggler)`` -> :class:`JobScenario` with the
+predicted job step (the slowest rank's window in the re-timed job graph) next to the base.
+
+Selections are the single-rank shorthands (``name~REGEX=F``, ``cat=C=F``, ``class=C=F``,
+``thread=TID=F``), applied on every rank, or on one rank with a ``rank=R:`` prefix;
+``rank=R=F`` scales everything rank R does. ``median_straggler`` makes each step's
+straggler as fast as the median of the other ranks: each of its events in that step takes
+the median duration the other ranks' same event (same name, same occurrence in the step)
+took; an event the others do not have (the straggler's extra work) scales with its
+nearest enclosing event that they do have.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+from ctda.analysis.classify import CLASS_CODE
+from ctda.analysis.propagate import Timing, replay
+from ctda.job.run import Job
+from ctda.whatif.scenario import factors_for, scaled_weights
+from ctda.whatif.select import SelectionError, parse_scale
+
+F64 = npt.NDArray[np.float64]
+_RANK = re.compile(r"^rank=(?P<rank>\d+)(?::(?P<rest>.+)|=(?P<factor>[0-9.eE+-]+))$")
+
+
+@dataclass
+class JobScenario:
+    """A job's base steps and the steps predicted under changed durations."""
+
+    name: str
+    factors: F64  # per job event
+    timing: Timing
+    steps: pd.DataFrame  # label, base_ns, predicted_ns, delta_ns, slowest rank before/after
+
+    @property
+    def mean_predicted_ns(self) -> float:
+        return float(self.steps.predicted_ns.mean())
+
+
+def rank_factors(job: Job, spec: str) -> F64:
+    """Per job event factor of one ``--scale`` spec (``rank=R:`` restricts it to rank R)."""
+    jg = job.graph
+    f = np.ones(jg.nodes.n, dtype=np.float64)
+    m = _RANK.match(spec.strip())
+    if m and m.group("factor") is not None:
+        r = int(m.group("rank"))
+        _check_rank(job, r, spec)
+        f[jg.base[r] : jg.base[r] + job.parts[r].analysis.nodes.n] = float(m.group("factor"))
+        return f
+    ranks = [int(m.group("rank"))] if m else jg.ranks
+    inner = m.group("rest") if m else spec
+    hit = 0
+    for r in ranks:
+        _check_rank(job, r, spec)
+        a = job.parts[r].analysis
+        try:
+            o = parse_scale(a, inner)
+        except SelectionError:
+            if m:
+                raise
+            continue  # matches nothing on this rank
+        hit += 1
+        f[jg.base[r] : jg.base[r] + a.nodes.n] = factors_for(a, [o])
+    if not hit:
+        raise SelectionError(f"--scale {spec!r} matches no event on any rank")
+    return f
+
+
+def _check_rank(job: Job, r: int, spec: str) -> None:
+    if r not in job.parts:
+        raise SelectionError(f"--scale {spec!r}: rank {r} is not in the job (ranks {sorted(job.parts)})")
+
+
+def median_straggler_factors(job: Job) -> F64:
+    """Per job event factor making each step's straggler take the other ranks' median times."""
+    jg = job.graph
+    f = np.full(jg.nodes.n, np.nan)
+    comm = jg.event_cls == CLASS_CODE["communication"]
+    for label, strag in zip(job.stragglers.label.tolist(), job.stragglers.straggler.tolist()):
+        if strag < 0:
+            continue
+        keyed = {r: _step_events(job, r, str(label), comm) for r in jg.ranks}
+        mine = keyed[int(strag)]
+        others = pd.concat([k for r, k in keyed.items() if r != strag], ignore_index=True)
+        if mine.empty or others.empty:
+            continue
+        med = others.groupby(["name", "k"]).dur.median()
+        got = med.reindex(pd.MultiIndex.from_frame(mine[["name", "k"]])).to_numpy()
+        ok = ~np.isnan(got) & (mine.dur.to_numpy() > 0)
+        ev = mine.event.to_numpy()
+        f[ev[ok]] = got[ok] / mine.dur.to_numpy()[ok]
+        # the straggler's own extra work follows its nearest matched ancestor
+        f[ev[~ok]] = _inherit_nan(jg, ev[~ok], f)
+    return np.where(np.isnan(f), 1.0, f)
+
+
+def _step_events(job: Job, rank: int, label: str, comm: npt.NDArray[np.bool_]) -> pd.DataFrame:
+    """A rank's events inside its window ``label``: job id, name, occurrence, duration."""
+    jg = job.graph
+    w = next(w for w in jg.windows[rank] if w.label == label)
+    t0, t1 = jg.nodes.time[w.start_node], jg.nodes.time[w.end_node]
+    lo, hi = jg.base[rank], jg.base[rank] + job.parts[rank].analysis.nodes.n
+    ev = np.arange(lo, hi)
+    ev = ev[(jg.nodes.ts[ev] >= t0) & (jg.nodes.end[ev] <= t1) & ~comm[ev]]
+    ev = ev[np.argsort(jg.nodes.ts[ev], kind="stable")]
+    frame = pd.DataFrame({"event": ev, "name": jg.names[ev], "dur": (jg.nodes.end - jg.nodes.ts)[ev]})
+    frame["k"] = frame.groupby("name").cumcount()
+    return frame
+
+
+def _inherit_nan(job_graph: object, events: npt.NDArray[np.int64], f: F64) -> F64:
+    """For each event, the factor of its nearest ancestor that has one (NaN if none)."""
+    parent = job_graph.nodes.parent  # type: ignore[attr-defined]
+    out = np.full(len(events), np.nan)
+    cur = events.copy()
+    todo = np.ones(len(events), dtype=bool)
+    while todo.any():
+        cur = np.where(todo, parent[cur], cur)
+        todo &= cur >= 0
+        val = np.where(todo, f[np.maximum(cur, 0)], np.nan)
+        found = todo & ~np.isnan(val)
+        out[found] = val[found]
+        todo &= ~found
+    return out
+
+
+def job_scenario(job: Job, specs: list[str] | None = None, median_straggler: bool = False) -> JobScenario:
+    """Re-time the job graph: factors from ``specs`` (later ones win) and the straggler shorthand."""
+    jg = job.graph
+    f = np.ones(jg.nodes.n, dtype=np.float64)
+    parts = []
+    if median_straggler:
+        m = median_straggler_factors(job)
+        f = np.where(m != 1.0, m, f)
+        parts.append("straggler as fast as the median rank")
+    for spec in specs or []:
+        s = rank_factors(job, spec)
+        f = np.where(s != 1.0, s, f)
+        parts.append(spec)
+    if not parts:
+        raise SelectionError("a job what-if needs --scale or the straggler shorthand")
+    w = scaled_weights(jg.calibration.weight, f, jg.graph.owner)
+    timing = replay(jg.graph, w, jg.calibration.binding, int(jg.nodes.time[jg.nodes.source]), jg.window_ends)
+    return JobScenario(" + ".join(parts), f, timing, predicted_steps(job, timing))
+
+
+def predicted_steps(job: Job, timing: Timing) -> pd.DataFrame:
+    """Per job step: base and predicted job step (slowest rank's window in each timing)."""
+    jg = job.graph
+    rows = []
+    s: Any
+    for s in job.steps.itertuples():
+        durs = {
+            r: int(timing.time[w.end_node] - timing.time[w.start_node])
+            for r in jg.ranks
+            for w in jg.windows[r]
+            if w.label == s.label
+        }
+        slow = max(durs, key=lambda r: (durs[r], -r))
+        rows.append((s.label, int(s.job_step_ns), durs[slow], int(s.slowest_rank), slow))
+    out = pd.DataFrame(rows, columns=["label", "base_ns", "predicted_ns", "slowest_before", "slowest_after"])
+    out["delta_ns"] = out.predicted_ns - out.base_ns
+    return out
