@@ -223,3 +223,27 @@ def test_whatif_rank_selectors(jobs) -> None:  # type: ignore[no-untyped-def]
         job_scenario(job, ["rank=7:name~x=0"])
     with pytest.raises(SelectionError, match="matches no event on any rank"):
         job_scenario(job, ["name~^no such op$=0"])
+
+
+def test_dask_cluster_executor_gives_the_same_job(jobs) -> None:  # type: ignore[no-untyped-def]
+    """Per-rank work on a real Dask cluster (two worker processes on this machine)."""
+    distributed = pytest.importorskip("distributed")
+    from ctda.job.run import analyze_job
+
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None
+    ) as cluster:
+        job = analyze_job([job_dir("g_ddp_ws2_sleep40_r1")], executor=cluster.scheduler_address)
+    base = jobs["g_ddp_ws2_sleep40_r1"]
+    assert job.graph.replay_exact()
+    assert list(job.steps.job_step_ns) == list(base.steps.job_step_ns)
+    assert list(job.stragglers.straggler) == [1] * 5
+    assert job.paths.ns.sum() == base.paths.ns.sum()
+
+
+def test_unknown_executor_is_a_clear_error() -> None:
+    from ctda.job.executor import ExecutorError
+    from ctda.job.run import analyze_job
+
+    with pytest.raises(ExecutorError, match="unknown executor 'ray://x'"):
+        analyze_job([job_dir("g_ddp_ws2_balanced")], executor="ray://x")

@@ -1,15 +1,19 @@
-"""Stage: run per-rank work in parallel (local processes by default).
+"""Stage: run per-rank work in parallel (local processes by default, or a Dask cluster).
 
 Contract: ``map_ranks(fn, paths, options, executor)`` -> ``[fn(path, options) for path in
-paths]`` in order, computed serially (``"serial"``), by local processes (``None``/``"local"``).
+paths]`` in order, computed serially (``"serial"``), by local processes (``None``/``"local"``),
+by a Dask cluster started on this machine (``"dask-local"``), or by a running Dask
+scheduler (``"tcp://HOST:PORT"``; its workers need ctda installed and the trace paths
+readable). Dask is the optional ``dist`` extra, imported only when asked for.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from ctda.analysis.engine import AnalysisOptions
 
@@ -34,4 +38,45 @@ def map_ranks(
         workers = max(1, min(len(paths), os.cpu_count() or 1))
         with ProcessPoolExecutor(max_workers=workers) as pool:
             return list(pool.map(fn, paths, [options] * len(paths)))
+    if spec == "dask-local" or spec.startswith(("tcp://", "tls://")):
+        return _dask_map(fn, paths, options, spec)
     raise ExecutorError(f"unknown executor {spec!r}: use local, serial, dask-local or tcp://HOST:PORT")
+
+
+def _dask_map(
+    fn: Callable[[str, AnalysisOptions], T], paths: Sequence[str], options: AnalysisOptions, spec: str
+) -> list[T]:
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError:
+        raise ExecutorError(f"--executor {spec}: Dask is not installed (pip install 'ctda[dist]')") from None
+    # a worker shut down at the end of a job is expected; say only what is wrong
+    logging.getLogger("distributed").setLevel(logging.ERROR)
+    if spec == "dask-local":
+        workers = max(1, min(len(paths), os.cpu_count() or 1))
+        with (
+            LocalCluster(
+                n_workers=workers,
+                threads_per_worker=1,
+                processes=True,
+                host="127.0.0.1",
+                dashboard_address=None,
+            ) as cluster,
+            Client(cluster) as client,
+        ):
+            return _gather(client, fn, paths, options)
+    try:
+        client = Client(spec, timeout=30)
+    except OSError as exc:
+        raise ExecutorError(f"--executor {spec}: cannot reach the Dask scheduler ({exc})") from None
+    with client:
+        return _gather(client, fn, paths, options)
+
+
+def _gather(
+    client: Any, fn: Callable[[str, AnalysisOptions], T], paths: Sequence[str], options: AnalysisOptions
+) -> list[T]:
+    # one task per rank, never retried elsewhere with a different result; pure=False so two
+    # identical paths (a mistake the job loader reports) still run as two tasks
+    futures = client.map(fn, list(paths), options=options, pure=False)
+    return list(client.gather(futures))
