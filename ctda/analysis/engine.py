@@ -5,6 +5,7 @@ analyze(table, options) = attribute(replay(calibrate(build(rules(select(table)))
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -95,15 +96,22 @@ def edge_batches(ctx: RuleContext, options: AnalysisOptions) -> list[EdgeBatch]:
     return out
 
 
-def analyze(table: EventTable, options: AnalysisOptions | None = None) -> Analysis:
-    """Build, calibrate and replay the dependency graph of ``table``; attribute the path."""
+def analyze(
+    table: EventTable,
+    options: AnalysisOptions | None = None,
+    extra: Sequence[Callable[[RuleContext], EdgeBatch]] = (),
+) -> Analysis:
+    """Build, calibrate and replay the dependency graph of ``table``; attribute the path.
+
+    ``extra`` rules run after the enabled ones (a job adds its ranks' collective issue edges).
+    """
     options = options or AnalysisOptions()
     nodes = select(table)
     ctx = RuleContext(table, nodes, options.rule_options)
     windows = resolve(table, nodes, options.windows)
     if not windows:
         raise OptionError(f"no analysis window matches {options.windows!r}")
-    g = graph.build(nodes, edge_batches(ctx, options))
+    g = graph.build(nodes, [*edge_batches(ctx, options), *(rule(ctx) for rule in extra)])
     cal = calibrate(g)
     timing = replay(g, cal.weight, cal.binding, int(nodes.time[nodes.source]), window_ends(windows))
     cls = event_classes(ctx)

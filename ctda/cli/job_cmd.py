@@ -26,7 +26,7 @@ def analyze_job_cmd(
     from ctda.render.job import render_job_json, render_job_table
 
     try:
-        result = analyze_job(traces, options, name=job, executor=executor)
+        result = analyze_job(traces, options, name=job, executor=executor, full=False)
     except (JobError, ExecutorError) as exc:
         fail(str(exc))
     rep = job_report(result, top=top)

@@ -77,7 +77,20 @@ def match(skeletons: list[Skeleton]) -> Matching:
         keyed["cid"] = pd.factorize(keyed.cid, sort=True)[0] + next_cid
         next_cid = int(keyed.cid.max()) + 1 if len(keyed) else next_cid
         parts.append(keyed)
-    cols = ["cid", "rank", "row", "event", "issue", "op", "group", "size", "t_arrive", "t_done", "window"]
+    cols = [
+        "cid",
+        "rank",
+        "row",
+        "event",
+        "issue",
+        "op",
+        "group",
+        "size",
+        "t_arrive",
+        "t_done",
+        "window",
+        "cls",
+    ]
     out.parts = pd.concat(parts, ignore_index=True)[cols] if parts else pd.DataFrame(columns=cols)
     # a collective seen on one rank only has no partner to meet
     alone = out.parts.groupby("cid")["rank"].transform("nunique") < 2

@@ -4,7 +4,7 @@ transfer, and the stragglers.
 Contract: ``job_steps(jg)`` -> one row per step the ranks share (the slowest rank's window
 is the job's step); ``job_paths(jg, steps)`` -> the path of each job step through every
 rank, each row charged to an event of one rank (``ns`` sums to the job step);
-``collective_waits(jg, matching, paths)`` -> each collective completion on the path split
+``collective_waits(matching, offsets, base, paths)`` -> each collective completion on the path split
 into waiting for the last rank to arrive and the transfer after it; ``lateness`` and
 ``stragglers`` -> each rank's lateness at each collective of a step, the step's straggler
 and the path's top items on it in that step.
@@ -17,10 +17,9 @@ import pandas as pd
 
 from ctda.analysis import attribution
 from ctda.analysis.classify import CLASSES
-from ctda.analysis.edges import EdgeType
 from ctda.analysis.windows import Window
 from ctda.job.graph import JobGraph
-from ctda.job.match import Matching
+from ctda.job.match import ClockOffsets, Matching
 
 #: items of the path on the straggler listed per step
 TOP_ITEMS = 3
@@ -65,40 +64,40 @@ def job_paths(jg: JobGraph, steps: pd.DataFrame) -> pd.DataFrame:
     ev = ch.event.to_numpy()
     ch["rank"] = np.where(ev >= 0, jg.rank_of[np.maximum(ev, 0)], jg.rank_of[ev_of_node])
     ch["label"] = steps.label.to_numpy()[ch.window.to_numpy()]
+    ch["name"] = np.where(ev >= 0, jg.names[np.maximum(ev, 0)], "")
     return ch
 
 
-def collective_waits(jg: JobGraph, matching: Matching, paths: pd.DataFrame) -> pd.DataFrame:
+def collective_waits(
+    matching: Matching, offsets: ClockOffsets, base: dict[int, int], paths: pd.DataFrame
+) -> pd.DataFrame:
     """Each collective completion on a path: the wait for the last rank and the transfer.
 
     On the completing rank ``r`` the collective spans ``[arrive_r, done_r]``: up to the last
     participant's arrival it waited for that rank (the path meanwhile runs on that rank),
-    after it the transfer itself (the path's edge into the completion).
+    after it the transfer itself (the path's row ending at the completion).
     """
+    cols = ["label", "cid", "op", "rank", "waited_for", "wait_ns", "transfer_ns"]
     p = matching.parts
     if len(p) == 0 or len(paths) == 0:
-        return pd.DataFrame(columns=["label", "cid", "op", "rank", "waited_for", "wait_ns", "transfer_ns"])
-    off = p["rank"].map(jg.offsets.offset).fillna(0).to_numpy(dtype=np.int64)
-    p = p.assign(job_event=p.event.to_numpy() + p["rank"].map(jg.base).to_numpy(), arr=p.t_arrive + off)
-    idx = p.groupby("cid").arr.idxmax()
-    last = p.loc[idx, ["cid", "rank", "arr"]].rename(columns={"rank": "waited_for", "arr": "last_arrive"})
-    p = p.merge(last, on="cid")
-    g = jg.graph
-    dst = g.dst[paths.edge.to_numpy()]
-    done_ev = np.where(dst % 2 == 1, dst // 2, -1)
-    on = paths.assign(job_event=done_ev)
-    on = on[(on.job_event >= 0) & ((on.etype == int(EdgeType.CROSS_RANK)) | (on.event == on.job_event))]
-    hit = on.merge(p, on="job_event", suffixes=("", "_p"))
+        return pd.DataFrame(columns=cols)
+    off = p["rank"].map(offsets.offset).fillna(0).to_numpy(dtype=np.int64)
+    p = p.assign(
+        event=p.event.to_numpy() + p["rank"].map(base).to_numpy(), arr=p.t_arrive + off, done=p.t_done + off
+    )
+    last = p.loc[p.groupby("cid").arr.idxmax(), ["cid", "rank", "arr"]]
+    p = p.merge(last.rename(columns={"rank": "waited_for", "arr": "last_arrive"}), on="cid")
+    hit = paths[["label", "event", "t1", "ns"]].merge(p, left_on=["event", "t1"], right_on=["event", "done"])
     if hit.empty:
-        return pd.DataFrame(columns=["label", "cid", "op", "rank", "waited_for", "wait_ns", "transfer_ns"])
+        return pd.DataFrame(columns=cols)
     hit["wait_ns"] = np.maximum(hit.last_arrive - hit.arr, 0)
     hit["transfer_ns"] = hit.ns
-    hit["rank"] = hit["rank_p"]
-    cols = ["label", "cid", "op", "rank", "waited_for", "wait_ns", "transfer_ns"]
     return hit[cols].reset_index(drop=True)
 
 
-def lateness(jg: JobGraph, matching: Matching, skeleton_windows: dict[int, list[str]]) -> pd.DataFrame:
+def lateness(
+    offsets: ClockOffsets, matching: Matching, skeleton_windows: dict[int, list[str]]
+) -> pd.DataFrame:
     """Each rank's arrival at each collective minus the median arrival of its participants.
 
     ``skeleton_windows`` maps rank -> its window labels (the ``window`` index of a skeleton
@@ -107,7 +106,7 @@ def lateness(jg: JobGraph, matching: Matching, skeleton_windows: dict[int, list[
     p = matching.parts
     if len(p) == 0:
         return pd.DataFrame(columns=["label", "cid", "op", "rank", "late_ns"])
-    off = p["rank"].map(jg.offsets.offset).fillna(0).to_numpy(dtype=np.int64)
+    off = p["rank"].map(offsets.offset).fillna(0).to_numpy(dtype=np.int64)
     p = p.assign(arr=p.t_arrive + off)
     p["late_ns"] = (p.arr - p.groupby("cid").arr.transform("median")).round().astype(np.int64)
     label = [skeleton_windows[int(r)][int(w)] if w >= 0 else "" for r, w in zip(p["rank"], p["window"])]
@@ -117,7 +116,7 @@ def lateness(jg: JobGraph, matching: Matching, skeleton_windows: dict[int, list[
     return p[["label", "cid", "op", "rank", "late_ns"]]
 
 
-def stragglers(jg: JobGraph, late: pd.DataFrame, paths: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame:
+def stragglers(late: pd.DataFrame, paths: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame:
     """Per step: each rank's total lateness, the straggler (the latest rank, if any was late),
     and the path's top items on it within the step."""
     rows: list[tuple[object, ...]] = []
@@ -128,8 +127,13 @@ def stragglers(jg: JobGraph, late: pd.DataFrame, paths: pd.DataFrame, steps: pd.
             continue
         strag = int(per_rank.idxmax())
         on = paths[(paths.label == s.label) & (paths["rank"] == strag) & (paths.event >= 0)]
-        top = on.groupby("event").ns.sum().sort_values(ascending=False).head(TOP_ITEMS)
-        items = [(int(e), str(jg.names[e]), int(ns), CLASSES[int(jg.event_cls[e])]) for e, ns in top.items()]
+        top = (
+            on.groupby(["event", "name", "cls"], observed=True)
+            .ns.sum()
+            .sort_values(ascending=False)
+            .head(TOP_ITEMS)
+        )
+        items = [(int(e), str(n), int(ns), CLASSES[int(c)]) for (e, n, c), ns in top.items()]
         rows.append(
             (s.label, strag, int(per_rank.max()), {int(k): int(v) for k, v in per_rank.items()}, items)
         )

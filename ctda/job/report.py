@@ -72,7 +72,6 @@ def _plain(v: Any) -> Any:
 
 def job_report(job: Job, top: int = 10) -> JobReport:
     """The tables of ``ctda analyze`` for a job."""
-    jg = job.graph
     by_rank = job.paths.groupby(["label", "rank"]).ns.sum()
     strag = job.stragglers.set_index("label")
     rows = []
@@ -108,7 +107,7 @@ def job_report(job: Job, top: int = 10) -> JobReport:
                 "offset_ns": job.offsets.offset.get(r, 0),
                 "how": job.offsets.how.get(r, ""),
             }
-            for r in jg.ranks
+            for r in job.ranks
         ]
     )
     cp = job.paths.groupby("label").ns.sum()
@@ -117,15 +116,17 @@ def job_report(job: Job, top: int = 10) -> JobReport:
         if len(cp)
         else 0
     )
+    per_cid = job.matching.parts.groupby("cid").size() if len(job.matching.parts) else pd.Series(dtype=int)
     checks = {
-        "replay_exact": jg.replay_exact(),
+        "replay_exact": all(p.replay_exact for p in job.parts.values())
+        and (job.graph is None or job.graph.replay_exact()),
         "cp_vs_job_step_max_error_ns": err,
-        "cross_rank_edges": jg.n_cross,
-        "dropped_cross_rank_edges": jg.dropped_cross,
+        "cross_rank_edges": int((per_cid * (per_cid - 1)).sum()),
+        "job_graph": job.graph is not None,
     }
     return JobReport(
         name=job.name,
-        ranks=jg.ranks,
+        ranks=job.ranks,
         world_size=job.layout.world_size,
         missing=job.layout.missing,
         steps=pd.DataFrame(rows),
@@ -140,13 +141,12 @@ def job_report(job: Job, top: int = 10) -> JobReport:
 
 def _path_items(job: Job, top: int) -> pd.DataFrame:
     """The job path's items over all steps: rank, event name, class, time on the path."""
-    jg = job.graph
     p = job.paths
     if len(p) == 0:
         return pd.DataFrame(columns=["rank", "name", "class", "cp_ns", "share"])
     ev = p.event.to_numpy()
     names = np.where(
-        ev >= 0, jg.names[np.maximum(ev, 0)], "(" + pd.Series(p.cls).map(lambda c: CLASSES[int(c)]) + ")"
+        ev >= 0, p["name"].astype(str).to_numpy(), "(" + pd.Series(p.cls).map(lambda c: CLASSES[int(c)]) + ")"
     )
     frame = pd.DataFrame(
         {

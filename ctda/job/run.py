@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from ctda.analysis.engine import Analysis, AnalysisOptions, analyze
@@ -19,46 +20,67 @@ from ctda.job.executor import map_ranks
 from ctda.job.graph import JobGraph, build_job_graph
 from ctda.job.load import JobLayout, RankId, identify, job_files, rank_of
 from ctda.job.match import ClockOffsets, Matching, clock_offsets, match
-from ctda.job.skeleton import Skeleton, skeleton
+from ctda.job.skeleton import Skeleton, issue_rule, skeleton
+from ctda.job.stitch import skeleton_steps, stitched_paths
 
 
 @dataclass
 class RankPart:
-    """What one rank's worker hands back: who it is, its analysis and its skeleton."""
+    """What one rank's worker hands back: who it is, its skeleton, and (full mode) its analysis."""
 
     rank_id: RankId
-    analysis: Analysis
     skeleton: Skeleton
+    analysis: Analysis | None = None
+    replay_exact: bool = True  # the rank's own graph replays its timestamps
 
 
-def analyze_rank(path: str, options: AnalysisOptions) -> RankPart:
-    """Read, identify and analyse one rank's trace (runs in a worker)."""
+def analyze_rank(path: str, options: AnalysisOptions, keep: bool = True) -> RankPart:
+    """Read, identify and analyse one rank's trace (runs in a worker); ``keep`` the analysis."""
     table = read_trace(path, parallel=False)
     rid = rank_of(path, table.meta)
-    a = analyze(table, options)
-    return RankPart(rid, a, skeleton(a, rid.rank))
+    a = analyze(table, options, extra=(issue_rule,))
+    exact = bool(np.array_equal(a.timing.time, a.nodes.time))
+    return RankPart(rid, skeleton(a, rid.rank), a if keep else None, exact)
+
+
+def skeleton_rank(path: str, options: AnalysisOptions) -> RankPart:
+    """A rank's worker result for the cross-rank stage alone: identity and skeleton."""
+    return analyze_rank(path, options, keep=False)
 
 
 @dataclass
 class Job:
-    """A job's analysis: its ranks, matched collectives, clocks, job graph and per-step results."""
+    """A job's analysis: ranks, matched collectives, clocks, per-step paths and stragglers.
+
+    ``graph`` (the job graph, for what-ifs) is built only in full mode; the per-step results
+    are the same either way (the paths are walked over the ranks' skeletons).
+    """
 
     name: str
     layout: JobLayout
     parts: dict[int, RankPart]
     matching: Matching
     offsets: ClockOffsets
-    graph: JobGraph
     steps: pd.DataFrame
     paths: pd.DataFrame
     waits: pd.DataFrame
     late: pd.DataFrame
     stragglers: pd.DataFrame
+    graph: JobGraph | None = None
     notes: list[str] = field(default_factory=list)
 
     @property
+    def ranks(self) -> list[int]:
+        return sorted(self.parts)
+
+    @property
     def analyses(self) -> dict[int, Analysis]:
-        return {r: p.analysis for r, p in self.parts.items()}
+        return {r: p.analysis for r, p in self.parts.items() if p.analysis is not None}
+
+    def full(self) -> JobGraph:
+        if self.graph is None:
+            raise ValueError("this job was analysed from skeletons only; what-ifs need the job graph")
+        return self.graph
 
 
 def analyze_job(
@@ -66,37 +88,48 @@ def analyze_job(
     options: AnalysisOptions | None = None,
     name: str | None = None,
     executor: str | None = None,
+    full: bool = True,
 ) -> Job:
-    """Analyse a job given as a directory of per-rank traces or a list of trace files."""
+    """Analyse a job given as a directory of per-rank traces or a list of trace files.
+
+    ``full``: keep every rank's analysis and build the job graph (needed for what-ifs);
+    otherwise workers send back only their skeletons.
+    """
     options = options or AnalysisOptions()
     files = job_files(list(paths))
-    results = map_ranks(analyze_rank, [str(f) for f in files], options, executor)
+    worker = analyze_rank if full else skeleton_rank
+    results = map_ranks(worker, [str(f) for f in files], options, executor)
     layout = identify([r.rank_id for r in results])
     parts = {r.rank_id.rank: r for r in results}
     return assemble_job(name or _default_name(files), layout, parts)
 
 
 def assemble_job(name: str, layout: JobLayout, parts: dict[int, RankPart]) -> Job:
-    """The cross-rank stages over the ranks' parts (matching and offsets see skeletons only)."""
-    skels = [parts[r].skeleton for r in sorted(parts)]
-    matching = match(skels)
-    offsets = clock_offsets(skels, matching)
-    jg = build_job_graph({r: p.analysis for r, p in parts.items()}, matching, offsets)
-    steps = jpath.job_steps(jg)
-    paths = jpath.job_paths(jg, steps)
-    waits = jpath.collective_waits(jg, matching, paths)
-    labels = {r: list(parts[r].skeleton.windows.label) for r in parts}
-    late = jpath.lateness(jg, matching, labels)
-    strag = jpath.stragglers(jg, late, paths, steps)
+    """The cross-rank stages over the ranks' skeletons (plus the job graph in full mode)."""
+    skels = {r: parts[r].skeleton for r in sorted(parts)}
+    matching = match(list(skels.values()))
+    offsets = clock_offsets(list(skels.values()), matching)
+    steps = skeleton_steps(skels, offsets)
+    paths = stitched_paths(skels, matching, offsets, steps)
+    base = dict(zip(skels, np.cumsum([0] + [s.n_events for s in skels.values()])[:-1].tolist()))
+    waits = jpath.collective_waits(matching, offsets, base, paths)
+    labels = {r: list(s.windows.label) for r, s in skels.items()}
+    late = jpath.lateness(offsets, matching, labels)
+    strag = jpath.stragglers(late, paths, steps)
+    jg = None
+    if all(p.analysis is not None for p in parts.values()):
+        jg = build_job_graph(
+            {r: p.analysis for r, p in parts.items() if p.analysis is not None}, matching, offsets
+        )
     notes = []
     if layout.partial:
         notes.append(
             f"partial job: {len(layout.ranks)} of {layout.world_size} ranks;"
             f" missing {_ranges(layout.missing)}"
         )
-    if jg.dropped_cross:
+    if jg is not None and jg.dropped_cross:
         notes.append(f"{jg.dropped_cross} cross-rank edge(s) contradict the clocks and were left out")
-    return Job(name, layout, parts, matching, offsets, jg, steps, paths, waits, late, strag, notes)
+    return Job(name, layout, parts, matching, offsets, steps, paths, waits, late, strag, jg, notes)
 
 
 def _default_name(files: list[Path]) -> str:

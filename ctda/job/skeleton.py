@@ -28,9 +28,13 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from ctda.analysis.edges import EdgeBatch, EdgeType
 from ctda.analysis.engine import Analysis
+from ctda.analysis.nodes import Nodes
+from ctda.analysis.rules.context import RuleContext
 from ctda.ingest.columns import NA
 from ctda.ingest.kinds import Kind
+from ctda.job.segments import Segments, segments
 
 I64 = npt.NDArray[np.int64]
 NCCL_RE = re.compile(r"^(?:nccl|rccl)(?:Dev)?Kernel_([A-Za-z]+)")
@@ -39,7 +43,20 @@ ISSUE_RE = re.compile(r"^c10d::(\w+)")
 #: optional metadata columns (newer traces' record_param_comms args), when the reader kept them
 META_COLUMNS = {"group": "pg_name", "seq": "coll_seq", "size": "in_msg_nelems"}
 
-COLUMNS = ("kind", "op", "group", "seq", "size", "event", "issue", "t_arrive", "t_done", "window", "name")
+COLUMNS = (
+    "kind",
+    "op",
+    "group",
+    "seq",
+    "size",
+    "event",
+    "issue",
+    "t_arrive",
+    "t_done",
+    "window",
+    "cls",
+    "name",
+)
 
 
 def op_key(name: str) -> str:
@@ -53,7 +70,8 @@ def op_key(name: str) -> str:
 
 @dataclass
 class Skeleton:
-    """One rank's part of the cross-rank stages: identity, collectives, step windows.
+    """One rank's part of the cross-rank stages: identity, collectives, step windows, and
+    the binding chains between collectives (``segments``, for the job path).
 
     ``collectives`` has one row per collective (columns ``COLUMNS``), sorted by issue order
     then arrival; ``windows`` one row per analysis window (label, step, node ids, times).
@@ -65,6 +83,11 @@ class Skeleton:
     collectives: pd.DataFrame
     windows: pd.DataFrame
     n_nodes: int
+    segments: Segments
+
+    @property
+    def n_events(self) -> int:
+        return (self.n_nodes - 2) // 2
 
 
 def skeleton(a: Analysis, rank: int) -> Skeleton:
@@ -75,7 +98,7 @@ def skeleton(a: Analysis, rank: int) -> Skeleton:
     gloo = ~a.nodes.is_gpu & _match(names, GLOO_RE)
     rows = np.flatnonzero(nccl | gloo)
     rows = rows[np.argsort(a.nodes.ts[rows], kind="stable")]
-    issue = _issue_ops(a, names, rows[gloo[rows]])
+    issue = issue_ops(a.nodes, names, rows[gloo[rows]])
     issue_of = np.full(len(rows), -1, dtype=np.int64)
     issue_of[gloo[rows]] = issue
     frame = pd.DataFrame(
@@ -90,6 +113,7 @@ def skeleton(a: Analysis, rank: int) -> Skeleton:
             "t_arrive": a.nodes.ts[rows],
             "t_done": a.nodes.end[rows],
             "window": _window_of(a, a.nodes.ts[rows]),
+            "cls": a.event_cls[rows],
             "name": names[rows].astype(str),
         }
     )
@@ -107,7 +131,8 @@ def skeleton(a: Analysis, rank: int) -> Skeleton:
     )
     wins["t_start"] = a.timing.time[wins.start_node.to_numpy()]
     wins["t_end"] = a.timing.time[wins.end_node.to_numpy()]
-    return Skeleton(rank, a.table.meta.host_name, frame, wins, a.nodes.n_nodes)
+    ev = frame.event.to_numpy(dtype=np.int64)
+    return Skeleton(rank, a.table.meta.host_name, frame, wins, a.nodes.n_nodes, segments(a, ev, ev))
 
 
 def _match(names: npt.NDArray[np.object_], rx: re.Pattern[str]) -> npt.NDArray[np.bool_]:
@@ -116,7 +141,18 @@ def _match(names: npt.NDArray[np.object_], rx: re.Pattern[str]) -> npt.NDArray[n
     return lut[inv.reshape(-1)]
 
 
-def _issue_ops(a: Analysis, names: npt.NDArray[np.object_], gloo_rows: I64) -> I64:
+def issue_rule(ctx: RuleContext) -> EdgeBatch:
+    """``collective_issue``: the ``c10d::*`` op that queued gloo work (start) -> that work's
+    start on gloo's thread. Reads names, threads and times; pairs in order per operation."""
+    names = ctx.names
+    gloo = np.flatnonzero(~ctx.nodes.is_gpu & _match(names, GLOO_RE))
+    gloo = gloo[np.argsort(ctx.nodes.ts[gloo], kind="stable")]
+    src = issue_ops(ctx.nodes, names, gloo)
+    ok = src >= 0
+    return EdgeBatch.of(2 * src[ok], 2 * gloo[ok], EdgeType.CROSS_THREAD, "collective_issue")
+
+
+def issue_ops(nodes: Nodes, names: npt.NDArray[np.object_], gloo_rows: I64) -> I64:
     """For each gloo annotation, the ``c10d::*`` op that queued it (-1 if none).
 
     Outermost c10d ops on non-gloo threads, paired in time order with the annotations of
@@ -125,18 +161,18 @@ def _issue_ops(a: Analysis, names: npt.NDArray[np.object_], gloo_rows: I64) -> I
     out = np.full(len(gloo_rows), -1, dtype=np.int64)
     if len(gloo_rows) == 0:
         return out
-    c10d = np.flatnonzero(_match(names, ISSUE_RE) & ~a.nodes.is_gpu)
-    par = a.nodes.parent[c10d]
+    c10d = np.flatnonzero(_match(names, ISSUE_RE) & ~nodes.is_gpu)
+    par = nodes.parent[c10d]
     outer = c10d[(par < 0) | ~_match(names[np.maximum(par, 0)], ISSUE_RE)]
-    gloo_lanes = set(a.nodes.lane[gloo_rows].tolist())
-    outer = outer[~np.isin(a.nodes.lane[outer], list(gloo_lanes))]
-    outer = outer[np.argsort(a.nodes.ts[outer], kind="stable")]
+    gloo_lanes = set(nodes.lane[gloo_rows].tolist())
+    outer = outer[~np.isin(nodes.lane[outer], list(gloo_lanes))]
+    outer = outer[np.argsort(nodes.ts[outer], kind="stable")]
     pending: dict[str, list[int]] = {}
     for i in outer.tolist():
         pending.setdefault(op_key(str(names[i])), []).append(i)
     for k, g in enumerate(gloo_rows.tolist()):
         queue = pending.get(op_key(str(names[g])), [])
-        if queue and a.nodes.ts[queue[0]] <= a.nodes.ts[g]:
+        if queue and nodes.ts[queue[0]] <= nodes.ts[g]:
             out[k] = queue.pop(0)
     return out
 

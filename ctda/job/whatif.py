@@ -48,20 +48,20 @@ class JobScenario:
 
 def rank_factors(job: Job, spec: str) -> F64:
     """Per job event factor of one ``--scale`` spec (``rank=R:`` restricts it to rank R)."""
-    jg = job.graph
+    jg = job.full()
     f = np.ones(jg.nodes.n, dtype=np.float64)
     m = _RANK.match(spec.strip())
     if m and m.group("factor") is not None:
         r = int(m.group("rank"))
         _check_rank(job, r, spec)
-        f[jg.base[r] : jg.base[r] + job.parts[r].analysis.nodes.n] = float(m.group("factor"))
+        f[jg.base[r] : jg.base[r] + job.analyses[r].nodes.n] = float(m.group("factor"))
         return f
     ranks = [int(m.group("rank"))] if m else jg.ranks
     inner = m.group("rest") if m else spec
     hit = 0
     for r in ranks:
         _check_rank(job, r, spec)
-        a = job.parts[r].analysis
+        a = job.analyses[r]
         try:
             o = parse_scale(a, inner)
         except SelectionError:
@@ -82,7 +82,7 @@ def _check_rank(job: Job, r: int, spec: str) -> None:
 
 def median_straggler_factors(job: Job) -> F64:
     """Per job event factor making each step's straggler take the other ranks' median times."""
-    jg = job.graph
+    jg = job.full()
     f = np.full(jg.nodes.n, np.nan)
     comm = jg.event_cls == CLASS_CODE["communication"]
     for label, strag in zip(job.stragglers.label.tolist(), job.stragglers.straggler.tolist()):
@@ -105,10 +105,10 @@ def median_straggler_factors(job: Job) -> F64:
 
 def _step_events(job: Job, rank: int, label: str, comm: npt.NDArray[np.bool_]) -> pd.DataFrame:
     """A rank's events inside its window ``label``: job id, name, occurrence, duration."""
-    jg = job.graph
+    jg = job.full()
     w = next(w for w in jg.windows[rank] if w.label == label)
     t0, t1 = jg.nodes.time[w.start_node], jg.nodes.time[w.end_node]
-    lo, hi = jg.base[rank], jg.base[rank] + job.parts[rank].analysis.nodes.n
+    lo, hi = jg.base[rank], jg.base[rank] + job.analyses[rank].nodes.n
     ev = np.arange(lo, hi)
     ev = ev[(jg.nodes.ts[ev] >= t0) & (jg.nodes.end[ev] <= t1) & ~comm[ev]]
     ev = ev[np.argsort(jg.nodes.ts[ev], kind="stable")]
@@ -135,7 +135,7 @@ def _inherit_nan(job_graph: object, events: npt.NDArray[np.int64], f: F64) -> F6
 
 def job_scenario(job: Job, specs: list[str] | None = None, median_straggler: bool = False) -> JobScenario:
     """Re-time the job graph: factors from ``specs`` (later ones win) and the straggler shorthand."""
-    jg = job.graph
+    jg = job.full()
     f = np.ones(jg.nodes.n, dtype=np.float64)
     parts = []
     if median_straggler:
@@ -155,7 +155,7 @@ def job_scenario(job: Job, specs: list[str] | None = None, median_straggler: boo
 
 def predicted_steps(job: Job, timing: Timing) -> pd.DataFrame:
     """Per job step: base and predicted job step (slowest rank's window in each timing)."""
-    jg = job.graph
+    jg = job.full()
     rows = []
     s: Any
     for s in job.steps.itertuples():

@@ -115,7 +115,7 @@ def render_job_table(rep: JobReport, console: Console) -> None:
     )
     c = rep.checks
     console.print(
-        f"checks: replay exact on every rank: {c['replay_exact']}; CP vs job step max error"
+        f"checks: every rank replays exactly: {c['replay_exact']}; CP vs job step max error"
         f" {c['cp_vs_job_step_max_error_ns']} ns; cross-rank edges {c['cross_rank_edges']}"
     )
 

@@ -1,0 +1,127 @@
+"""Stage (per rank, in the worker): the rank's binding chains between collectives.
+
+Contract: ``segments(analysis, collectives)`` -> :class:`Segments`: from every place a job
+path can enter this rank (a window end, a collective arrival, the node a completion binds
+to locally) back along the rank's binding edges to the next such place or to a
+collective completion, where the job path may continue on another rank. Where two chains
+meet they are cut (the meeting node starts a chain of its own), so the chains are disjoint
+and hold at most one row per node of the rank's binding tree; with the collectives they
+are all the cross-rank stage needs to walk a job's critical path (``ctda.job.stitch``)
+without any rank's graph. Rows carry their event's name, for the reports.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+from numba import njit
+
+from ctda.analysis.attribution import edge_classes
+from ctda.analysis.engine import Analysis
+
+I64 = npt.NDArray[np.int64]
+
+
+@dataclass
+class Segments:
+    """Chains of binding edges, walk order (latest first), one block per start node.
+
+    ``rows``: ``t0``, ``t1`` (rank clock), ``etype``, ``event`` (rank-local, -1 for waits),
+    ``cls``; ``start``/``stop`` index ``rows`` per start node; ``end`` is the node each chain
+    stops at. ``completion_src`` maps a collective's completion node to the node its local
+    binding edge starts at (that one edge is the chain starting at the completion node).
+    """
+
+    rows: pd.DataFrame
+    index: dict[int, tuple[int, int, int]]  # start node -> (row start, row stop, end node)
+    source: int  # the rank's SOURCE node
+    source_time: int  # its time (a RELEASE edge starts there; the job's SOURCE is the earliest)
+
+
+def segments(a: Analysis, arrive_events: I64, done_events: I64) -> Segments:
+    """The chains from every entry node of one analysed rank."""
+    g, tm = a.graph, a.timing
+    done_nodes = 2 * np.asarray(done_events, dtype=np.int64) + 1
+    ends = np.array([w.end_node for w in a.windows], dtype=np.int64)
+    local_src = g.src[np.maximum(tm.binding_edge[done_nodes], 0)]
+    local_src = local_src[tm.binding_edge[done_nodes] >= 0]
+    entries = np.unique(np.concatenate([ends, 2 * np.asarray(arrive_events, dtype=np.int64), local_src]))
+    stop = np.zeros(a.nodes.n_nodes, dtype=np.bool_)
+    stop[entries] = True
+    stop[done_nodes] = True
+    # where two chains meet, both stop and a chain starts: the chains become disjoint
+    junctions = np.flatnonzero(_junctions(tm.binding_edge, g.src, entries, stop))
+    stop[junctions] = True
+    entries = np.concatenate([entries, junctions]).astype(np.int64)
+    starts = np.concatenate([entries, done_nodes]).astype(np.int64)
+    single = np.concatenate([np.zeros(len(entries), np.bool_), np.ones(len(done_nodes), np.bool_)])
+    names = a.table.decoded("name", a.nodes.uid).astype(str) if a.nodes.n else np.zeros(0, dtype=object)
+    edges, t0, t1, ptr, end = _walk(tm.binding_edge, g.src, tm.time, starts, stop, single)
+    owner = g.owner[edges]
+
+    rows = pd.DataFrame(
+        {
+            "t0": t0,
+            "t1": t1,
+            "etype": g.etype[edges],
+            "event": owner,
+            "cls": edge_classes(g, edges, owner, a.event_cls),
+            "name": pd.Categorical(np.where(owner >= 0, names[np.maximum(owner, 0)], "")),
+        }
+    )
+    index = {int(s): (int(ptr[k]), int(ptr[k + 1]), int(end[k])) for k, s in enumerate(starts)}
+    return Segments(rows, index, a.nodes.source, int(tm.time[a.nodes.source]))
+
+
+@njit(cache=True)  # type: ignore[misc]
+def _junctions(bind, src, starts, stop):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """Nodes (not yet stops) that the chains from two starts both reach."""
+    seen = np.zeros(bind.shape[0], dtype=np.bool_)
+    junction = np.zeros(bind.shape[0], dtype=np.bool_)
+    for k in range(starts.shape[0]):
+        v = starts[k]
+        while True:
+            e = bind[v]
+            if e < 0:
+                break
+            u = src[e]
+            if stop[u]:
+                break
+            if seen[u]:
+                junction[u] = True
+                break
+            seen[u] = True
+            v = u
+    return junction
+
+
+@njit(cache=True)  # type: ignore[misc]
+def _walk(bind, src, time, starts, stop, single):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """Binding edges back from each start until a stop node (or SOURCE); ``single``: one edge."""
+    cap = bind.shape[0] + starts.shape[0] + 1  # disjoint chains: at most one edge per node
+    e_out = np.empty(cap, dtype=np.int64)
+    t0 = np.empty(cap, dtype=np.int64)
+    t1 = np.empty(cap, dtype=np.int64)
+    ptr = np.zeros(starts.shape[0] + 1, dtype=np.int64)
+    end = np.empty(starts.shape[0], dtype=np.int64)
+    m = 0
+    for k in range(starts.shape[0]):
+        v = starts[k]
+        while True:
+            e = bind[v]
+            if e < 0 or m >= cap:
+                break
+            u = src[e]
+            e_out[m] = e
+            t0[m] = time[u]
+            t1[m] = time[v]
+            m += 1
+            v = u
+            if stop[u] or single[k]:
+                break
+        end[k] = v
+        ptr[k + 1] = m
+    return e_out[:m], t0[:m], t1[:m], ptr, end

@@ -1,0 +1,125 @@
+"""Stage (cross-rank, skeletons only): each job step's critical path, walked rank to rank.
+
+Contract: ``skeleton_steps(skeletons, offsets)`` -> the job steps (as ``job_steps`` gives them
+from the job graph); ``stitched_paths(skeletons, matching, offsets, steps)`` -> the job path
+of every step, the same rows the job graph's backtracking gives, computed from the ranks'
+collectives and binding chains (``ctda.job.segments``) alone.
+
+The walk: from the slowest rank's step end, follow that rank's chain. A chain ends at a
+collective's completion: the job graph's binding edge there is the latest of the rank's
+own (local) predecessor and the other participants' arrivals, so the walk either stays on
+the rank or jumps to the rank that arrived last (a ``CROSS_RANK`` row: the transfer). It
+ends where an edge starts at or before the window start; rows are clipped to the window.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ctda.analysis.edges import EdgeType
+from ctda.job.match import ClockOffsets, Matching
+from ctda.job.skeleton import Skeleton
+
+COLUMNS = ["label", "t0", "t1", "etype", "event", "cls", "ns", "rank", "name"]
+
+
+def skeleton_steps(skels: dict[int, Skeleton], offsets: ClockOffsets) -> pd.DataFrame:
+    """Steps every rank has, the slowest rank's window being the job step."""
+    rows = []
+    for r, s in skels.items():
+        o = offsets.offset.get(r, 0)
+        w = s.windows
+        for k, (label, step, t0, t1, end) in enumerate(
+            zip(w.label.tolist(), w.step.tolist(), w.t_start.tolist(), w.t_end.tolist(), w.end_node.tolist())
+        ):
+            rows.append((label, step, r, k, t0 + o, t1 + o, end))
+    per = pd.DataFrame(rows, columns=["label", "step", "rank", "win", "t_start", "t_end", "end_node"])
+    per["dur_ns"] = per.t_end - per.t_start
+    shared = per.groupby("label")["rank"].nunique() == len(skels)
+    per = per[per.label.map(shared)]
+    slow = per.sort_values(["dur_ns", "rank"], ascending=[False, True]).groupby("label", sort=False).head(1)
+    slow = slow.rename(columns={"rank": "slowest_rank", "dur_ns": "job_step_ns"})
+    spread = per.groupby("label").dur_ns.agg(["min", "median"])
+    slow["fastest_ns"] = slow.label.map(spread["min"])
+    slow["median_ns"] = slow.label.map(spread["median"])
+    return slow.sort_values("t_start").reset_index(drop=True)
+
+
+def stitched_paths(
+    skels: dict[int, Skeleton], matching: Matching, offsets: ClockOffsets, steps: pd.DataFrame
+) -> pd.DataFrame:
+    """The job path of each step from skeletons (rows in time order, ``event`` = job id)."""
+    base, acc = {}, 0
+    for r in sorted(skels):
+        base[r] = acc
+        acc += skels[r].n_events
+    p = matching.parts
+    off = p["rank"].map(offsets.offset).fillna(0).to_numpy(dtype=np.int64)
+    arrive = p.t_arrive.to_numpy(dtype=np.int64) + off
+    # completion node (rank, node) -> (collective, its event), and each collective's parts
+    done_of = {(int(r), 2 * int(e) + 1): (int(c), int(e)) for r, e, c in zip(p["rank"], p.event, p.cid)}
+    parts: dict[int, list[tuple[int, int, int]]] = {}
+    for c, r, e, t in zip(p.cid.tolist(), p["rank"].tolist(), p.event.tolist(), arrive.tolist()):
+        parts.setdefault(c, []).append((r, e, t))
+    cls_of = {(int(r), int(e)): int(k) for r, e, k in zip(p["rank"], p.event, p.cls)} if "cls" in p else {}
+    # the job's SOURCE: what a rank's RELEASE edges start from in the job graph
+    t_source = min(sk.segments.source_time + offsets.offset.get(r, 0) for r, sk in skels.items())
+    out = []
+    for s in steps.itertuples():
+        out.append(_walk_step(skels, base, offsets, done_of, parts, cls_of, s, t_source))
+    frame = pd.concat(out, ignore_index=True) if out else pd.DataFrame(columns=COLUMNS)
+    return frame[COLUMNS]
+
+
+def _walk_step(skels, base, offsets, done_of, parts, cls_of, s, t_source) -> pd.DataFrame:  # type: ignore[no-untyped-def]
+    lo, hi = int(s.t_start), int(s.t_end)
+    r, v = int(s.slowest_rank), int(s.end_node)
+    chunks: list[pd.DataFrame] = []
+    while True:
+        seg = skels[r].segments
+        o = offsets.offset.get(r, 0)
+        if (r, v) in done_of:
+            c, ev = done_of[(r, v)]
+            a, b, _ = seg.index[v]
+            local_t = int(seg.rows.t0.iloc[a]) + o if b > a else None
+            q, eq, tq = max(((pr, pe, pt) for pr, pe, pt in parts[c] if pr != r), key=lambda x: (x[2], -x[0]))
+            if local_t is None or tq > local_t:
+                t1 = int(skels[r].collectives.set_index("event").t_done.get(ev)) + o
+                row = {
+                    "name": str(skels[r].collectives.set_index("event")["name"].get(ev)),
+                    "t0": tq,
+                    "t1": t1,
+                    "etype": int(EdgeType.CROSS_RANK),
+                    "event": base[r] + ev,
+                    "cls": cls_of.get((r, ev), 0),
+                    "rank": r,
+                }
+                chunks.append(pd.DataFrame([row]))
+                if tq <= lo:
+                    break
+                r, v = q, 2 * eq
+                continue
+        if v not in seg.index:  # SOURCE, or a node nothing binds
+            break
+        a, b, end = seg.index[v]
+        rows = seg.rows.iloc[a:b].copy()
+        rows["t0"] += o
+        rows["t1"] += o
+        rows.loc[rows.etype == int(EdgeType.RELEASE), "t0"] = t_source
+        rows["event"] = np.where(rows.event >= 0, rows.event + base[r], -1)
+        rows["rank"] = r
+        rows["name"] = rows["name"].astype(str)
+        stop = np.flatnonzero(rows.t0.to_numpy() <= lo)
+        if len(stop):
+            chunks.append(rows.iloc[: stop[0] + 1])
+            break
+        chunks.append(rows)
+        if b == a or end == seg.source:
+            break
+        v = end
+    path = pd.concat(chunks, ignore_index=True).iloc[::-1].reset_index(drop=True)
+    path["ns"] = np.minimum(path.t1, hi) - np.maximum(path.t0, lo)
+    path = path[path.ns > 0].copy()
+    path["label"] = s.label
+    return path
