@@ -35,7 +35,7 @@ def measured(name: str) -> dict:  # type: ignore[type-arg]
 
 def inside_data_prep(job, rank: int, event: int) -> bool:  # type: ignore[no-untyped-def]
     """The job event lies within one of ``rank``'s ``data_prep`` annotations."""
-    jg = job.graph
+    jg = job.full()
     dp = np.flatnonzero((jg.names == "data_prep") & (jg.rank_of == rank))
     ts, end = jg.nodes.ts, jg.nodes.end
     return bool(((ts[dp] <= ts[event]) & (end[event] <= end[dp])).any())
@@ -44,7 +44,7 @@ def inside_data_prep(job, rank: int, event: int) -> bool:  # type: ignore[no-unt
 @pytest.mark.parametrize("name", MULTIRANK)
 def test_job_graph_replays_every_rank_and_path_equals_job_step(jobs, name: str) -> None:  # type: ignore[no-untyped-def]
     job = jobs[name]
-    jg = job.graph
+    jg = job.full()
     assert jg.replay_exact()
     assert jg.dropped_cross == 0 and jg.n_cross > 0
     world = measured(name)["world_size"]
@@ -122,7 +122,7 @@ def test_dlrm_partial_nccl_job_matches_collectives_across_four_ranks() -> None:
     assert summary["unmatched"] == {0: 0, 1: 0, 2: 0, 3: 0}
     ops = job.matching.parts.groupby("cid").op.first().value_counts().to_dict()
     assert ops == {"sendrecv": 5, "allreduce": 3}
-    assert job.graph.replay_exact()
+    assert job.full().replay_exact()
     cp = job.paths.groupby("label").ns.sum()
     assert (cp.to_numpy() == job.steps.job_step_ns.to_numpy()).all()
 
@@ -258,7 +258,7 @@ def test_path_walked_over_skeletons_is_the_job_graphs_path(jobs, name: str) -> N
     from ctda.job import path as jpath
 
     job = jobs[name]
-    jg = job.graph
+    jg = job.full()
     steps = jpath.job_steps(jg)
     assert list(steps.job_step_ns) == list(job.steps.job_step_ns)
     full = jpath.job_paths(jg, steps)
