@@ -42,6 +42,9 @@ RAW_COLUMNS = (
     "nbytes",
     "sync_kind",
     "meta_name",
+    "coll_seq",
+    "in_msg_nelems",
+    "pg_name",
     "kind",
 )
 

@@ -61,11 +61,18 @@ INT_ARGS: dict[str, tuple[tuple[str, ...], Extract]] = {
     "fwd_thread_id": (("cpu_span",), lambda a: [x.fwd_thread_id for x in a]),
     "sequence_nr": (("cpu_span",), lambda a: [x.sequence_nr for x in a]),
     "nbytes": (("device_side",), lambda a: [x.nbytes for x in a]),
+    "coll_seq": (("cpu_span", "device_side"), lambda a: [x.coll_seq for x in a]),
+    "in_msg_nelems": (("cpu_span", "device_side"), lambda a: [x.in_msg_nelems for x in a]),
 }
 #: string args, same scheme; metadata events carry names in ``name`` or ``labels``
 STR_ARGS: dict[str, tuple[tuple[str, ...], Extract]] = {
     "sync_kind": (("device_side",), lambda a: [x.sync_kind for x in a]),
     "meta_name": (("metadata",), lambda a: [x.name if x.name is not None else x.labels for x in a]),
+    # a group's name is a string ("0", "default_pg"); a writer emitting a number gets it as text
+    "pg_name": (
+        ("cpu_span", "device_side"),
+        lambda a: [None if x.pg_name is None else str(x.pg_name) for x in a],
+    ),
 }
 
 

@@ -35,6 +35,10 @@ class Args(msgspec.Struct, gc=False):
     fwd_thread_id: LooseInt = msgspec.field(default=None, name="Fwd thread id")
     sequence_nr: LooseInt = msgspec.field(default=None, name="Sequence number")
     nbytes: LooseInt = msgspec.field(default=None, name="bytes")
+    # collectives (record_param_comms ops and, in newer traces, NCCL kernels): job matching keys
+    coll_seq: LooseInt = msgspec.field(default=None, name="Seq")
+    pg_name: LooseInt = msgspec.field(default=None, name="Process Group Name")
+    in_msg_nelems: LooseInt = msgspec.field(default=None, name="In msg nelems")
     # metadata events (ph M) carry their payload here: process/thread names and labels
     name: str | None = None
     labels: str | None = None

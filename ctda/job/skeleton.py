@@ -188,19 +188,33 @@ def _window_of(a: Analysis, t: I64) -> I64:
 
 
 def _attach_meta(a: Analysis, frame: pd.DataFrame) -> None:
-    """Group, sequence number and size from the issuing op, where the trace records them."""
-    src = frame.issue.to_numpy()
-    have = src >= 0
-    if not have.any():
-        return
-    uid = a.nodes.uid[src[have]]
-    names = set(a.table.events.column_names)
+    """Group, sequence number and size, where the trace records them: on the collective's
+    own event (newer NCCL kernels), else on the ``record_param_comms`` op inside its issue
+    op, else on the issue op itself."""
+    if "coll_seq" not in a.table.events.column_names:
+        return  # a table saved before these columns existed
+    names = a.table.decoded("name", a.nodes.uid)
+    rpc = np.flatnonzero((names == "record_param_comms") & (a.nodes.parent >= 0))
+    rpc_of = np.full(a.nodes.n, -1, dtype=np.int64)
+    rpc_of[a.nodes.parent[rpc]] = rpc
+    own = frame.event.to_numpy(dtype=np.int64)
+    issue = frame.issue.to_numpy(dtype=np.int64)
+    inner = np.where(issue >= 0, rpc_of[np.maximum(issue, 0)], -1)
     for col, field_name in META_COLUMNS.items():
-        if field_name not in names:
-            continue
-        if col == "group":
-            vals = a.table.decoded(field_name, uid)
-            frame.loc[have, col] = [v or "" for v in vals]
-        else:
-            vals = a.table.col(field_name)[uid]
-            frame.loc[have, col] = np.where(vals == NA, -1, vals)
+        out = (
+            np.full(len(frame), -1, dtype=np.int64)
+            if col != "group"
+            else np.full(len(frame), "", dtype=object)
+        )
+        for cand in (issue, inner, own):  # later candidates win
+            ok = cand >= 0
+            uid = a.nodes.uid[cand[ok]]
+            if col == "group":
+                vals = a.table.decoded(field_name, uid)
+                has = np.array([bool(v) for v in vals], dtype=bool)
+            else:
+                vals = a.table.col(field_name)[uid]
+                has = vals != NA
+            idx = np.flatnonzero(ok)[has]
+            out[idx] = vals[has]
+        frame[col] = out
