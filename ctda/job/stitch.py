@@ -62,17 +62,23 @@ def stitched_paths(
     parts: dict[int, list[tuple[int, int, int]]] = {}
     for c, r, e, t in zip(p.cid.tolist(), p["rank"].tolist(), p.event.tolist(), arrive.tolist()):
         parts.setdefault(c, []).append((r, e, t))
-    cls_of = {(int(r), int(e)): int(k) for r, e, k in zip(p["rank"], p.event, p.cls)} if "cls" in p else {}
+    cls_of = {(int(r), int(e)): int(k) for r, e, k in zip(p["rank"], p.event, p.cls)}
+    # each completion's time and name on its rank, looked up once
+    done_at = {
+        (r, int(e)): (int(t), str(n))
+        for r, sk in skels.items()
+        for e, t, n in zip(sk.collectives.event, sk.collectives.t_done, sk.collectives["name"])
+    }
     # the job's SOURCE: what a rank's RELEASE edges start from in the job graph
     t_source = min(sk.segments.source_time + offsets.offset.get(r, 0) for r, sk in skels.items())
     out = []
     for s in steps.itertuples():
-        out.append(_walk_step(skels, base, offsets, done_of, parts, cls_of, s, t_source))
+        out.append(_walk_step(skels, base, offsets, done_of, parts, cls_of, done_at, s, t_source))
     frame = pd.concat(out, ignore_index=True) if out else pd.DataFrame(columns=COLUMNS)
     return frame[COLUMNS]
 
 
-def _walk_step(skels, base, offsets, done_of, parts, cls_of, s, t_source) -> pd.DataFrame:  # type: ignore[no-untyped-def]
+def _walk_step(skels, base, offsets, done_of, parts, cls_of, done_at, s, t_source) -> pd.DataFrame:  # type: ignore[no-untyped-def]
     lo, hi = int(s.t_start), int(s.t_end)
     r, v = int(s.slowest_rank), int(s.end_node)
     chunks: list[pd.DataFrame] = []
@@ -85,9 +91,10 @@ def _walk_step(skels, base, offsets, done_of, parts, cls_of, s, t_source) -> pd.
             local_t = int(seg.rows.t0.iloc[a]) + o if b > a else None
             q, eq, tq = max(((pr, pe, pt) for pr, pe, pt in parts[c] if pr != r), key=lambda x: (x[2], -x[0]))
             if local_t is None or tq > local_t:
-                t1 = int(skels[r].collectives.set_index("event").t_done.get(ev)) + o
+                t_done, name = done_at[(r, ev)]
+                t1 = t_done + o
                 row = {
-                    "name": str(skels[r].collectives.set_index("event")["name"].get(ev)),
+                    "name": name,
                     "t0": tq,
                     "t1": t1,
                     "etype": int(EdgeType.CROSS_RANK),
