@@ -228,8 +228,12 @@ def _int_fields(e: Event) -> Iterator[tuple[str, int]]:
                 yield ID_ARGS[target], v
 
 
-def plan(events: list[Event]) -> Plan:
-    """Decide the window, its members, the time shift and the id strides."""
+def plan(events: list[Event], shift_us: int | None = None) -> Plan:
+    """Decide the window, its members, the time shift and the id strides.
+
+    ``shift_us`` (at least the window's extent) makes several traces' copies line up, as
+    the ranks of one job must.
+    """
     kinds = [_kind(e) for e in events]
     lo, hi, step_based = _window(events, kinds)
     inside = _members(events, kinds, lo, hi)
@@ -239,6 +243,10 @@ def plan(events: list[Event]) -> Plan:
     starts = [events[i]["ts"] for i in members]
     ends = [events[i]["ts"] + (events[i]["dur"] if _is_num(events[i].get("dur")) else 0) for i in members]
     shift = max(1, math.ceil(max(ends)) - math.floor(min(starts)))
+    if shift_us is not None:
+        if shift_us < shift:
+            raise ValueError(f"shift {shift_us} us is shorter than the window ({shift} us)")
+        shift = shift_us
     # stride = (largest value anywhere) - (smallest value in the window) + 1: copy k's
     # values then lie above every original value and above copy k-1's
     top: dict[str, int] = {}
@@ -477,6 +485,7 @@ def replicate(
     events: int | None = None,
     nbytes: int | None = None,
     progress: Progress | None = None,
+    shift_us: int | None = None,
 ) -> ReplicateResult:
     """Write ``out``: ``src`` followed by window copies (a fixed number or up to a target).
 
@@ -485,7 +494,7 @@ def replicate(
     t0 = time.perf_counter()
     src, out = Path(src), Path(out)
     doc, evs = load(src)
-    p = plan(evs)
+    p = plan(evs, shift_us)
     tpl = build_template(evs, p)
     n_src = len(evs)
     first = Renderer(tpl, p.strides, 1).render(1)

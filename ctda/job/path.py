@@ -12,6 +12,8 @@ and the path's top items on it in that step.
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 import pandas as pd
 
@@ -119,24 +121,28 @@ def lateness(
 def stragglers(late: pd.DataFrame, paths: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame:
     """Per step: each rank's total lateness, the straggler (the latest rank, if any was late),
     and the path's top items on it within the step."""
+    by_rank = late.groupby(["label", "rank"]).late_ns.sum()
+    on_path = paths[paths.event >= 0]
+    # time per (step, rank, event) on the path, summed once for every step
+    items = on_path.groupby(["label", "rank", "event"], observed=True).ns.sum().reset_index()
+    names = dict(zip(on_path.event.tolist(), on_path["name"].astype(str).tolist()))
+    classes = dict(zip(on_path.event.tolist(), on_path.cls.tolist()))
+    items_by = {k: g for k, g in items.groupby(["label", "rank"], observed=True)}
     rows: list[tuple[object, ...]] = []
-    for s in steps.itertuples():
-        per_rank = late[late.label == s.label].groupby("rank").late_ns.sum()
+    for label in steps.label.tolist():
+        per_rank = by_rank.loc[label] if label in by_rank.index.get_level_values(0) else pd.Series(dtype=int)
         if per_rank.empty or per_rank.max() <= 0:
-            rows.append((s.label, -1, 0, {}, []))
+            rows.append((label, -1, 0, {}, []))
             continue
-        strag = int(per_rank.idxmax())
-        on = paths[(paths.label == s.label) & (paths["rank"] == strag) & (paths.event >= 0)]
-        top = (
-            on.groupby(["event", "name", "cls"], observed=True)
-            .ns.sum()
-            .sort_values(ascending=False)
-            .head(TOP_ITEMS)
-        )
-        items = [(int(e), str(n), int(ns), CLASSES[int(c)]) for (e, n, c), ns in top.items()]
-        rows.append(
-            (s.label, strag, int(per_rank.max()), {int(k): int(v) for k, v in per_rank.items()}, items)
-        )
+        strag = int(cast(int, per_rank.idxmax()))
+        mine = items_by.get((label, strag), items.iloc[:0])
+        top = mine.sort_values("ns", ascending=False, kind="stable").head(TOP_ITEMS)
+        listed = [
+            (int(e), names[int(e)], int(ns), CLASSES[int(classes[int(e)])])
+            for e, ns in zip(top.event, top.ns)
+        ]
+        late_by = {int(cast(int, k)): int(v) for k, v in per_rank.items()}
+        rows.append((label, strag, int(per_rank.max()), late_by, listed))
     return pd.DataFrame(rows, columns=["label", "straggler", "late_ns", "late_by_rank", "top_items"])
 
 

@@ -71,38 +71,64 @@ def stitched_paths(
     }
     # the job's SOURCE: what a rank's RELEASE edges start from in the job graph
     t_source = min(sk.segments.source_time + offsets.offset.get(r, 0) for r, sk in skels.items())
+    cols = {r: _rank_columns(sk, r, base[r], offsets.offset.get(r, 0), t_source) for r, sk in skels.items()}
     out = []
     for s in steps.itertuples():
-        out.append(_walk_step(skels, base, offsets, done_of, parts, cls_of, done_at, s, t_source))
+        out.append(_walk_step(skels, cols, offsets, done_of, parts, cls_of, done_at, base, s))
     frame = pd.concat(out, ignore_index=True) if out else pd.DataFrame(columns=COLUMNS)
     return frame[COLUMNS]
 
 
-def _walk_step(skels, base, offsets, done_of, parts, cls_of, done_at, s, t_source) -> pd.DataFrame:  # type: ignore[no-untyped-def]
+def _rank_columns(sk: Skeleton, rank: int, base: int, off: int, t_source: int) -> dict[str, np.ndarray]:
+    """A rank's chain rows as job-clock numpy columns (job event ids), made once per job."""
+    rows = sk.segments.rows
+    t0 = rows.t0.to_numpy(dtype=np.int64) + off
+    t0[rows.etype.to_numpy() == int(EdgeType.RELEASE)] = t_source
+    ev = rows.event.to_numpy(dtype=np.int64)
+    return {
+        "t0": t0,
+        "t1": rows.t1.to_numpy(dtype=np.int64) + off,
+        "etype": rows.etype.to_numpy(dtype=np.int64),
+        "event": np.where(ev >= 0, ev + base, -1),
+        "cls": rows.cls.to_numpy(dtype=np.int64),
+        "name": _names(rows["name"]),
+        "rank": np.full(len(rows), rank, dtype=np.int64),
+    }
+
+
+def _names(col: pd.Series) -> np.ndarray:
+    """Strings of a (categorical) name column, decoded through its categories once."""
+    if isinstance(col.dtype, pd.CategoricalDtype):
+        cats = np.asarray(col.cat.categories.astype(object), dtype=object)
+        return cats[col.cat.codes.to_numpy()] if len(cats) else np.full(len(col), "", dtype=object)
+    return np.asarray(col.astype(str), dtype=object)
+
+
+def _walk_step(skels, cols, offsets, done_of, parts, cls_of, done_at, base, s) -> pd.DataFrame:  # type: ignore[no-untyped-def]
     lo, hi = int(s.t_start), int(s.t_end)
     r, v = int(s.slowest_rank), int(s.end_node)
-    chunks: list[pd.DataFrame] = []
+    pieces: list[dict[str, np.ndarray]] = []
     while True:
         seg = skels[r].segments
-        o = offsets.offset.get(r, 0)
+        c_r = cols[r]
         if (r, v) in done_of:
             c, ev = done_of[(r, v)]
             a, b, _ = seg.index[v]
-            local_t = int(seg.rows.t0.iloc[a]) + o if b > a else None
+            local_t = int(c_r["t0"][a]) if b > a else None
             q, eq, tq = max(((pr, pe, pt) for pr, pe, pt in parts[c] if pr != r), key=lambda x: (x[2], -x[0]))
             if local_t is None or tq > local_t:
                 t_done, name = done_at[(r, ev)]
-                t1 = t_done + o
-                row = {
-                    "name": name,
-                    "t0": tq,
-                    "t1": t1,
-                    "etype": int(EdgeType.CROSS_RANK),
-                    "event": base[r] + ev,
-                    "cls": cls_of.get((r, ev), 0),
-                    "rank": r,
-                }
-                chunks.append(pd.DataFrame([row]))
+                pieces.append(
+                    {
+                        "t0": np.array([tq]),
+                        "t1": np.array([t_done + offsets.offset.get(r, 0)]),
+                        "etype": np.array([int(EdgeType.CROSS_RANK)]),
+                        "event": np.array([base[r] + ev]),
+                        "cls": np.array([cls_of.get((r, ev), 0)]),
+                        "name": np.array([name], dtype=object),
+                        "rank": np.array([r]),
+                    }
+                )
                 if tq <= lo:
                     break
                 r, v = q, 2 * eq
@@ -110,23 +136,16 @@ def _walk_step(skels, base, offsets, done_of, parts, cls_of, done_at, s, t_sourc
         if v not in seg.index:  # SOURCE, or a node nothing binds
             break
         a, b, end = seg.index[v]
-        rows = seg.rows.iloc[a:b].copy()
-        rows["t0"] += o
-        rows["t1"] += o
-        rows.loc[rows.etype == int(EdgeType.RELEASE), "t0"] = t_source
-        rows["event"] = np.where(rows.event >= 0, rows.event + base[r], -1)
-        rows["rank"] = r
-        rows["name"] = rows["name"].astype(str)
-        stop = np.flatnonzero(rows.t0.to_numpy() <= lo)
-        if len(stop):
-            chunks.append(rows.iloc[: stop[0] + 1])
-            break
-        chunks.append(rows)
-        if b == a or end == seg.source:
+        stop = np.flatnonzero(c_r["t0"][a:b] <= lo)
+        last = a + int(stop[0]) + 1 if len(stop) else b
+        pieces.append({k: col[a:last] for k, col in c_r.items()})
+        if len(stop) or b == a or end == seg.source:
             break
         v = end
-    path = pd.concat(chunks, ignore_index=True).iloc[::-1].reset_index(drop=True)
+    if not pieces:
+        return pd.DataFrame(columns=COLUMNS)
+    path = pd.DataFrame({k: np.concatenate([pc[k] for pc in pieces])[::-1] for k in COLUMNS[1:] if k != "ns"})
     path["ns"] = np.minimum(path.t1, hi) - np.maximum(path.t0, lo)
-    path = path[path.ns > 0].copy()
+    path = path[path.ns > 0].reset_index(drop=True)
     path["label"] = s.label
     return path
