@@ -268,3 +268,16 @@ def test_path_walked_over_skeletons_is_the_job_graphs_path(jobs, name: str) -> N
     # the chains hold at most one row per node of each rank's graph
     for p in job.parts.values():
         assert len(p.skeleton.segments.rows) <= p.skeleton.n_nodes
+
+
+def test_bench_job_is_a_consistent_eight_rank_job(tmp_path: Path) -> None:
+    """The job benchmark's synthetic job: two hosts, replicated steps that still meet."""
+    from bench.suite_job import _measure, make_job
+    from bench.suites import Context
+
+    ctx = Context(repo=Path("."), results=tmp_path / "r", cache=tmp_path / "c", corpus=CORPUS)
+    row = _measure(ctx, make_job(ctx, 8000), "serial")
+    assert row["ranks"] == 8 and row["events_per_rank"] > 4000
+    assert row["collectives"] == 20 and row["unmatched"] == 0  # 10 per copy, one copy added
+    assert row["steps"] == 10 and row["cp_equals_step"]
+    assert row["offsets"] == ["consistent", "reference", "same host"]
