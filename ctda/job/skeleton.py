@@ -105,7 +105,7 @@ def skeleton(a: Analysis, rank: int) -> Skeleton:
         {
             "kind": np.where(nccl[rows], "nccl", "gloo"),
             "op": [op_key(str(n)) for n in names[rows]],
-            "group": "",
+            "group": np.where(nccl[rows], "nccl", "gloo"),  # no group recorded: one per backend
             "seq": -1,
             "size": -1,
             "event": rows,
@@ -201,11 +201,8 @@ def _attach_meta(a: Analysis, frame: pd.DataFrame) -> None:
     issue = frame.issue.to_numpy(dtype=np.int64)
     inner = np.where(issue >= 0, rpc_of[np.maximum(issue, 0)], -1)
     for col, field_name in META_COLUMNS.items():
-        out = (
-            np.full(len(frame), -1, dtype=np.int64)
-            if col != "group"
-            else np.full(len(frame), "", dtype=object)
-        )
+        # start from what is known without args (group: one per backend)
+        out = frame[col].to_numpy(dtype=object if col == "group" else np.int64).copy()
         for cand in (issue, inner, own):  # later candidates win
             ok = cand >= 0
             uid = a.nodes.uid[cand[ok]]
