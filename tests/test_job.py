@@ -178,6 +178,7 @@ def test_cli_analyze_job_directory_with_local_processes(tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     assert "job pair: 2 of 2 ranks, 5 step(s)" in res.stdout
     assert "<built-in function sleep>" in res.stdout and "waited for" in res.stdout
+    assert "Lateness per step and rank" in res.stdout
     # two files claiming one rank: one line, exit 2
     src = job_dir("g_ddp_ws2_balanced") / "rank1.pt.trace.json.gz"
     shutil.copy(src, tmp_path / "x.json.gz")

@@ -96,6 +96,15 @@ def render_job_table(rep: JobReport, console: Console) -> None:
                 ],
             )
         )
+    steps = rep.steps.to_dict(orient="records")
+    if steps and rep.ranks:
+        console.print(
+            _table(
+                "Lateness per step and rank, ms (arrival at the step's collectives minus the median)",
+                ["step", *[f"r{r}" for r in rep.ranks]],
+                [[s["step"], *[_ms(s["late_by_rank"].get(r, 0)) for r in rep.ranks]] for s in steps],
+            )
+        )
     console.print(
         _table(
             "Clock offsets",
