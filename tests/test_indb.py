@@ -26,6 +26,7 @@ from ctda.store.ingest import ingest
 from ctda.whatif import indb
 from ctda.whatif.scenario import run as run_scenario
 from ctda.whatif.select import Override, parse_scale
+from tests.conftest import CORPUS
 from tests.neo4j_fixture import neo4j_server  # noqa: F401
 from tests.test_store_suite import SHIPPED, neo4j_target, wipe
 
@@ -34,14 +35,20 @@ if TYPE_CHECKING:
 
 pytestmark = pytest.mark.neo4j
 ROOT = Path(__file__).resolve().parents[1]
+SHIPPED_GLOO = ROOT / "tests" / "data" / "hta" / "cpu_only_gloo_rank34_full.json.gz"
 JAVA = ROOT / "neo4j" / "procedures" / "src" / "main" / "java" / "ctda" / "procedures" / "Replay.java"
 DEMO = "rocm62_mi250_minitoy_train.json.gz"
+#: the gloo trace again, analysed without the GIL rule: no contention model, so the
+#: database's predictions must equal Python's (the shipped copy keeps the default options)
+GLOO = "cpu_only_gloo_rank34_full.json.gz#nogil"
 
+CORPUS_RUNS = ("hta/ddp_nccl_allreduce_ws2_rank0.json.gz", "generated/e_cnn_bgthread_before.pt.trace.json.gz")
 #: (run, --scale selections) without the GIL-contention model: the procedure must equal Python
 SCENARIOS = [
     ("resnet50_nw0_2020_bare_list.json.gz", ["name~conv=0.5"]),
     ("resnet50_nw0_2020_bare_list.json.gz", ["cat=kernel=0.3"]),
-    ("cpu_only_gloo_rank34_full.json.gz", ["name~gloo=0"]),
+    (GLOO, ["name~gloo=0"]),
+    (GLOO, ["class=cpu=0.8"]),
     (DEMO, ["class=launch_overhead=0.5"]),
     ("simple_add_param_benchmark.json.gz", ["name~aten::=2"]),
     ("backward_thread_minimal.json.gz", ["class=cpu=0.7"]),
@@ -59,6 +66,17 @@ def stored(neo4j_server: ServerInfo) -> tuple[Target, dict[str, Analysis]]:  # n
         got = ingest(path, t, AnalysisOptions(), name=path.name, force=True)
         assert got.analysis is not None
         out[path.name] = got.analysis
+    # the corpus traces the store suite ingests, where the corpus is present
+    for rel in CORPUS_RUNS:
+        path = CORPUS / rel if CORPUS is not None else None
+        if path is not None and path.is_file():
+            got = ingest(path, t, AnalysisOptions(), name=path.name, force=True)
+            assert got.analysis is not None
+            out[path.name] = got.analysis
+    no_gil = AnalysisOptions(cross_thread=("backward_join", "cuda_lock", "fwdbwd"))
+    got = ingest(SHIPPED_GLOO, t, no_gil, name=GLOO, force=True)
+    assert got.analysis is not None and len(got.analysis.contention) == 0
+    out[GLOO] = got.analysis
     return t, out
 
 
@@ -77,8 +95,8 @@ def _in_db(t: Target, name: str, a: Analysis, ovs: list[Override]) -> indb.InDbR
 def test_java_tables_match_the_engine() -> None:
     """The procedure's tie-break priorities and wait classes are the engine's."""
     text = JAVA.read_text(encoding="utf-8")
-    table = text.split("PRIORITY = Map.of(", 1)[1].split(");", 1)[0]
-    pairs = dict(re.findall(r'"(\w+)", (\d+)', table))
+    table = text.split("PRIORITY = Map.ofEntries(", 1)[1].split(");", 1)[0]
+    pairs = dict(re.findall(r'"(\w+)", (\d+)\)', table))
     assert {k: int(v) for k, v in pairs.items()} == {t.name.lower(): int(PRIORITY[t]) for t in EdgeType}
     table = text.split("WAIT_CLASS = Map.of(", 1)[1].split(");", 1)[0]
     waits = dict(re.findall(r'"(\w+)", "(\w+)"', table))
@@ -87,7 +105,7 @@ def test_java_tables_match_the_engine() -> None:
 
 
 def test_baseline_reproduced_exactly(stored: tuple[Target, dict[str, Analysis]]) -> None:
-    """Every shipped trace: the database's replay gives the observed windows and paths."""
+    """Every stored trace: the database's replay gives the observed windows and paths."""
     t, runs = stored
     for name, a in runs.items():
         got = _in_db(t, name, a, [])
@@ -120,8 +138,8 @@ def test_scenarios_equal_python(
 def test_some_scenario_changes_the_step(stored: tuple[Target, dict[str, Analysis]]) -> None:
     """The equalities above are not all 'nothing changed'."""
     t, runs = stored
-    a = runs["cpu_only_gloo_rank34_full.json.gz"]
-    got = _in_db(t, "cpu_only_gloo_rank34_full.json.gz", a, [parse_scale(a, "name~gloo=0")])
+    a = runs[GLOO]
+    got = _in_db(t, GLOO, a, [parse_scale(a, "class=cpu=0.8")])
     assert (got.steps.delta_ns < 0).all()
 
 
@@ -164,13 +182,14 @@ def test_readme_cypher_flow(stored: tuple[Target, dict[str, Analysis]]) -> None:
 def test_named_queries_and_saved_scenario(stored: tuple[Target, dict[str, Analysis]]) -> None:
     """replay_* answer like the library; replay_save stores a scenario the CLI re-times alike."""
     t, runs = stored
-    name = "cpu_only_gloo_rank34_full.json.gz"
+    name = GLOO
     a = runs[name]
-    ovs = [parse_scale(a, "name~gloo=0")]
+    ovs = [parse_scale(a, "class=cpu=0.5")]
     py = run_scenario(a, ovs)
+    assert (py.step_times().delta_ns < 0).all()
     with open_store(t) as s:
         s.query(
-            "MATCH (r:Run {name: $n}), (e:Event) WHERE e.run_id = r.id AND e.idx IN $ids SET e.factor = 0.0",
+            "MATCH (r:Run {name: $n}), (e:Event) WHERE e.run_id = r.id AND e.idx IN $ids SET e.factor = 0.5",
             {"n": name, "ids": [int(x) for x in ovs[0].events]},
             write=True,
         )
@@ -180,7 +199,7 @@ def test_named_queries_and_saved_scenario(stored: tuple[Target, dict[str, Analys
             hot = loader.run(s, "replay_hotspots", run=name, top=5).records()
             saved = s.query(
                 loader.get("replay_save").text("neo4j"),
-                {"run": name, "name": "no_gloo", "property": "factor"},
+                {"run": name, "name": "cpu_half", "property": "factor"},
                 write=True,
             ).records()
         finally:
@@ -191,12 +210,12 @@ def test_named_queries_and_saved_scenario(stored: tuple[Target, dict[str, Analys
         assert hot[0]["cp_ns"] >= hot[-1]["cp_ns"]
         assert saved[0]["predicted_ns"] == int(py.step_times().predicted_ns.sum())
         listed = {r["name"] for r in s.scenarios(_run_id(t, name))}
-    assert "no_gloo" in listed
+    assert "cpu_half" in listed
     # the CLI and UI re-time a stored scenario from its overrides: the same prediction
     from ctda.store.runs import open_run
 
     base, handle = open_run(name, t)
-    again = handle.load_scenario(base, "no_gloo")
+    again = handle.load_scenario(base, "cpu_half")
     assert again is not None
     assert again.step_times().predicted_ns.tolist() == py.step_times().predicted_ns.tolist()
 
@@ -210,11 +229,12 @@ def _cli(t: Target, *args: str) -> Any:
 
 def test_cli_in_db(stored: tuple[Target, dict[str, Analysis]], tmp_path: Path) -> None:
     t, runs = stored
-    name = "cpu_only_gloo_rank34_full.json.gz"
+    name = GLOO
     a = runs[name]
-    want = run_scenario(a, [parse_scale(a, "name~gloo=0.5")]).step_times()
+    want = run_scenario(a, [parse_scale(a, "class=cpu=0.7")]).step_times()
+    assert (want.delta_ns < 0).all()
     res = _cli(
-        t, "whatif", name, "--scale", "name~gloo=0.5", "--in-db", "--name", "gloo_half", "--format", "json"
+        t, "whatif", name, "--scale", "class=cpu=0.7", "--in-db", "--name", "cpu_07", "--format", "json"
     )
     assert res.exit_code == 0, res.output
     import json
@@ -223,7 +243,7 @@ def test_cli_in_db(stored: tuple[Target, dict[str, Analysis]], tmp_path: Path) -
     assert d["computed_in"] == "database"
     assert [s["predicted_ns"] for s in d["steps"]] == want.predicted_ns.tolist()
     with open_store(t, read_only=True) as s:
-        assert "gloo_half" in {r["name"] for r in s.scenarios(_run_id(t, name))}
+        assert "cpu_07" in {r["name"] for r in s.scenarios(_run_id(t, name))}
     # the embedded store cannot: one line, exit 2
     lb = Target("ladybug", str(tmp_path / "s.lbug"))
     ingest(ROOT / "tests" / "data" / "hta" / DEMO, lb, AnalysisOptions(), name="demo")

@@ -10,7 +10,7 @@ from typing import Any
 import typer
 
 from ctda.analysis.engine import Analysis, OptionError
-from ctda.cli.common import app, console, fail, guarded
+from ctda.cli.common import app, console, err_console, fail, guarded
 from ctda.cli.sources import load_analysis, load_scenario, save_scenario
 from ctda.render.whatif import (
     render_comparison,
@@ -121,6 +121,12 @@ def _in_db(
         fail("--in-db needs a stored run (ctda ingest first)")
     if perfetto:
         fail("--in-db does not export timelines; export the saved scenario with ctda export --scenario")
+    if len(a.contention):
+        err_console.print(
+            "note: this run has a GIL-contention model, which the database does not apply; "
+            "ctda whatif without --in-db includes it",
+            highlight=False,
+        )
     with open_store(store_run.db, read_only=dry_run) as store:
         result = indb.replay(store, store_run.info.id, ovs, a.nodes.end - a.nodes.ts, name=label)
         if not dry_run:

@@ -25,11 +25,9 @@ PATH_QUERY = """
 MATCH (r:Run {id: $run_id, status: 'complete'})
 CALL ctda.replay(r.id, $factors, {property: $property})
 YIELD window, label, step, baseNs, predictedNs, edges, names, waits, charges, classes
-UNWIND CASE WHEN size(edges) = 0 THEN [-1] ELSE range(0, size(edges) - 1) END AS pos
-RETURN window, label, step, baseNs AS base_ns, predictedNs AS predicted_ns, pos, edges[pos] AS edge,
-       CASE WHEN waits[pos] THEN '(' + classes[pos] + ')' ELSE names[pos] END AS name,
-       classes[pos] AS class, waits[pos] AS wait, charges[pos] AS ns
-"""  # the procedure yields windows in order and each path in order: no sort buffer needed
+RETURN window, label, step, baseNs AS base_ns, predictedNs AS predicted_ns, edges, names, waits, charges,
+       classes
+"""  # one row per window, its path as lists: far fewer records than one per stretch
 
 
 @dataclass
@@ -113,22 +111,31 @@ def replay(
                 "(see 'Team setup with Neo4j' in the README)"
             ) from None
         raise
-    df = pd.DataFrame(rows)
-    if df.empty:
+    if not rows:
         raise StoreError(f"run id {run_id} has no windows to re-time")
-    steps = (
-        df.groupby("window", as_index=False)
-        .agg(
-            label=("label", "first"),
-            step=("step", "first"),
-            base_ns=("base_ns", "first"),
-            predicted_ns=("predicted_ns", "first"),
-        )
-        .sort_values("window")
-        .reset_index(drop=True)
-    )
+    steps = pd.DataFrame(
+        {k: [r[k] for r in rows] for k in ("window", "label", "step", "base_ns", "predicted_ns")}
+    ).sort_values("window", kind="stable", ignore_index=True)
     steps["delta_ns"] = steps.predicted_ns - steps.base_ns
-    path = df[df.pos >= 0][["window", "pos", "edge", "name", "class", "wait", "ns"]].reset_index(drop=True)
+    sizes = [len(r["edges"]) for r in rows]
+
+    def flat(key: str, dtype: Any) -> np.ndarray:
+        parts = [np.asarray(r[key], dtype=dtype) for r in rows]
+        return np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
+
+    waits = flat("waits", bool)
+    classes = pd.Series(flat("classes", object), dtype=object)
+    path = pd.DataFrame(
+        {
+            "window": np.repeat(np.asarray([r["window"] for r in rows], dtype=np.int64), sizes),
+            "pos": np.concatenate([np.arange(k) for k in sizes]) if sizes else np.zeros(0, np.int64),
+            "edge": flat("edges", np.int64),
+            "name": np.where(waits, ("(" + classes + ")").to_numpy(), flat("names", object)),
+            "class": classes.to_numpy(),
+            "wait": waits,
+            "ns": flat("charges", np.int64),
+        }
+    ).sort_values(["window", "pos"], kind="stable", ignore_index=True)
     return InDbResult(name, overrides, steps, path)
 
 

@@ -37,17 +37,18 @@ import org.neo4j.procedure.Procedure;
 public class Replay {
 
     /** Tie-break order of edge types; must match ctda.analysis.calibrate.PRIORITY. */
-    static final Map<String, Integer> PRIORITY = Map.of(
-            "terminal", 0,
-            "release", 1,
-            "cross_thread", 2,
-            "thread_seq", 3,
-            "stream_wait", 4,
-            "sync", 5,
-            "launch", 6,
-            "stream_seq", 7,
-            "segment", 8,
-            "duration", 9);
+    static final Map<String, Integer> PRIORITY = Map.ofEntries(
+            Map.entry("terminal", 0),
+            Map.entry("release", 1),
+            Map.entry("cross_rank", 2),
+            Map.entry("cross_thread", 3),
+            Map.entry("thread_seq", 4),
+            Map.entry("stream_wait", 5),
+            Map.entry("sync", 6),
+            Map.entry("launch", 7),
+            Map.entry("stream_seq", 8),
+            Map.entry("segment", 9),
+            Map.entry("duration", 10));
 
     /** Class charged for a wait or gap edge of each type; must match ctda.analysis.edges.SPECS. */
     static final Map<String, String> WAIT_CLASS = Map.of(
@@ -57,6 +58,7 @@ public class Replay {
             "sync", "sync_wait",
             "stream_wait", "sync_wait",
             "cross_thread", "cross_thread",
+            "cross_rank", "communication",
             "release", "cpu_gap",
             "terminal", "cpu_gap");
 
