@@ -262,6 +262,11 @@ def query_cmd(
     db: str = typer.Option(None, "--db", help=DB_HELP),
     fmt: QueryFormat = typer.Option(QueryFormat.table, "--format", help="'table', 'csv' or 'json'."),
     write: bool = typer.Option(False, "--write", help="Allow a query that changes the store."),
+    allow_files: bool = typer.Option(
+        False,
+        "--allow-files",
+        help="With --write: send the text unchecked (file import/export, extensions, attach, settings).",
+    ),
     list_: bool = typer.Option(False, "--list", help="List the named queries and their parameters."),
 ) -> None:
     """Run Cypher, or a named query from ctda/queries, against the store (read-only unless --write)."""
@@ -278,18 +283,24 @@ def query_cmd(
         else:
             named, text = None, query
             params = {k: loader.guess(v) for k, v in raw.items()}
-            if loader.is_write(text) and not write:
-                fail(
-                    "this query may change the store (CREATE, MERGE, SET, DELETE, ...); "
-                    "pass --write to run it"
-                )
-        with open_store(_target(db), read_only=not write) as store:
-            body = named.text(store.dialect) if named is not None else text
-            assert body is not None
-            result = store.query(body, params, write=write)
+        if allow_files and not write:
+            fail("--allow-files needs --write")
+        target = _target(db)
+        body = named.text(target.kind) if named is not None else text
+        assert body is not None
+        # refused before the store is opened: a refused query never touches it
+        loader.gate.check(body, target.kind, _level(write, allow_files))
+        with open_store(target, read_only=not write) as store:
+            result = store.query(body, params, write=write, allow_files=allow_files)
         _print_result(result, fmt)
 
     _store_guard(go)
+
+
+def _level(write: bool, allow_files: bool) -> loader.gate.Level:
+    if not write:
+        return loader.gate.Level.READ
+    return loader.gate.Level.UNSAFE if allow_files else loader.gate.Level.WRITE
 
 
 def _params(items: list[str]) -> dict[str, str]:

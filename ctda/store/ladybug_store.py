@@ -140,7 +140,15 @@ class LadybugStore(Store):
         out = [RunInfo.from_props(r[0]) for r in res.rows]
         return [r for r in out if include_incomplete or r.status == COMPLETE]
 
-    def query(self, text: str, params: dict[str, Any] | None = None, *, write: bool = False) -> QueryResult:
+    def query(
+        self,
+        text: str,
+        params: dict[str, Any] | None = None,
+        *,
+        write: bool = False,
+        allow_files: bool = False,
+    ) -> QueryResult:
+        self._gate(text, write, allow_files)
         if self._conn is None:
             raise StoreError(f"no store at {self.path} yet: ingest a trace first (ctda ingest TRACE)")
         if write and self.read_only:

@@ -242,8 +242,10 @@ def run_query(db: str | None, text: str, params: dict[str, Any]) -> QueryResult:
     """A read-only query on a read-only store; write clauses are refused before sending."""
     if not text.strip():
         raise UIError("the query is empty")
-    if loader.is_write(text):
-        raise UIError("the console is read-only: queries that change the store are refused")
+    try:
+        loader.gate.check(text, resolve(db).kind, loader.gate.Level.READ)
+    except loader.QueryError as exc:
+        raise UIError(f"the console is read-only: {exc}") from None
     with reading(db) as s:
         return s.query(text, params)
 
