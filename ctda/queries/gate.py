@@ -68,8 +68,11 @@ READ_PROCEDURES: dict[str, frozenset[str]] = {
 FUNCTION_NAMESPACES = frozenset({"date", "datetime", "localdatetime", "time", "localtime", "duration"})
 
 _READ_CLAUSES = frozenset(
-    {"MATCH", "OPTIONAL", "WITH", "UNWIND", "WHERE", "RETURN", "ORDER", "SKIP", "LIMIT", "UNION", "CALL", "YIELD"}
-)
+    {
+        "MATCH", "OPTIONAL", "WITH", "UNWIND", "WHERE", "RETURN", "ORDER", "SKIP", "LIMIT", "UNION",
+        "CALL", "YIELD",
+    }
+)  # fmt: skip
 _WRITE_CLAUSES = frozenset(
     {"CREATE", "MERGE", "SET", "DELETE", "DETACH", "REMOVE", "DROP", "ALTER", "FOREACH", "CHECKPOINT", "ON"}
 )
