@@ -109,5 +109,19 @@ def _root(
     version: bool = typer.Option(
         False, "--version", callback=_version, is_eager=True, help="Print the version."
     ),
+    max_trace_bytes: str = typer.Option(
+        None,
+        "--max-trace-bytes",
+        help="Refuse a trace that decompresses to more than this (e.g. 20G). Default: "
+        "$CTDA_MAX_TRACE_BYTES or 64G.",
+    ),
 ) -> None:
     """Critical path analysis for PyTorch profiler (Kineto) traces, across threads and GPU streams."""
+    if max_trace_bytes is not None:
+        from ctda.ingest.limits import MAX_BYTES_ENV, parse_size
+
+        try:
+            parse_size(max_trace_bytes)
+        except ValueError as exc:
+            fail(f"--max-trace-bytes: {exc}")
+        os.environ[MAX_BYTES_ENV] = max_trace_bytes  # read by every trace read of this command

@@ -10,6 +10,7 @@ a re-ingested run gets a new id, so a stale entry can never be served for it.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import re
 from collections.abc import Callable, Iterator
@@ -292,6 +293,7 @@ def ingest_upload(
     from ctda.analysis.engine import OptionError
     from ctda.analysis.graph import GraphCycleError
     from ctda.ingest.errors import TraceError
+    from ctda.ingest.limits import Limits
     from ctda.ingest.reader import read_trace
     from ctda.store.ingest import default_name, ingest
 
@@ -312,8 +314,13 @@ def ingest_upload(
     step("reading the trace", 0.1)
     size = max(len(data), 1)
 
+    # the upload limit counts compressed bytes; this one what they expand to
+    limits = dataclasses.replace(Limits.from_env(), max_bytes=settings.max_trace_mb << 20)
+
     def read(p: Path) -> Any:
-        table = read_trace(p, lambda done: step("reading the trace", 0.1 + 0.5 * min(done / size, 1.0)))
+        table = read_trace(
+            p, lambda done: step("reading the trace", 0.1 + 0.5 * min(done / size, 1.0)), limits=limits
+        )
         step("analysing", 0.65)
         return table
 
