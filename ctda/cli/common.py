@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -11,6 +12,7 @@ from typing import Annotated, NoReturn, TypeVar
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
 from ctda.ingest.errors import TraceError
@@ -41,9 +43,18 @@ WindowsOption = Annotated[
     ),
 ]
 
+#: control characters (C0, DEL, C1) and bidi overrides: a name must not drive the terminal
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
 #: files at least this large get a progress bar while they are read
 PROGRESS_MIN_BYTES = 32 << 20
 T = TypeVar("T")
+
+
+def printable(text: str) -> str:
+    """``text`` with control characters shown as ``\\xNN`` escapes (names from a store or a
+    trace can hold anything), and Rich markup escaped."""
+    return escape(_UNPRINTABLE.sub(lambda m: f"\\x{ord(m.group()):02x}", text))
 
 
 def fail(message: str, code: int = 2) -> NoReturn:

@@ -27,6 +27,8 @@ from ctda.ingest.table import EventTable, TraceMeta, column_array
 from ctda.ingest.timestamps import NA
 
 Progress = Callable[[int], None]
+#: |ts + dur| bound in ns: int64 with room for differences and sums (about 146 years)
+TIME_LIMIT_NS = 1 << 62
 _PARQUET_MAGIC = b"PAR1"
 
 
@@ -107,3 +109,15 @@ def check_complete_events(path: Path, events: pa.Table) -> None:
         bad = np.flatnonzero(is_x & (events.column(f"{field}_ns").to_numpy() == NA))
         if len(bad):
             raise TraceError(path, f"event {int(bad[0])}: complete event (ph X) has no {field}")
+    # end times must leave int64 room for the sums the analysis makes (no silent wrap)
+    ts = events.column("ts_ns").to_numpy()
+    dur = np.where(is_x, events.column("dur_ns").to_numpy(), 0)
+    known = ts != NA
+    over = known & ((ts > TIME_LIMIT_NS - np.maximum(dur, 0)) | (ts < -TIME_LIMIT_NS))
+    if over.any():
+        i = int(np.flatnonzero(over)[0])
+        raise TraceError(
+            path,
+            f"event {i}: ts + dur ({int(ts[i]) / 1e3:.0f} + {int(dur[i]) / 1e3:.0f} us) is outside the "
+            f"time range ctda can compute with (+-2^62 ns)",
+        )
