@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -11,6 +12,7 @@ from typing import Annotated, NoReturn, TypeVar
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
 from ctda.ingest.errors import TraceError
@@ -41,9 +43,18 @@ WindowsOption = Annotated[
     ),
 ]
 
+#: control characters (C0, DEL, C1) and bidi overrides: a name must not drive the terminal
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
 #: files at least this large get a progress bar while they are read
 PROGRESS_MIN_BYTES = 32 << 20
 T = TypeVar("T")
+
+
+def printable(text: str) -> str:
+    """``text`` with control characters shown as ``\\xNN`` escapes (names from a store or a
+    trace can hold anything), and Rich markup escaped."""
+    return escape(_UNPRINTABLE.sub(lambda m: f"\\x{ord(m.group()):02x}", text))
 
 
 def fail(message: str, code: int = 2) -> NoReturn:
@@ -109,5 +120,19 @@ def _root(
     version: bool = typer.Option(
         False, "--version", callback=_version, is_eager=True, help="Print the version."
     ),
+    max_trace_bytes: str = typer.Option(
+        None,
+        "--max-trace-bytes",
+        help="Refuse a trace that decompresses to more than this (e.g. 20G). Default: "
+        "$CTDA_MAX_TRACE_BYTES or 64G.",
+    ),
 ) -> None:
     """Critical path analysis for PyTorch profiler (Kineto) traces, across threads and GPU streams."""
+    if max_trace_bytes is not None:
+        from ctda.ingest.limits import MAX_BYTES_ENV, parse_size
+
+        try:
+            parse_size(max_trace_bytes)
+        except ValueError as exc:
+            fail(f"--max-trace-bytes: {exc}")
+        os.environ[MAX_BYTES_ENV] = max_trace_bytes  # read by every trace read of this command

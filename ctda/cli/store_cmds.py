@@ -8,6 +8,7 @@ with credentials from ``CTDA_NEO4J_USER`` / ``CTDA_NEO4J_PASSWORD`` or ``NEO4J_A
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import json
 import sys
@@ -32,6 +33,7 @@ from ctda.cli.common import (
     fail,
     file_progress,
     guarded,
+    printable,
 )
 from ctda.ingest.reader import read_trace
 from ctda.ingest.table import EventTable
@@ -119,6 +121,7 @@ def ingest_cmd(
     except OptionError as exc:
         fail(str(exc))
     target = _target(db)
+    failed = 0
     for path in traces:
         name = run if run and len(traces) == 1 else (f"{run}/{default_name(path)}" if run else None)
 
@@ -131,7 +134,8 @@ def ingest_cmd(
                 done = ingest(path, target, options, name=name, force=force, read=read, progress=progress)
             if not done.stored:
                 err_console.print(
-                    f"{path}: already stored as run [bold]{done.run.name}[/] (same file and options); "
+                    f"{printable(str(path))}: already stored as run [bold]{printable(done.run.name)}[/] "
+                    "(same file and options); "
                     "--force stores it again",
                     highlight=False,
                 )
@@ -139,7 +143,8 @@ def ingest_cmd(
                 return
             rate = done.rows / max(done.seconds, 1e-9)
             err_console.print(
-                f"stored run [bold]{done.run.name}[/]: {done.run.events:,} events, {done.run.edges:,} edges "
+                f"stored run [bold]{printable(done.run.name)}[/]: "
+                f"{done.run.events:,} events, {done.run.edges:,} edges "
                 f"in {done.seconds:.1f} s ({rate:,.0f} rows/s) -> {target.location}",
                 highlight=False,
             )
@@ -147,7 +152,14 @@ def ingest_cmd(
             render_table(build_report(done.analysis, top=top), console)
             console.print(selfcheck(done.analysis).line(), highlight=False)
 
-        _store_guard(one)
+        try:
+            _store_guard(one)
+        except typer.Exit as exc:  # one line is printed; the other traces are still tried
+            if exc.exit_code not in (0, 2):
+                raise
+            failed += exc.exit_code == 2
+    if failed:
+        raise typer.Exit(2)
 
 
 @app.command("runs")
@@ -168,7 +180,9 @@ def runs_cmd(
         if not runs:
             err_console.print(f"no runs in {where}", highlight=False)
             return
-        t = Table(title=f"Runs in {where}", title_justify="left", show_edge=False, header_style="bold")
+        t = Table(
+            title=f"Runs in {printable(where)}", title_justify="left", show_edge=False, header_style="bold"
+        )
         for col in (
             "name",
             "events",
@@ -182,13 +196,13 @@ def runs_cmd(
             t.add_column(col, justify="right" if col in ("events", "edges", "steps", "CP ms") else "left")
         for r in runs:
             cells = [
-                r.name,
+                printable(r.name),
                 f"{r.events:,}",
                 f"{r.edges:,}",
                 str(r.steps),
                 f"{r.cp_ns / 1e6:,.3f}",
-                r.ingested_at,
-                r.file,
+                printable(r.ingested_at),
+                printable(r.file),
             ]
             t.add_row(*cells, *([r.status] if all_ else []))
         console.print(t)
@@ -227,7 +241,7 @@ def rm_cmd(
                 fail(f"no run {run!r} in {store.location}")
         with open_store(target) as store:
             store.delete_run(run)
-        err_console.print(f"deleted run [bold]{run}[/]", highlight=False)
+        err_console.print(f"deleted run [bold]{printable(run)}[/]", highlight=False)
 
     _store_guard(go)
 
@@ -239,7 +253,9 @@ def _print_report(target: Target, run: str, step: str, top: int, fmt: ReportForm
         report = build(store, run, step=step, top=top)
     if fmt is ReportFormat.json:
         typer.echo(render_json(report))
-    elif fmt is ReportFormat.md:
+        return
+    report = dataclasses.replace(report, trace=printable(report.trace))
+    if fmt is ReportFormat.md:
         typer.echo(render_markdown(report))
     else:
         render_table(report, console)
@@ -264,6 +280,11 @@ def query_cmd(
     db: str = typer.Option(None, "--db", help=DB_HELP),
     fmt: QueryFormat = typer.Option(QueryFormat.table, "--format", help="'table', 'csv' or 'json'."),
     write: bool = typer.Option(False, "--write", help="Allow a query that changes the store."),
+    allow_files: bool = typer.Option(
+        False,
+        "--allow-files",
+        help="With --write: send the text unchecked (file import/export, extensions, attach, settings).",
+    ),
     list_: bool = typer.Option(False, "--list", help="List the named queries and their parameters."),
 ) -> None:
     """Run Cypher, or a named query from ctda/queries, against the store (read-only unless --write)."""
@@ -280,18 +301,24 @@ def query_cmd(
         else:
             named, text = None, query
             params = {k: loader.guess(v) for k, v in raw.items()}
-            if loader.is_write(text) and not write:
-                fail(
-                    "this query may change the store (CREATE, MERGE, SET, DELETE, ...); "
-                    "pass --write to run it"
-                )
-        with open_store(_target(db), read_only=not write) as store:
-            body = named.text(store.dialect) if named is not None else text
-            assert body is not None
-            result = store.query(body, params, write=write)
+        if allow_files and not write:
+            fail("--allow-files needs --write")
+        target = _target(db)
+        body = named.text(target.kind) if named is not None else text
+        assert body is not None
+        # refused before the store is opened: a refused query never touches it
+        loader.gate.check(body, target.kind, _level(write, allow_files))
+        with open_store(target, read_only=not write) as store:
+            result = store.query(body, params, write=write, allow_files=allow_files)
         _print_result(result, fmt)
 
     _store_guard(go)
+
+
+def _level(write: bool, allow_files: bool) -> loader.gate.Level:
+    if not write:
+        return loader.gate.Level.READ
+    return loader.gate.Level.UNSAFE if allow_files else loader.gate.Level.WRITE
 
 
 def _params(items: list[str]) -> dict[str, str]:

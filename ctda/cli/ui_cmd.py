@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 import subprocess
@@ -23,6 +24,7 @@ def command(
     max_upload_mb: int,
     max_events: int,
     uploads: str | None,
+    max_trace_mb: int | None = None,
 ) -> tuple[list[str], dict[str, str]]:
     """The ``streamlit run`` command line and environment for these options."""
     from ctda.ui.settings import Settings, to_argv
@@ -35,6 +37,8 @@ def command(
     if db and "@" in db:
         env["CTDA_DB"], ui_db = db, None
     settings = Settings(db=ui_db, max_upload_mb=max_upload_mb, max_events=max_events, uploads=uploads)
+    if max_trace_mb is not None:
+        settings = dataclasses.replace(settings, max_trace_mb=max_trace_mb)
     cmd = [
         sys.executable,
         "-m",
@@ -75,6 +79,9 @@ def ui_cmd(
     uploads: str = typer.Option(
         None, "--uploads", help="Folder for uploaded traces (default: beside the embedded store)."
     ),
+    max_trace_mb: int = typer.Option(
+        None, "--max-trace-mb", min=1, help="Largest decompressed trace accepted (default 16384)."
+    ),
 ) -> None:
     """Browse runs, critical paths, hotspots and what-if scenarios in a web UI (Streamlit)."""
     try:
@@ -82,7 +89,7 @@ def ui_cmd(
         import streamlit  # noqa: F401
     except ImportError as exc:
         fail(f"the UI needs streamlit and plotly (pip install 'ctda[ui]'): {exc}")
-    cmd, env = command(db, port, address, max_upload_mb, max_events, uploads)
+    cmd, env = command(db, port, address, max_upload_mb, max_events, uploads, max_trace_mb)
     console.print(f"ctda ui: store {resolve(db).location}, http://{address}:{port}", highlight=False)
     raise typer.Exit(serve(cmd, env))
 

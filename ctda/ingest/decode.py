@@ -17,6 +17,8 @@ from ctda.ingest.columns import ChunkProblem, PieceColumns, piece_columns
 from ctda.ingest.events import EVENT_LIST
 
 _BYTE = re.compile(r"\(byte (\d+)\)")
+#: msgspec refuses nesting deeper than the interpreter's recursion limit (about 1,000)
+TOO_DEEP = "JSON nested too deeply (more than about 1,000 levels of objects or arrays)"
 
 
 @dataclass
@@ -39,6 +41,8 @@ def decode_piece(text: bytes | memoryview) -> Decoded:
         return _invalid(exc)
     except msgspec.DecodeError as exc:
         return _malformed(exc, len(text))
+    except RecursionError:
+        return Decoded(event=0, problem=TOO_DEEP)
     try:
         return Decoded(columns=piece_columns(events, text))
     except ChunkProblem as exc:
@@ -67,6 +71,8 @@ def _never_closed(text: bytes) -> Decoded:
     """Explain why no closing bracket worked: truncation, or a syntax error somewhere."""
     try:
         EVENT_LIST.decode(text)
+    except RecursionError:
+        return Decoded(event=0, problem=TOO_DEEP)
     except msgspec.ValidationError as exc:
         return _invalid(exc)
     except msgspec.DecodeError as exc:

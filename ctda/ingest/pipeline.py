@@ -17,7 +17,7 @@ import msgspec
 
 from ctda.ingest.chunks import Chunker, Piece, merge
 from ctda.ingest.columns import PieceColumns
-from ctda.ingest.decode import Decoded, decode_last, decode_piece
+from ctda.ingest.decode import TOO_DEEP, Decoded, decode_last, decode_piece
 from ctda.ingest.errors import TraceError
 from ctda.ingest.events import METADATA
 from ctda.ingest.pool import DecodePool, WorkerLost, pool_available, usable_cpus
@@ -57,9 +57,9 @@ def decode_pieces(
 def _dispatch(pool: DecodePool | None, order: _InOrder, piece: Piece) -> DecodePool | None:
     """Queue ``piece`` for the workers, or decode it here when they have enough queued."""
     if pool is None or pool.full:
-        order.outcome(piece.index, decode_piece(piece.text))
+        order.outcome(piece.index, decode_piece(piece.data))
     else:
-        pool.submit(piece.index, piece.text)
+        pool.submit(piece.index, piece.data)
     return pool if pool is None else _collect(pool, order, wait=False)
 
 
@@ -84,6 +84,7 @@ class _InOrder:
     pieces: dict[int, Piece] = field(default_factory=dict)  # produced, not yet accepted
     outcomes: dict[int, Decoded] = field(default_factory=dict)
     absorbed: set[int] = field(default_factory=set)  # merged into the piece before them
+    tried: dict[int, int] = field(default_factory=dict)  # text length at a merged piece's last decode
     pieces_done: list[PieceColumns] = field(default_factory=list)
     tail: bytes | None = None
     last: tuple[Piece, Decoded, bytes] | None = None  # decoded ahead of its turn
@@ -101,19 +102,19 @@ class _InOrder:
         """Record a piece's outcome (None: the worker failed on it, so decode it here)."""
         if index in self.absorbed:
             return
-        self.outcomes[index] = decoded if decoded is not None else decode_piece(self.pieces[index].text)
+        self.outcomes[index] = decoded if decoded is not None else decode_piece(self.pieces[index].data)
 
     def decode_last_early(self) -> None:
         """Decode the last piece now, overlapping the worker; redone if a merge changes it."""
         piece = self.pieces[max(self.pieces)]
-        self.last = (piece, *decode_last(piece.text, self._tail_ok))
+        self.last = (piece, *decode_last(piece.data, self._tail_ok))
 
     def advance(self) -> None:
         """Accept every outcome that is next in order; merge pieces that end inside an event."""
         while self.tail is None and (piece := self.pieces.get(self.next)) is not None:
             if piece.last:
                 if self.last is None or self.last[0] is not piece:  # merged since: redo
-                    self.last = (piece, *decode_last(piece.text, self._tail_ok))
+                    self.last = (piece, *decode_last(piece.data, self._tail_ok))
                 _, decoded, tail = self.last
                 self._accept(piece, decoded)
                 self.tail = tail
@@ -122,7 +123,7 @@ class _InOrder:
             if decoded_or_none is None:
                 return  # still being decoded
             if decoded_or_none.ends_inside:
-                if not self._merge_next(piece):
+                if not self._merge_next(piece, decoded_or_none):
                     self.outcomes[self.next] = decoded_or_none  # wait for the next piece
                     return
                 continue
@@ -131,17 +132,33 @@ class _InOrder:
             while self.next in self.absorbed:
                 self.next += 1
 
-    def _merge_next(self, piece: Piece) -> bool:
-        later = [i for i in self.pieces if i > piece.index]
+    def _merge_next(self, piece: Piece, failed: Decoded) -> bool:
+        """Glue the following pieces to ``piece``, which ended inside an event.
+
+        It is decoded again only once it has at least doubled since its last decode (or
+        reached the end), so an event spanning many pieces costs linear time, not one
+        decode of the growing text per piece.
+        """
+        later = sorted(i for i in self.pieces if i > piece.index)
         if not later:
             return False
-        following = self.pieces.pop(min(later))
-        self.absorbed.add(following.index)
-        self.outcomes.pop(following.index, None)
-        merged = merge(piece, following)
+        need = 2 * self.tried.get(piece.index, len(piece.text))
+        merged = piece
+        for index in later:
+            following = self.pieces.pop(index)
+            self.absorbed.add(following.index)
+            self.outcomes.pop(following.index, None)
+            merged = merge(merged, following)
+            if merged.last or len(merged.text) >= need:
+                break
         self.pieces[piece.index] = merged
-        if not merged.last:
-            self.outcomes[piece.index] = decode_piece(merged.text)
+        if merged.last:
+            return True
+        if len(merged.text) >= need:
+            self.tried[piece.index] = len(merged.text)
+            self.outcomes[piece.index] = decode_piece(merged.data)
+        else:
+            self.outcomes[piece.index] = failed  # still too short to be worth a decode
         return True
 
     def _accept(self, piece: Piece, decoded: Decoded) -> None:
@@ -171,6 +188,8 @@ class _InOrder:
             METADATA.decode(framing.head + b"[]" + tail)
         except (msgspec.DecodeError, msgspec.ValidationError):
             return False
+        except RecursionError:
+            raise TraceError(self.path, f"outside the event array: {TOO_DEEP}") from None
         return True
 
     def finish(self) -> tuple[list[PieceColumns], bytes]:

@@ -15,9 +15,11 @@ import pyarrow as pa
 
 from ctda.ingest import chunks
 from ctda.ingest.assemble import assemble
+from ctda.ingest.decode import TOO_DEEP
 from ctda.ingest.derive import derive
 from ctda.ingest.errors import TraceError
 from ctda.ingest.events import METADATA
+from ctda.ingest.limits import Limits, check_regular
 from ctda.ingest.memory import release_free_memory
 from ctda.ingest.pipeline import decode_pieces
 from ctda.ingest.source import Framing
@@ -25,23 +27,33 @@ from ctda.ingest.table import EventTable, TraceMeta, column_array
 from ctda.ingest.timestamps import NA
 
 Progress = Callable[[int], None]
+#: |ts + dur| bound in ns: int64 with room for differences and sums (about 146 years)
+TIME_LIMIT_NS = 1 << 62
 _PARQUET_MAGIC = b"PAR1"
 
 
-def read_trace(path: str | Path, progress: Progress | None = None, *, parallel: bool = True) -> EventTable:
+def read_trace(
+    path: str | Path,
+    progress: Progress | None = None,
+    *,
+    parallel: bool = True,
+    limits: Limits | None = None,
+) -> EventTable:
     """Read a Kineto trace (``.json``, ``.json.gz``, or ctda ``.parquet``) into an EventTable.
 
     ``progress`` is called with the number of (compressed) file bytes consumed so far.
-    ``parallel`` lets large files be decoded by a second process as well.
+    ``parallel`` lets large files be decoded by a second process as well. ``limits`` bounds
+    what the file may cost (default: :meth:`Limits.from_env`).
     Raises :class:`TraceError` (one line: file and problem) for anything unreadable.
     """
     p = Path(path)
+    check_regular(p)  # a FIFO or a device may never end
     if _is_parquet(p):
         try:
             return EventTable.read_parquet(p)
         except (OSError, ValueError, KeyError, TypeError, pa.ArrowException) as exc:
             raise TraceError(p, f"not a readable ctda Parquet table ({exc})") from None
-    chunker = chunks.Chunker(p, chunks.CHUNK_BYTES)
+    chunker = chunks.Chunker(p, chunks.CHUNK_BYTES, limits)
     pieces, tail = decode_pieces(chunker, progress, parallel)
     meta = TraceMeta(path=str(p), n_bytes=chunker.n_bytes)
     assert chunker.framing is not None  # set before the last piece is produced
@@ -74,6 +86,8 @@ def read_document_meta(path: Path, framing: Framing, meta: TraceMeta) -> None:
         doc: dict[str, Any] = {k: msgspec.json.decode(v) for k, v in raw.items() if k != "traceEvents"}
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:
         raise TraceError(path, f"malformed JSON outside the event array ({exc})") from None
+    except RecursionError:
+        raise TraceError(path, f"outside the event array: {TOO_DEEP}") from None
     meta.top_level_keys = sorted([*doc, "traceEvents"])
     sv = doc.get("schemaVersion")
     meta.schema_version = sv if isinstance(sv, int) else None
@@ -97,3 +111,15 @@ def check_complete_events(path: Path, events: pa.Table) -> None:
         bad = np.flatnonzero(is_x & (events.column(f"{field}_ns").to_numpy() == NA))
         if len(bad):
             raise TraceError(path, f"event {int(bad[0])}: complete event (ph X) has no {field}")
+    # end times must leave int64 room for the sums the analysis makes (no silent wrap)
+    ts = events.column("ts_ns").to_numpy()
+    dur = np.where(is_x, events.column("dur_ns").to_numpy(), 0)
+    known = ts != NA
+    over = known & ((ts > TIME_LIMIT_NS - np.maximum(dur, 0)) | (ts < -TIME_LIMIT_NS))
+    if over.any():
+        i = int(np.flatnonzero(over)[0])
+        raise TraceError(
+            path,
+            f"event {i}: ts + dur ({int(ts[i]) / 1e3:.0f} + {int(dur[i]) / 1e3:.0f} us) is outside the "
+            f"time range ctda can compute with (+-2^62 ns)",
+        )

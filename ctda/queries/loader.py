@@ -34,22 +34,13 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
+from ctda.queries import gate
+from ctda.queries.errors import QueryError
+
 DIALECTS = ("neo4j", "ladybug")
 _PARAM = re.compile(r"^//\s*@param\s+(\w+)\s+(\w+)(?:\s*=\s*(\S+))?\s*(.*)$")
 _TYPES = ("string", "int", "float", "bool")
 _WRITE_MARK = "// @write"
-
-#: clauses that change data or schema; a query with one of them needs ``--write``.
-#: Procedure calls are left to the engines, which refuse writes on their own in a read
-#: transaction (Neo4j) or a read-only database (Ladybug): this check only says it early.
-WRITE_CLAUSES = re.compile(
-    r"\b(CREATE|MERGE|DELETE|DETACH|SET|REMOVE|DROP|ALTER|COPY|INSTALL|IMPORT|EXPORT|ATTACH|FOREACH)\b",
-    re.IGNORECASE,
-)
-
-
-class QueryError(ValueError):
-    """A bad query name, parameter or value (one line for the user)."""
 
 
 @dataclass(frozen=True)
@@ -184,16 +175,13 @@ def get(name: str) -> NamedQuery:
     return queries[name]
 
 
-def _strip(text: str) -> str:
-    """Cypher without comments and string literals (for clause detection)."""
-    text = re.sub(r"//[^\n]*|/\*.*?\*/", " ", text, flags=re.S)
-    text = re.sub(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|`[^`]*`", "''", text, flags=re.S)
-    return re.sub(r"[.:]\s*\w+", " ", text)  # property names and labels (n.set, :Create)
-
-
-def is_write(text: str) -> bool:
-    """Whether a query has a clause that may change the store (procedures count)."""
-    return WRITE_CLAUSES.search(_strip(text)) is not None
+def is_write(text: str, dialect: str = "ladybug") -> bool:
+    """Whether the read gate refuses ``text`` (see :mod:`ctda.queries.gate`)."""
+    try:
+        gate.check(text, dialect, gate.Level.READ)
+    except QueryError:
+        return True
+    return False
 
 
 def looks_named(text: str) -> bool:

@@ -242,12 +242,32 @@ class Store(ABC):
         """Remove a what-if scenario; False when there is none."""
 
     @abstractmethod
-    def query(self, text: str, params: dict[str, Any] | None = None, *, write: bool = False) -> QueryResult:
-        """Run Cypher with parameters; read-only unless ``write``."""
+    def query(
+        self,
+        text: str,
+        params: dict[str, Any] | None = None,
+        *,
+        write: bool = False,
+        allow_files: bool = False,
+    ) -> QueryResult:
+        """Run Cypher with parameters; read-only unless ``write``.
+
+        Every text passes :func:`ctda.queries.gate.check` first: read clauses only, or with
+        ``write`` data changes too; ``write`` and ``allow_files`` together send it unchecked.
+        """
 
     @abstractmethod
     def close(self) -> None:
         """Release connections and locks."""
+
+    def _gate(self, text: str, write: bool, allow_files: bool) -> None:
+        """Refuse what the query gate refuses, as a :class:`StoreError`-free QueryError."""
+        from ctda.queries import gate
+
+        level = gate.Level.READ
+        if write:
+            level = gate.Level.UNSAFE if allow_files else gate.Level.WRITE
+        gate.check(text, self.dialect, level)
 
     def __enter__(self) -> Store:
         return self

@@ -15,6 +15,7 @@ from pathlib import Path
 from ctda.analysis import snapshot
 from ctda.analysis.engine import Analysis, AnalysisOptions, analyze
 from ctda.ingest.errors import TraceError
+from ctda.ingest.limits import check_regular
 from ctda.ingest.reader import read_trace
 from ctda.ingest.table import EventTable
 from ctda.store import open_store
@@ -60,6 +61,7 @@ def ingest(
     progress: Progress | None = None,
 ) -> Ingested:
     """Store ``path`` as a run in ``target``; a no-op if it is already there (unless ``force``)."""
+    check_regular(path)  # before hashing: a FIFO or /dev/zero would never end
     try:
         sha = file_digest(str(path))
     except OSError as exc:

@@ -29,6 +29,45 @@ from ctda.store.schema import COMPLETE, DELETING, META_KEY, PENDING
 
 #: how long to wait for another process's write lock before giving up
 LOCK_WAIT_S = float(os.environ.get("CTDA_LOCK_WAIT_S", "10"))
+#: first and longest pause between open attempts (doubling in between)
+RETRY_FIRST_S, RETRY_MAX_S = 0.02, 0.5
+_PENDING = "recovery is pending"
+
+
+def _open(path: Path, read_only: bool) -> Any:
+    """A ``ladybug.Database`` on ``path``, recovering the file first if it needs it.
+
+    A writer killed during a checkpoint (or a failed CHECKPOINT) leaves the file in a
+    state only a read-write open repairs; a read-only open then refuses. So a reader that
+    meets it opens the file read-write once, which completes the recovery under the
+    writer lock, and opens read-only again. If the lock is held, a live writer is
+    checkpointing right now: the reader waits (doubling pauses) until it is done.
+    """
+    import ladybug
+
+    deadline = time.monotonic() + LOCK_WAIT_S
+    pause = RETRY_FIRST_S
+    while True:
+        try:
+            return ladybug.Database(str(path), read_only=read_only)
+        except RuntimeError as exc:
+            text = str(exc)
+        if _PENDING in text and read_only:
+            try:
+                ladybug.Database(str(path), read_only=False).close()
+                continue  # recovered: open read-only again at once
+            except RuntimeError as exc:
+                text = str(exc)
+        busy = "lock" in text.lower() or _PENDING in text
+        if busy and time.monotonic() < deadline:
+            time.sleep(pause)
+            pause = min(pause * 2, RETRY_MAX_S)
+            continue
+        if busy:
+            pid = re.search(r"PID (\d+)", text)
+            who = f" (pid {pid.group(1)})" if pid else ""
+            raise StoreError(f"store {path} is being written by another process{who}; try again later")
+        raise StoreError(f"cannot open store {path}: {text.splitlines()[0]}")
 
 
 def ddl(label: schema.Label) -> str:
@@ -78,23 +117,7 @@ class LadybugStore(Store):
             return  # an empty store: nothing ingested yet
         if not read_only:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-        deadline = time.monotonic() + LOCK_WAIT_S
-        while True:
-            try:
-                self._db = ladybug.Database(str(self.path), read_only=read_only)
-                break
-            except RuntimeError as exc:
-                text = str(exc)
-                if "lock" in text.lower() and time.monotonic() < deadline:
-                    time.sleep(0.2)
-                    continue
-                if "lock" in text.lower():
-                    pid = re.search(r"PID (\d+)", text)
-                    who = f" (pid {pid.group(1)})" if pid else ""
-                    raise StoreError(
-                        f"store {self.path} is being written by another process{who}; try again later"
-                    ) from None
-                raise StoreError(f"cannot open store {self.path}: {text.splitlines()[0]}") from None
+        self._db = _open(self.path, read_only)
         self._conn = ladybug.Connection(self._db)
         if not read_only:
             self._ensure_schema()
@@ -144,7 +167,15 @@ class LadybugStore(Store):
         out = [RunInfo.from_props(r[0]) for r in res.rows]
         return [r for r in out if include_incomplete or r.status == COMPLETE]
 
-    def query(self, text: str, params: dict[str, Any] | None = None, *, write: bool = False) -> QueryResult:
+    def query(
+        self,
+        text: str,
+        params: dict[str, Any] | None = None,
+        *,
+        write: bool = False,
+        allow_files: bool = False,
+    ) -> QueryResult:
+        self._gate(text, write, allow_files)
         if self._conn is None:
             raise StoreError(f"no store at {self.path} yet: ingest a trace first (ctda ingest TRACE)")
         if write and self.read_only:

@@ -47,7 +47,10 @@ def options_dict(options: AnalysisOptions) -> dict[str, Any]:
 
 def options_key(options: AnalysisOptions) -> str:
     """Stable digest of :func:`options_dict`: same file + same key = same run."""
-    text = json.dumps(options_dict(options), sort_keys=True, separators=(",", ":"))
+    canon = options_dict(options)
+    # the same rules in another order (or named twice) are the same options
+    canon["cross_thread"] = sorted(set(canon["cross_thread"]))
+    text = json.dumps(canon, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 

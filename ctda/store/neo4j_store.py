@@ -212,7 +212,15 @@ class Neo4jStore(Store):
         out = [RunInfo.from_props(plain(r["p"])) for r in rows]
         return [r for r in out if include_incomplete or r.status == COMPLETE]
 
-    def query(self, text: str, params: dict[str, Any] | None = None, *, write: bool = False) -> QueryResult:
+    def query(
+        self,
+        text: str,
+        params: dict[str, Any] | None = None,
+        *,
+        write: bool = False,
+        allow_files: bool = False,
+    ) -> QueryResult:
+        self._gate(text, write, allow_files)
         if write and self.read_only:
             raise StoreError("store opened read-only")
 
@@ -221,7 +229,8 @@ class Neo4jStore(Store):
             cols = list(res.keys())
             return QueryResult(cols, [[plain(v) for v in rec.values()] for rec in res])
 
-        # a read transaction is enforced by the server: writes in it fail
+        # the gate keeps LOAD CSV and apoc.load/import/export out of read queries; a READ
+        # access-mode session makes the server refuse any write the gate could have missed
         with self._session(write=write) as s:
             out: QueryResult = self._guard(lambda: (s.execute_write if write else s.execute_read)(work))
             return out

@@ -10,6 +10,7 @@ a re-ingested run gets a new id, so a stale entry can never be served for it.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import re
 import time
@@ -279,8 +280,10 @@ def run_query(db: str | None, text: str, params: dict[str, Any]) -> QueryResult:
     """A read-only query on a read-only store; write clauses are refused before sending."""
     if not text.strip():
         raise UIError("the query is empty")
-    if loader.is_write(text):
-        raise UIError("the console is read-only: queries that change the store are refused")
+    try:
+        loader.gate.check(text, resolve(db).kind, loader.gate.Level.READ)
+    except loader.QueryError as exc:
+        raise UIError(f"the console is read-only: {exc}") from None
     with reading(db) as s:
         return s.query(text, params)
 
@@ -327,6 +330,7 @@ def ingest_upload(
     from ctda.analysis.engine import OptionError
     from ctda.analysis.graph import GraphCycleError
     from ctda.ingest.errors import TraceError
+    from ctda.ingest.limits import Limits
     from ctda.ingest.reader import read_trace
     from ctda.store.ingest import default_name, ingest
 
@@ -347,8 +351,13 @@ def ingest_upload(
     step("reading the trace", 0.1)
     size = max(len(data), 1)
 
+    # the upload limit counts compressed bytes; this one what they expand to
+    limits = dataclasses.replace(Limits.from_env(), max_bytes=settings.max_trace_mb << 20)
+
     def read(p: Path) -> Any:
-        table = read_trace(p, lambda done: step("reading the trace", 0.1 + 0.5 * min(done / size, 1.0)))
+        table = read_trace(
+            p, lambda done: step("reading the trace", 0.1 + 0.5 * min(done / size, 1.0)), limits=limits
+        )
         step("analysing", 0.65)
         return table
 

@@ -16,11 +16,14 @@ from pathlib import Path
 from ctda.store.config import resolve
 
 DEFAULT_MAX_UPLOAD_MB = 2048
+#: decompressed size of an uploaded trace (the upload limit counts compressed bytes)
+DEFAULT_MAX_TRACE_MB = 16384
 #: bars per timeline: the browser draws ~2,000 bars in a few hundred ms, 4,000 take twice that
 DEFAULT_MAX_EVENTS = 2000
 
 ENV_DB = "CTDA_DB"
 ENV_MAX_UPLOAD = "CTDA_UI_MAX_UPLOAD_MB"
+ENV_MAX_TRACE = "CTDA_UI_MAX_TRACE_MB"
 ENV_MAX_EVENTS = "CTDA_UI_MAX_EVENTS"
 ENV_UPLOADS = "CTDA_UI_UPLOADS"
 
@@ -31,6 +34,7 @@ class Settings:
 
     db: str | None  # --db value (None: $CTDA_DB or the default embedded store)
     max_upload_mb: int = DEFAULT_MAX_UPLOAD_MB
+    max_trace_mb: int = DEFAULT_MAX_TRACE_MB  # decompressed bytes of one upload
     max_events: int = DEFAULT_MAX_EVENTS  # events drawn per timeline, critical ones first
     uploads: str | None = None  # where uploaded traces are kept (None: beside the store)
 
@@ -69,6 +73,7 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="ctda-ui", add_help=False)
     p.add_argument("--db", default=None)
     p.add_argument("--max-upload-mb", type=int, default=None)
+    p.add_argument("--max-trace-mb", type=int, default=None)
     p.add_argument("--max-events", type=int, default=None)
     p.add_argument("--uploads", default=None)
     return p
@@ -81,6 +86,7 @@ def from_argv(argv: list[str] | None = None) -> Settings:
     return Settings(
         db=ns.db or os.environ.get(ENV_DB) or None,
         max_upload_mb=ns.max_upload_mb or _int_env(ENV_MAX_UPLOAD, DEFAULT_MAX_UPLOAD_MB),
+        max_trace_mb=ns.max_trace_mb or _int_env(ENV_MAX_TRACE, DEFAULT_MAX_TRACE_MB),
         max_events=max(ns.max_events or _int_env(ENV_MAX_EVENTS, DEFAULT_MAX_EVENTS), 100),
         uploads=ns.uploads or os.environ.get(ENV_UPLOADS) or None,
     )
@@ -89,6 +95,7 @@ def from_argv(argv: list[str] | None = None) -> Settings:
 def to_argv(s: Settings) -> list[str]:
     """The script arguments that reproduce ``s`` (for ``ctda ui``)."""
     out = ["--max-upload-mb", str(s.max_upload_mb), "--max-events", str(s.max_events)]
+    out += ["--max-trace-mb", str(s.max_trace_mb)]
     if s.db:
         out += ["--db", s.db]
     if s.uploads:

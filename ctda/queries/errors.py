@@ -1,0 +1,7 @@
+"""The error every query module raises for the user's input."""
+
+from __future__ import annotations
+
+
+class QueryError(ValueError):
+    """A bad query name, parameter or value, or a refused query (one line for the user)."""

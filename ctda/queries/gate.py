@@ -1,0 +1,318 @@
+"""The query gate: whether a Cypher text may run, decided on its tokens by an allow-list.
+
+Every query a user can type (``ctda query``, the UI's console, ``whatif --cypher``, the
+library's ``Store.query``) passes :func:`check` before it reaches an engine. A regex over
+the text cannot tell a keyword from the same letters inside a string or a comment, so the
+text is tokenized first (strings with backslash escapes, backtick identifiers with doubled
+backticks, ``//`` and ``/* */`` comments, ``;`` between statements); anything the
+tokenizer cannot read with certainty (an unterminated string or comment, a character
+outside ASCII that is not in a string, comment or backtick name) is refused.
+
+Then every *clause* must be allow-listed. A clause starts at the beginning of a statement,
+after ``UNION [ALL]``, and wherever a word follows a finished operand (a name, literal,
+parameter, ``)``, ``]``, ``}``): in Cypher two operands never stand side by side, so such a
+word is either an infix keyword (``AND``, ``IS``, ``AS``, ``STARTS WITH``, ...) or the
+keyword of the next clause. Read clauses are ``MATCH``, ``OPTIONAL MATCH``, ``WITH``,
+``UNWIND``, ``WHERE``, ``RETURN``, ``ORDER BY``, ``SKIP``, ``LIMIT``, ``UNION`` and
+``CALL`` of a procedure on the dialect's read list (:data:`READ_PROCEDURES`); anything
+else (``LOAD``, ``COPY``, ``INSTALL``, ``ATTACH``, ``CHECKPOINT``, ``USE``, ``EXPORT``,
+a configuration ``CALL x=1``, ``CALL {...}``, ...) is refused. Dotted function calls
+(``apoc.*``) run procedures' code and are refused unless their namespace is a
+built-in temporal one.
+
+Levels: ``READ`` is that allow-list; ``WRITE`` (``ctda query --write``) adds the clauses
+that change data or schema (``CREATE``, ``MERGE``, ``SET``, ``DELETE``, ``DETACH DELETE``,
+``REMOVE``, ``DROP``, ``ALTER``, ``FOREACH``, ``CHECKPOINT``) but still no file, extension,
+attach or configuration access and no other procedures; ``UNSAFE`` (``--write
+--allow-files``) sends the text unchecked, for the owner of the machine.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+from ctda.queries.errors import QueryError
+
+
+class Level(str, Enum):
+    """What a query may do."""
+
+    READ = "read"
+    WRITE = "write"
+    UNSAFE = "unsafe"
+
+
+class GateError(QueryError):
+    """A query the gate refuses (one line for the user)."""
+
+
+#: procedures a read query may call, per dialect (lower case, full dotted name)
+READ_PROCEDURES: dict[str, frozenset[str]] = {
+    "ladybug": frozenset(
+        {"show_tables", "table_info", "show_connection", "db_version", "show_functions", "show_indexes"}
+    ),
+    "neo4j": frozenset(
+        {
+            "db.labels",
+            "db.relationshiptypes",
+            "db.propertykeys",
+            "db.schema.visualization",
+            "db.schema.nodetypeproperties",
+            "db.schema.reltypeproperties",
+            "dbms.components",
+        }
+    ),
+}
+#: namespaces of dotted functions a query may use (Neo4j's temporal constructors)
+FUNCTION_NAMESPACES = frozenset({"date", "datetime", "localdatetime", "time", "localtime", "duration"})
+
+_READ_CLAUSES = frozenset(
+    {
+        "MATCH", "OPTIONAL", "WITH", "UNWIND", "WHERE", "RETURN", "ORDER", "SKIP", "LIMIT", "UNION",
+        "CALL", "YIELD",
+    }
+)  # fmt: skip
+_WRITE_CLAUSES = frozenset(
+    {"CREATE", "MERGE", "SET", "DELETE", "DETACH", "REMOVE", "DROP", "ALTER", "FOREACH", "CHECKPOINT", "ON"}
+)
+#: words that may follow an operand without starting a clause
+_INFIX = frozenset(
+    {
+        "AND", "OR", "XOR", "NOT", "IN", "IS", "AS", "STARTS", "ENDS", "WITH", "CONTAINS",
+        "ASC", "DESC", "ASCENDING", "DESCENDING", "WHEN", "THEN", "ELSE", "END", "BY",
+        "SHORTEST", "ALL", "TRAIL", "ACYCLIC", "WSHORTEST", "DISTINCT",
+    }
+)  # fmt: skip
+#: keywords after which an operand follows (they do not end one)
+_OPERATORS = _INFIX - {"ASC", "DESC", "ASCENDING", "DESCENDING", "END"}
+#: words that end an operand although they are keywords
+_LITERAL_WORDS = frozenset({"NULL", "TRUE", "FALSE", "ASC", "DESC", "ASCENDING", "DESCENDING", "END"})
+#: statement keywords of either engine: refused anywhere unless the level allows them
+#: (a second net under the clause allow-list, e.g. inside ``EXISTS { ... }``)
+_KEYWORDS = _READ_CLAUSES | _WRITE_CLAUSES | frozenset(
+    {
+        "LOAD", "COPY", "INSTALL", "UNINSTALL", "UPDATE", "IMPORT", "EXPORT", "ATTACH", "USE",
+        "BEGIN", "COMMIT", "ROLLBACK", "EXPLAIN", "PROFILE", "ANALYZE", "COMMENT", "SHOW",
+        "TERMINATE", "GRANT", "DENY", "REVOKE", "START", "STOP", "ENABLE", "RENAME", "INSERT",
+        "FINISH", "MACRO", "PERIODIC", "TRANSACTION", "TRANSACTIONS", "DATABASE",
+    }
+)  # fmt: skip
+_PUNCT = set("()[]{},.:;$=<>+-*/%^|!")
+
+
+@dataclass(frozen=True)
+class Token:
+    kind: str  # word, quoted (backtick name), string, number, param, punct
+    text: str
+    pos: int
+
+    @property
+    def upper(self) -> str:
+        return self.text.upper()
+
+
+def tokenize(text: str) -> list[Token]:
+    """Cypher tokens, comments dropped; raises :class:`GateError` on text it cannot read surely."""
+    out: list[Token] = []
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c.isspace() and c.isascii():
+            i += 1
+        elif text.startswith("//", i):
+            end = text.find("\n", i)
+            i = n if end < 0 else end + 1
+        elif text.startswith("/*", i):
+            end = text.find("*/", i + 2)
+            if end < 0:
+                raise GateError(f"unterminated /* comment at offset {i}")
+            i = end + 2
+        elif c in "'\"":
+            j = i + 1
+            while j < n and text[j] != c:
+                j += 2 if text[j] == "\\" else 1
+            if j >= n:
+                raise GateError(f"unterminated string at offset {i}")
+            out.append(Token("string", text[i : j + 1], i))
+            i = j + 1
+        elif c == "`":
+            j = i + 1
+            while True:
+                end = text.find("`", j)
+                if end < 0:
+                    raise GateError(f"unterminated `name` at offset {i}")
+                if text.startswith("``", end):
+                    j = end + 2
+                    continue
+                break
+            out.append(Token("quoted", text[i : end + 1], i))
+            i = end + 1
+        elif c.isascii() and (c.isalpha() or c == "_"):
+            j = i + 1
+            while j < n and text[j].isascii() and (text[j].isalnum() or text[j] == "_"):
+                j += 1
+            out.append(Token("word", text[i:j], i))
+            i = j
+        elif c.isascii() and c.isdigit():
+            j = i + 1
+            while j < n and text[j].isascii() and (text[j].isalnum() or text[j] == "_"):
+                j += 1
+            if j + 1 < n and text[j] == "." and text[j + 1].isdigit():  # 1.5, not 1..3
+                j += 1
+                while j < n and text[j].isascii() and (text[j].isalnum() or text[j] == "_"):
+                    j += 1
+            out.append(Token("number", text[i:j], i))
+            i = j
+        elif c == "$":
+            j = i + 1
+            while j < n and text[j].isascii() and (text[j].isalnum() or text[j] == "_"):
+                j += 1
+            if j == i + 1:
+                raise GateError(f"a lone '$' at offset {i}")
+            out.append(Token("param", text[i:j], i))
+            i = j
+        elif c in _PUNCT:
+            out.append(Token("punct", c, i))
+            i += 1
+        else:
+            raise GateError(f"unexpected character {c!r} at offset {i} (outside a string or `name`)")
+    return out
+
+
+def statements(tokens: list[Token]) -> list[list[Token]]:
+    """Tokens split at top-level ``;`` (empty statements dropped)."""
+    out: list[list[Token]] = [[]]
+    for t in tokens:
+        if t.kind == "punct" and t.text == ";":
+            out.append([])
+        else:
+            out[-1].append(t)
+    return [s for s in out if s]
+
+
+def _ends_operand(t: Token, prev: Token | None) -> bool:
+    if t.kind in ("string", "number", "param", "quoted"):
+        return True
+    if t.kind == "word":
+        if prev is not None and prev.text in ".:|":  # a property, label or type name
+            return True
+        return t.upper not in (_READ_CLAUSES | _WRITE_CLAUSES | _OPERATORS) or t.upper in _LITERAL_WORDS
+    if t.text in ")]}":
+        return True
+    # "*" is an operand after RETURN/WITH, "(" or ","; otherwise it multiplies
+    return t.text == "*" and (
+        prev is None or prev.text in "(,[" or prev.upper in ("RETURN", "WITH", "DISTINCT")
+    )
+
+
+def _procedure(stmt: list[Token], at: int) -> tuple[str, int]:
+    """The dotted name after CALL at ``at`` and the index of the token after it."""
+    parts: list[str] = []
+    i = at + 1
+    while i < len(stmt) and stmt[i].kind in ("word", "quoted"):
+        parts.append(stmt[i].text.strip("`"))
+        if i + 1 < len(stmt) and stmt[i + 1].text == ".":
+            i += 2
+            continue
+        i += 1
+        break
+    return ".".join(parts), i
+
+
+def check(text: str, dialect: str, level: Level = Level.READ) -> None:
+    """Raise :class:`GateError` unless every statement of ``text`` is allowed at ``level``."""
+    if level is Level.UNSAFE:
+        return
+    stmts = statements(tokenize(text))
+    if not stmts:
+        raise GateError("the query is empty")
+    clauses = _READ_CLAUSES | (_WRITE_CLAUSES if level is Level.WRITE else frozenset())
+    procedures = READ_PROCEDURES.get(dialect, frozenset())
+    for stmt in stmts:
+        _check_statement(stmt, clauses, procedures, level)
+
+
+def _refuse(t: Token, level: Level, what: str) -> GateError:
+    hint = (
+        "a read query may use MATCH, OPTIONAL MATCH, WITH, UNWIND, WHERE, RETURN, ORDER BY, "
+        "SKIP, LIMIT, UNION and read procedures; --write allows data changes"
+        if level is Level.READ
+        else "file, extension, database and configuration access needs --allow-files"
+    )
+    return GateError(f"refused {what} at offset {t.pos} ({hint})")
+
+
+def _check_statement(
+    stmt: list[Token], clauses: frozenset[str], procedures: frozenset[str], level: Level
+) -> None:
+    denied = _KEYWORDS - clauses
+    expect_clause = True  # the first word of a statement starts a clause
+    prev: Token | None = None
+    i = 0
+    while i < len(stmt):
+        t = stmt[i]
+        nxt = stmt[i + 1] if i + 1 < len(stmt) else None
+        word = t.upper if t.kind == "word" else ""
+        if expect_clause:
+            if word not in clauses:
+                raise _refuse(t, level, f"clause {t.text[:40]!r}")
+            need = {"DETACH": "DELETE", "OPTIONAL": "MATCH", "ORDER": "BY"}.get(word)
+            if need and (nxt is None or nxt.upper != need):
+                raise _refuse(t, level, f"{word} without {need}")
+        # a bare word: not a property (n.x), label or type (:X, |Y) or map key ({x: 1})
+        bare = (
+            word
+            and not (prev is not None and prev.text in ".:|")
+            and not (nxt is not None and nxt.text == ":")
+        )
+        if bare and word in denied:
+            raise _refuse(t, level, f"{t.text!r}")
+        if bare and word == "CALL" and (sub := _subquery(stmt, i)) is not None:
+            # CALL { ... } / CALL (vars) { ... }: its body is checked like a statement's
+            prev, i, expect_clause = stmt[sub], sub + 1, True
+            continue
+        if bare and word == "CALL":
+            name, j = _procedure(stmt, i)
+            if name.lower() not in procedures or j >= len(stmt) or stmt[j].text != "(":
+                raise _refuse(t, level, f"CALL {name or (nxt.text if nxt else '')!r}")
+            prev, i, expect_clause = stmt[j - 1], j, False
+            continue
+        if bare and _is_dotted_call(stmt, i) and t.text.lower() not in FUNCTION_NAMESPACES:
+            raise _refuse(t, level, f"function {t.text}.*")
+        if word == "UNION" and expect_clause:
+            if nxt is not None and nxt.upper == "ALL":
+                prev, i = nxt, i + 2
+            else:
+                prev, i = t, i + 1
+            continue
+        expect_clause = (
+            not (expect_clause and word)  # a clause keyword is followed by its operand
+            and _ends_operand(t, prev)
+            and nxt is not None
+            and nxt.kind in ("word", "quoted")
+            and nxt.upper not in _INFIX
+        )
+        prev = t
+        i += 1
+
+
+def _subquery(stmt: list[Token], at: int) -> int | None:
+    """Index of the ``{`` opening a ``CALL {`` or ``CALL (a, b) {`` subquery, else None."""
+    j = at + 1
+    if j < len(stmt) and stmt[j].text == "(":
+        j += 1
+        while j < len(stmt) and (stmt[j].kind == "word" or stmt[j].text in ",*"):
+            j += 1
+        if j >= len(stmt) or stmt[j].text != ")":
+            return None
+        j += 1
+    return j if j < len(stmt) and stmt[j].text == "{" else None
+
+
+def _is_dotted_call(stmt: list[Token], i: int) -> bool:
+    """Whether ``stmt[i]`` starts ``a.b(...)`` / ``a.b.c(...)`` (a function of a namespace)."""
+    j = i
+    while j + 2 < len(stmt) and stmt[j + 1].text == "." and stmt[j + 2].kind in ("word", "quoted"):
+        j += 2
+    return j > i and j + 1 < len(stmt) and stmt[j + 1].text == "("
