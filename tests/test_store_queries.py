@@ -24,7 +24,7 @@ def test_every_named_query_parses_for_both_dialects() -> None:
         assert q.has("neo4j"), q.name  # the team store runs every named query
         for dialect in (d for d in loader.DIALECTS if q.has(d)):
             text = q.text(dialect)
-            assert loader.is_write(text) == q.writes, q.name  # only declared writers write
+            assert loader.is_write(text, dialect) == q.writes, q.name  # only declared writers write
             for p in q.params:
                 assert f"${p.name}" in text, (q.name, p.name)
 

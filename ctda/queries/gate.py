@@ -61,11 +61,16 @@ READ_PROCEDURES: dict[str, frozenset[str]] = {
             "db.schema.nodetypeproperties",
             "db.schema.reltypeproperties",
             "dbms.components",
+            # ctda's own: re-times a stored run in memory, reads only the run's nodes
+            "ctda.replay",
         }
     ),
 }
 #: namespaces of dotted functions a query may use (Neo4j's temporal constructors)
 FUNCTION_NAMESPACES = frozenset({"date", "datetime", "localdatetime", "time", "localtime", "duration"})
+#: pure dotted functions a read query may use, by full name (lower case): value conversions
+#: that touch no file, network or configuration (the in-database what-if queries use them)
+PURE_FUNCTIONS = frozenset({"apoc.convert.fromjsonlist", "apoc.convert.tojson", "apoc.map.frompairs"})
 
 _READ_CLAUSES = frozenset(
     {
@@ -278,7 +283,12 @@ def _check_statement(
                 raise _refuse(t, level, f"CALL {name or (nxt.text if nxt else '')!r}")
             prev, i, expect_clause = stmt[j - 1], j, False
             continue
-        if bare and _is_dotted_call(stmt, i) and t.text.lower() not in FUNCTION_NAMESPACES:
+        if (
+            bare
+            and _is_dotted_call(stmt, i)
+            and t.text.lower() not in FUNCTION_NAMESPACES
+            and _dotted_name(stmt, i).lower() not in PURE_FUNCTIONS
+        ):
             raise _refuse(t, level, f"function {t.text}.*")
         if word == "UNION" and expect_clause:
             if nxt is not None and nxt.upper == "ALL":
@@ -308,6 +318,15 @@ def _subquery(stmt: list[Token], at: int) -> int | None:
             return None
         j += 1
     return j if j < len(stmt) and stmt[j].text == "{" else None
+
+
+def _dotted_name(stmt: list[Token], i: int) -> str:
+    """The dotted name starting at ``stmt[i]`` (``apoc.map.fromPairs``)."""
+    parts, j = [stmt[i].text], i
+    while j + 2 < len(stmt) and stmt[j + 1].text == "." and stmt[j + 2].kind == "word":
+        parts.append(stmt[j + 2].text)
+        j += 2
+    return ".".join(parts)
 
 
 def _is_dotted_call(stmt: list[Token], i: int) -> bool:
