@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ctda.queries.errors import QueryError
 from ctda.store.model import RunData
 
 #: test hook: raise :class:`InjectedFault` after this many write batches
@@ -31,6 +32,10 @@ Progress = Callable[[int, int], None]  # (rows written, rows total)
 
 class StoreError(Exception):
     """A store problem worth one line to the user (no credentials in the message)."""
+
+
+class RefusedQuery(StoreError, QueryError):
+    """A query the gate refuses, raised by :meth:`Store.query` before the engine sees it."""
 
 
 class InjectedFault(StoreError):
@@ -261,13 +266,17 @@ class Store(ABC):
         """Release connections and locks."""
 
     def _gate(self, text: str, write: bool, allow_files: bool) -> None:
-        """Refuse what the query gate refuses, as a :class:`StoreError`-free QueryError."""
+        """Refuse what the query gate refuses: a :class:`RefusedQuery` (a store error and a
+        query error, so callers of either kind see it)."""
         from ctda.queries import gate
 
         level = gate.Level.READ
         if write:
             level = gate.Level.UNSAFE if allow_files else gate.Level.WRITE
-        gate.check(text, self.dialect, level)
+        try:
+            gate.check(text, self.dialect, level)
+        except gate.GateError as exc:
+            raise RefusedQuery(str(exc)) from None
 
     def __enter__(self) -> Store:
         return self
