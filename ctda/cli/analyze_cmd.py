@@ -7,11 +7,10 @@ from pathlib import Path
 
 import typer
 
-from ctda.analysis.engine import AnalysisOptions, OptionError, analyze, parse_cross_thread
-from ctda.analysis.report import build
-from ctda.cli.common import CrossThreadOption, WindowsOption, app, console, fail, file_progress, guarded
-from ctda.ingest.reader import read_trace
+from ctda import api
+from ctda.cli.common import CrossThreadOption, WindowsOption, app, console, fail, guarded, read
 from ctda.ingest.table import EventTable
+from ctda.options import parse_step
 from ctda.render.analyze import render_json, render_markdown, render_table
 
 
@@ -19,11 +18,6 @@ class Format(str, Enum):
     table = "table"
     json = "json"
     md = "md"
-
-
-class Mode(str, Enum):
-    ctda = "ctda"
-    hta = "hta"
 
 
 @app.command("analyze")
@@ -34,30 +28,22 @@ def analyze_cmd(
     fmt: Format = typer.Option(Format.table, "--format", help="Output format."),
     cross_thread: CrossThreadOption = "all",
     windows: WindowsOption = "steps",
-    mode: Mode = typer.Option(
-        Mode.ctda, "--mode", help="'hta' reproduces HolisticTraceAnalysis's rules and weights."
+    mode: str = typer.Option(
+        "ctda", "--mode", help="'ctda', or 'hta' to reproduce HolisticTraceAnalysis's rules and weights."
     ),
     hta_version: str = typer.Option(
         "current", "--hta-version", help="With --mode hta: 'current' (HTA main) or '0.5' (HTA 0.5.0 on PyPI)."
     ),
 ) -> None:
     """Critical path of each step through CPU threads, GPU streams and the waits between them."""
-    try:
-        ct = parse_cross_thread(cross_thread)
-    except OptionError as exc:
-        fail(str(exc))
 
     def run() -> None:
-        with file_progress(trace, "reading") as progress:
-            table = read_trace(trace, progress)
-        if mode is Mode.hta:
-            _hta(table, hta_version, fmt, top)
+        options = api.validate_options(windows=windows, cross_thread=cross_thread, mode=mode)
+        parse_step(step)  # a bad --step fails before the trace is read
+        if options.mode == "hta":
+            _hta(read(trace), hta_version, fmt, top)
             return
-        try:
-            result = analyze(table, AnalysisOptions(windows=windows, cross_thread=ct, mode=mode.value))
-            report = build(result, step=step, top=top)
-        except (OptionError, ValueError) as exc:
-            fail(f"{trace}: {exc}")
+        report = api.report(api.analyze(trace, options=options, reader=read), step=step, top=top)
         if fmt is Format.json:
             typer.echo(render_json(report))
         elif fmt is Format.md:

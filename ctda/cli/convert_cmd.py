@@ -6,8 +6,7 @@ from pathlib import Path
 
 import typer
 
-from ctda.cli.common import app, console, fail, file_progress, guarded
-from ctda.ingest.reader import read_trace
+from ctda.cli.common import app, console, fail, guarded, read
 
 
 @app.command("convert")
@@ -20,8 +19,7 @@ def convert_cmd(
         fail(f"{target}: the output must end in .parquet")
 
     def run() -> int:
-        with file_progress(source, "reading") as progress:
-            table = read_trace(source, progress)
+        table = read(source)
         try:
             table.write_parquet(target)
         except OSError as exc:

@@ -8,8 +8,7 @@ from pathlib import Path
 
 import typer
 
-from ctda.cli.common import app, console, file_progress, guarded
-from ctda.ingest.reader import read_trace
+from ctda.cli.common import app, console, guarded, read
 from ctda.ingest.summary import TraceSummary, summarize
 from ctda.render.inspect import render_summary
 
@@ -32,9 +31,7 @@ def inspect_cmd(
     for path in traces:
 
         def run(path: Path = path) -> TraceSummary:
-            with file_progress(path, "reading") as progress:
-                table = read_trace(path, progress)
-            return summarize(table, top=top)
+            return summarize(read(path), top=top)
 
         summary = guarded(run)
         if fmt is Format.json:

@@ -30,9 +30,12 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
+
+from ctda.errors import CtdaError
 
 DIALECTS = ("neo4j", "ladybug")
 _PARAM = re.compile(r"^//\s*@param\s+(\w+)\s+(\w+)(?:\s*=\s*(\S+))?\s*(.*)$")
@@ -47,7 +50,7 @@ WRITE_CLAUSES = re.compile(
 )
 
 
-class QueryError(ValueError):
+class QueryError(CtdaError, ValueError):
     """A bad query name, parameter or value (one line for the user)."""
 
 
@@ -190,6 +193,28 @@ def is_write(text: str) -> bool:
 def looks_named(text: str) -> bool:
     """A bare identifier is a query name; anything else is Cypher text."""
     return re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", text.strip()) is not None
+
+
+def prepare(
+    query: str, params: Mapping[str, Any] | None, dialect: str, *, run: str | None = None
+) -> tuple[str, dict[str, Any]]:
+    """The text to send and its parameters, for a named query or Cypher text.
+
+    A named query gets its ``dialect`` variant and its declared parameters, typed (values
+    may be ``--param`` strings or Python values) with defaults filled in. Cypher text gets
+    its string values parsed as JSON literals where they are (``5``, ``true``). ``run``
+    binds ``$run`` unless ``params`` does: on every Cypher text, on a named query that
+    declares it.
+    """
+    given = dict(params or {})
+    if looks_named(query):
+        q = get(query)
+        raw = {k: v if isinstance(v, str) else str(v) for k, v in given.items()}
+        if run is not None and any(p.name == "run" for p in q.params):
+            raw = {"run": run, **raw}
+        return q.text(dialect), q.bind(raw)
+    values = {k: guess(v) if isinstance(v, str) else v for k, v in given.items()}
+    return query, ({"run": run, **values} if run is not None else values)
 
 
 def run(store: Any, name: str, **params: Any) -> Any:

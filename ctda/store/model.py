@@ -7,7 +7,6 @@ run id (and so ``Event.key``) is attached at write time with :meth:`RunData.keye
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import inspect
 import json
@@ -37,18 +36,12 @@ BOUNDS_LANE = "(window bounds)"
 
 def options_dict(options: AnalysisOptions) -> dict[str, Any]:
     """The analysis options that change results, as plain JSON-able values."""
-    return {
-        "windows": options.windows,
-        "cross_thread": list(options.cross_thread),
-        "mode": options.mode,
-        "rule_options": dataclasses.asdict(options.rule_options),
-    }
+    return options.to_dict()
 
 
 def options_key(options: AnalysisOptions) -> str:
     """Stable digest of :func:`options_dict`: same file + same key = same run."""
-    text = json.dumps(options_dict(options), sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
+    return options.key()
 
 
 def rule_docs() -> dict[str, str]:
