@@ -1,8 +1,9 @@
 """ctda: cross-thread dependency-aware critical path analysis for PyTorch profiler traces.
 
 The public API (:mod:`ctda.api`) is importable from here: ``ctda.analyze``,
-``ctda.open_store``, ``ctda.report``, ``ctda.whatif``, ``ctda.compare``, ... It is loaded
-on first use, so ``import ctda`` (and the command line) stays fast.
+``ctda.open_store``, ``ctda.report``, ``ctda.compare``, ... (``ctda.whatif`` is the
+package of the what-if engine, so the in-memory what-if is ``ctda.api.whatif``). It is
+loaded on first use, so ``import ctda`` (and the command line) stays fast.
 """
 
 from __future__ import annotations
@@ -29,7 +30,6 @@ _EXPORTS = {
             "read",
             "report",
             "run_names",
-            "whatif",
         )
     },
 }
@@ -40,6 +40,7 @@ __all__ = [
     "OptionError",
     "__version__",
     "analyze",
+    "api",
     "compare",
     "export",
     "named_queries",
@@ -49,7 +50,6 @@ __all__ = [
     "report",
     "run_names",
     "validate_options",
-    "whatif",
 ]
 
 if TYPE_CHECKING:
@@ -63,18 +63,19 @@ if TYPE_CHECKING:
         read,
         report,
         run_names,
-        whatif,
     )
     from ctda.errors import CtdaError
     from ctda.options import AnalysisOptions, OptionError, validate_options
 
 
 def __getattr__(name: str) -> Any:
+    import importlib
+
+    if name == "api":
+        return importlib.import_module("ctda.api")
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'ctda' has no attribute {name!r}")
-    import importlib
-
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value

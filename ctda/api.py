@@ -199,8 +199,8 @@ class StoreSession:
     blocks another process (a UI, another CLI) between calls.
     """
 
-    def __init__(self, db: str | Target | None = None, *, reader: Reader | None = None) -> None:
-        self.target = db if isinstance(db, Target) else resolve(db)
+    def __init__(self, db: PathLike | Target | None = None, *, reader: Reader | None = None) -> None:
+        self.target = db if isinstance(db, Target) else resolve(None if db is None else str(db))
         self.reader = reader
         self._closed = False
 
@@ -365,7 +365,7 @@ class StoreSession:
         return cmp.Side(str(spec), self.scenario(base, scen).analysis, predicted=True)
 
 
-def open_store(db: str | Target | None = None, *, reader: Reader | None = None) -> StoreSession:
+def open_store(db: PathLike | Target | None = None, *, reader: Reader | None = None) -> StoreSession:
     """The runs in store ``db``: a path (embedded store), a ``bolt://`` / ``neo4j://`` URI
     (credentials from ``CTDA_NEO4J_USER`` / ``CTDA_NEO4J_PASSWORD`` or ``NEO4J_AUTH``), or
     None for ``$CTDA_DB`` or the default embedded store. ``reader`` reads trace files."""
