@@ -114,9 +114,10 @@ def report(analysis: Analysis, step: str | int = "all", top: int = 10) -> Report
     s = _step(step)
     _top(top)
     try:
-        return analysis_report.build(analysis, step=s, top=top)
+        analysis_report.select_windows(analysis, s)
     except ValueError as exc:  # the step is not in this trace
         raise OptionError(str(exc)) from None
+    return analysis_report.build(analysis, step=s, top=top)
 
 
 def whatif(
