@@ -23,6 +23,7 @@ _EXPORTS = {
         for name in (
             "analyze",
             "compare",
+            "convert",
             "export",
             "named_queries",
             "open_store",
@@ -30,6 +31,7 @@ _EXPORTS = {
             "read",
             "report",
             "run_names",
+            "summarize",
         )
     },
 }
@@ -42,6 +44,7 @@ __all__ = [
     "analyze",
     "api",
     "compare",
+    "convert",
     "export",
     "named_queries",
     "open_store",
@@ -49,6 +52,7 @@ __all__ = [
     "read",
     "report",
     "run_names",
+    "summarize",
     "validate_options",
 ]
 
@@ -56,6 +60,7 @@ if TYPE_CHECKING:
     from ctda.api import (
         analyze,
         compare,
+        convert,
         export,
         named_queries,
         open_store,
@@ -63,6 +68,7 @@ if TYPE_CHECKING:
         read,
         report,
         run_names,
+        summarize,
     )
     from ctda.errors import CtdaError
     from ctda.options import AnalysisOptions, OptionError, validate_options

@@ -29,8 +29,11 @@ from ctda.analysis import engine
 from ctda.analysis import report as analysis_report
 from ctda.analysis.engine import Analysis
 from ctda.analysis.report import Report
+from ctda.errors import CtdaError
 from ctda.ingest.errors import TraceError
 from ctda.ingest.reader import read_trace
+from ctda.ingest.summary import TraceSummary
+from ctda.ingest.summary import summarize as summarize_table
 from ctda.ingest.table import EventTable
 from ctda.options import AnalysisOptions, OptionError, parse_step, validate_options
 from ctda.queries import loader
@@ -57,6 +60,7 @@ __all__ = [
     "StoreSession",
     "analyze",
     "compare",
+    "convert",
     "export",
     "named_queries",
     "open_store",
@@ -64,6 +68,7 @@ __all__ = [
     "read",
     "report",
     "run_names",
+    "summarize",
     "validate_options",
     "whatif",
 ]
@@ -82,6 +87,28 @@ RunLike = str | Path | Analysis
 def read(path: PathLike, progress: Callable[[int], None] | None = None) -> EventTable:
     """The events table of a trace (``.json``, ``.json.gz``, or a ctda ``.parquet``)."""
     return read_trace(Path(path), progress)
+
+
+def summarize(source: PathLike | EventTable, top: int = 3, *, reader: Reader | None = None) -> TraceSummary:
+    """What a trace holds (``ctda inspect``): events by category, threads, streams, steps,
+    syncs, NCCL, rank, warnings; ``top`` names per thread and stream."""
+    _top(top)
+    table = source if isinstance(source, EventTable) else _read(Path(source), reader)
+    return summarize_table(table, top=top)
+
+
+def convert(source: PathLike, target: PathLike, *, reader: Reader | None = None) -> int:
+    """Write a trace's events table to ``target`` (``.parquet``), which every function
+    reads back much faster than JSON; the number of events."""
+    out = Path(target)
+    if out.suffix != ".parquet":
+        raise CtdaError(f"{out}: the output must end in .parquet")
+    table = _read(Path(source), reader)
+    try:
+        table.write_parquet(out)
+    except OSError as exc:
+        raise CtdaError(f"{out}: cannot write ({exc.strerror or exc})") from None
+    return len(table)
 
 
 def analyze(
@@ -374,6 +401,10 @@ def open_store(db: PathLike | Target | None = None, *, reader: Reader | None = N
 
 
 # --- helpers ---------------------------------------------------------------------------
+
+
+def _read(path: Path, reader: Reader | None) -> EventTable:
+    return reader(path) if reader is not None else read_trace(path)
 
 
 def _step(step: str | int) -> str:

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 from enum import Enum
+from functools import partial
 from pathlib import Path
 
 import typer
 
+from ctda import api
 from ctda.cli.common import app, console, guarded, read
-from ctda.ingest.summary import TraceSummary, summarize
+from ctda.ingest.summary import TraceSummary
 from ctda.render.inspect import render_summary
 
 
@@ -29,11 +31,7 @@ def inspect_cmd(
     """Events by category, threads, streams, steps, syncs, NCCL, rank and warnings of each trace."""
     summaries: list[TraceSummary] = []
     for path in traces:
-
-        def run(path: Path = path) -> TraceSummary:
-            return summarize(read(path), top=top)
-
-        summary = guarded(run)
+        summary = guarded(partial(api.summarize, path, top, reader=read))
         if fmt is Format.json:
             summaries.append(summary)
         else:
