@@ -191,3 +191,12 @@ def test_in_memory_whatif_and_compare() -> None:
     diff = ctda.compare(a, sc)
     assert (diff.a, diff.b) == (str(SMALL), "name~cudaFree=0") and diff.prediction_error["error_ns"] < 0
     assert len(ctda.opportunities(a, top=3)) > 0
+
+
+def test_public_names_resolve_and_import_ctda_stays_light() -> None:
+    for name in ctda.__all__:
+        assert getattr(ctda, name) is not None, name
+    assert callable(ctda.api.whatif) and ctda.api.open_store is ctda.open_store
+    code = "import sys, ctda; print(sorted(m for m in ('numpy', 'pandas', 'ctda.api') if m in sys.modules))"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and proc.stdout.strip() == "[]", proc.stderr
