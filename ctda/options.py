@@ -9,6 +9,7 @@ line, and two spellings of the same options compare equal and share one
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 import difflib
 import hashlib
@@ -25,6 +26,10 @@ from ctda.errors import CtdaError
 MODES = ("ctda", "hta")
 #: ``windows`` values that are not regexes
 WINDOW_KEYWORDS = ("steps", "trace")
+
+
+#: set while options stored by an earlier version are read back (see ``from_dict``)
+_STORED: contextvars.ContextVar[bool] = contextvars.ContextVar("ctda_options_stored", default=False)
 
 
 class OptionError(CtdaError, ValueError):
@@ -82,12 +87,13 @@ def parse_mode(mode: str) -> str:
 def parse_windows(spec: str) -> str:
     """``steps``, ``trace``, or a regex over CPU event names (compiled here, so a bad one
     fails now). A plain word close to a keyword (``step``, ``Steps``, ``traces``) is
-    refused: it would silently select nothing or the wrong events."""
+    refused: it would silently select nothing or the wrong events. Options read back from
+    a store keep such a word (earlier versions took it as a regex)."""
     if not isinstance(spec, str) or not spec.strip():
         raise OptionError(f"windows must be 'steps', 'trace' or a regex over event names, not {spec!r}")
     if spec in WINDOW_KEYWORDS:
         return spec
-    if re.fullmatch(r"[A-Za-z_ ]+", spec):
+    if re.fullmatch(r"[A-Za-z_ ]+", spec) and not _STORED.get():
         close = difflib.get_close_matches(spec.strip().lower(), WINDOW_KEYWORDS, n=1, cutoff=0.75)
         if close:
             raise OptionError(
@@ -153,8 +159,13 @@ class AnalysisOptions:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> AnalysisOptions:
-        """Inverse of :meth:`to_dict`; missing keys take their defaults."""
-        return validate_options(**{k: v for k, v in d.items() if v is not None})
+        """Inverse of :meth:`to_dict`; missing keys take their defaults. Options a store
+        has held since before a check existed still load (they are what the run holds)."""
+        token = _STORED.set(True)
+        try:
+            return validate_options(**{k: v for k, v in d.items() if v is not None})
+        finally:
+            _STORED.reset(token)
 
     def key(self) -> str:
         """Stable digest of :meth:`to_dict`: same file + same key = same stored run."""

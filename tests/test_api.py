@@ -90,6 +90,10 @@ def test_options_normalise_so_one_set_has_one_key() -> None:
     assert AnalysisOptions(windows="(step)").windows == "(step)"
     assert AnalysisOptions.from_dict(a.to_dict()) == a
     assert AnalysisOptions.from_dict({}) == AnalysisOptions()
+    # a run stored with windows="step" (taken as a regex then) still loads, as it was stored
+    assert AnalysisOptions.from_dict({"windows": "step"}).windows == "step"
+    with pytest.raises(ctda.OptionError):
+        AnalysisOptions(windows="step")
     assert engine.AnalysisOptions is AnalysisOptions and engine.OptionError is ctda.OptionError
     # the keys runs were stored under before the options were normalised: re-ingesting
     # one of those files with the same options must still find it
