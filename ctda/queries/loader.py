@@ -209,7 +209,8 @@ def prepare(
     given = dict(params or {})
     if looks_named(query):
         q = get(query)
-        raw = {k: v if isinstance(v, str) else str(v) for k, v in given.items()}
+        # None stands for the declared default
+        raw = {k: v if isinstance(v, str) else str(v) for k, v in given.items() if v is not None}
         if run is not None and any(p.name == "run" for p in q.params):
             raw = {"run": run, **raw}
         return q.text(dialect), q.bind(raw)
@@ -218,14 +219,8 @@ def prepare(
 
 
 def run(store: Any, name: str, **params: Any) -> Any:
-    """Run named query ``name`` on ``store`` with typed ``params`` (defaults filled in)."""
-    q = get(name)
-    known = {p.name for p in q.params}
-    unknown = sorted(set(params) - known)
-    if unknown:
-        raise QueryError(f"query {name!r} has no parameter {', '.join(unknown)}")
-    values = {p.name: params.get(p.name, p.default) for p in q.params}
-    missing = [p.name for p in q.params if p.required and values[p.name] is None]
-    if missing:
-        raise QueryError(f"query {name!r} needs {', '.join(missing)}")
-    return store.query(q.text(store.dialect), values)
+    """Run named query ``name`` on ``store`` with ``params`` (defaults filled in)."""
+    if not looks_named(name):
+        raise QueryError(f"no named query {name!r}")
+    text, bound = prepare(name, params, store.dialect)
+    return store.query(text, bound)
