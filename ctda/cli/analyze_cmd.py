@@ -69,7 +69,7 @@ def analyze_cmd(
 
 
 def _hta(table: EventTable, version: str, fmt: Format, top: int) -> None:
-    from ctda.analysis.rules.hta import HtaOptions, hta_analysis
+    from ctda.analysis.hta import HtaOptions, hta_analysis
     from ctda.render.hta import render_hta
 
     if version not in ("current", "0.5"):
