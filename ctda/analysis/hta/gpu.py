@@ -244,9 +244,7 @@ def _event_record_sources(t: EventTable, clock: Clock, launches: _Launches) -> d
     return out
 
 
-def _stream_wait_targets(
-    t: EventTable, clock: Clock, launches: _Launches, stream_all: I64
-) -> dict[int, int]:
+def _stream_wait_targets(t: EventTable, clock: Clock, launches: _Launches, stream_all: I64) -> dict[int, int]:
     """cudaStreamWaitEvent call uid -> the first launch call after it from the same thread
     onto the stream it made wait (the stream of its Stream Wait Event record)."""
     kind = t.col("kind")

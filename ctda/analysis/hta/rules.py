@@ -29,8 +29,9 @@ def _batch(ctx: RuleContext, htype: HtaEdge, etype: Callable[[HtaEdges, I64], An
 def operator(ctx: RuleContext) -> EdgeBatch:
     """HTA operator edges: call-stack segments of CPU ops and GPU work start -> end.
 
-    Reads ``ts``/``dur``, ``pid``/``tid``, ``cat`` and names (blocking calls weigh 0; see
-    :func:`~ctda.analysis.hta.weights.graph_weights`). An event's own time; charged to the event HTA attributes it to.
+    Reads ``ts``/``dur``, ``pid``/``tid``, ``cat`` and ``name`` (blocking calls weigh 0;
+    see :func:`~ctda.analysis.hta.weights.graph_weights`). An event's own time; charged to
+    the event HTA attributes it to.
     """
 
     def etype(e: HtaEdges, sel: I64) -> I64:
@@ -88,4 +89,3 @@ def sync_dependency(ctx: RuleContext) -> EdgeBatch:
         return np.where(to_start, int(EdgeType.STREAM_WAIT), int(EdgeType.SYNC))
 
     return _batch(ctx, HtaEdge.SYNC_DEPENDENCY, etype)
-

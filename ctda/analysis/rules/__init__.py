@@ -10,9 +10,14 @@ which rules each analysis mode runs.
 
 from __future__ import annotations
 
-# imported for their declarations; this order is the order the rules run in
-from ctda.analysis.rules import cpu, gpu  # noqa: F401  (structural)
-from ctda.analysis.rules import cross_thread  # noqa: F401  (cross-thread, after structural)
+# imported for their declarations, in the order the rules of a family run
+from ctda.analysis.rules import cpu  # noqa: F401
+
+# isort: split
+from ctda.analysis.rules import gpu  # noqa: F401
+
+# isort: split
+from ctda.analysis.rules import cross_thread  # noqa: F401
 from ctda.analysis.rules.context import RuleContext
 from ctda.analysis.rules.registry import RuleSpec, rule
 

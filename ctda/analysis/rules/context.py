@@ -70,4 +70,3 @@ class RuleContext:
     def timeline(self) -> Timeline:
         """Consecutive event boundaries on each CPU thread (shared by the CPU rules)."""
         return build_timeline(self.nodes)
-

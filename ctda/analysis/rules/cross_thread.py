@@ -91,9 +91,7 @@ def backward_join(ctx: RuleContext) -> EdgeBatch:
         return EdgeBatch.of([], [], RULE_TYPE)
     join = _join_edges(ctx, main, bwd)
     kick = _kickoff_edges(ctx, main, bwd)
-    return EdgeBatch.of(
-        np.concatenate([join[0], kick[0]]), np.concatenate([join[1], kick[1]]), RULE_TYPE
-    )
+    return EdgeBatch.of(np.concatenate([join[0], kick[0]]), np.concatenate([join[1], kick[1]]), RULE_TYPE)
 
 
 def _kickoff_edges(ctx: RuleContext, main: int, bwd: I64) -> tuple[I64, I64]:

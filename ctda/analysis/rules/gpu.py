@@ -246,9 +246,7 @@ def stream_wait_event(ctx: RuleContext) -> EdgeBatch:
     wait_call = call[sw][ok]
     after = _first_launched_after(ctx, dst_lane, n.ts[wait_call])
     keep = (src_lane >= 0) & (dst_lane >= 0) & (before >= 0) & (after >= 0)
-    return EdgeBatch.of(
-        n.finish(before[keep]), n.start(after[keep]), EdgeType.STREAM_WAIT
-    )
+    return EdgeBatch.of(n.finish(before[keep]), n.start(after[keep]), EdgeType.STREAM_WAIT)
 
 
 def _first_launched_after(ctx: RuleContext, lanes: I64, after: I64) -> I64:
@@ -298,9 +296,7 @@ def stream_wait_inferred(ctx: RuleContext) -> EdgeBatch:
     lag = n.ts[late] - src_ready
     late_ready = ready[np.searchsorted(work, late)]
     keep = (found >= 0) & (lag <= opt.stream_wait_max_lag_ns) & (src_ready > late_ready)
-    return EdgeBatch.of(
-        n.finish(found[keep]), n.start(late[keep]), EdgeType.STREAM_WAIT
-    )
+    return EdgeBatch.of(n.finish(found[keep]), n.start(late[keep]), EdgeType.STREAM_WAIT)
 
 
 def _device_of_lane(ctx: RuleContext) -> I64:
