@@ -87,7 +87,7 @@ MODES: dict[str, Mode] = {
         ),
         Mode(
             "hta",
-            "HolisticTraceAnalysis' rules, fixed weights and longest path (whole trace)",
+            "HolisticTraceAnalysis' rules and fixed weights, longest path over the whole trace",
             ("hta",),
             hta.calibration,
             windows="trace",

@@ -7,9 +7,19 @@ from pathlib import Path
 
 import typer
 
+from ctda.analysis import modes
 from ctda.analysis.engine import AnalysisOptions, OptionError, analyze, parse_cross_thread
 from ctda.analysis.report import build
-from ctda.cli.common import CrossThreadOption, WindowsOption, app, console, fail, file_progress, guarded
+from ctda.cli.common import (
+    CrossThreadOption,
+    ModeOption,
+    WindowsOption,
+    app,
+    console,
+    fail,
+    file_progress,
+    guarded,
+)
 from ctda.ingest.reader import read_trace
 from ctda.ingest.table import EventTable
 from ctda.render.analyze import render_json, render_markdown, render_table
@@ -21,11 +31,6 @@ class Format(str, Enum):
     md = "md"
 
 
-class Mode(str, Enum):
-    ctda = "ctda"
-    hta = "hta"
-
-
 @app.command("analyze")
 def analyze_cmd(
     trace: Path = typer.Argument(..., help="Kineto trace (.json, .json.gz) or a ctda .parquet table."),
@@ -34,9 +39,7 @@ def analyze_cmd(
     fmt: Format = typer.Option(Format.table, "--format", help="Output format."),
     cross_thread: CrossThreadOption = "all",
     windows: WindowsOption = "steps",
-    mode: Mode = typer.Option(
-        Mode.ctda, "--mode", help="'hta' reproduces HolisticTraceAnalysis's rules and weights."
-    ),
+    mode: ModeOption = "ctda",
     hta_version: str = typer.Option(
         "current", "--hta-version", help="With --mode hta: 'current' (HTA main) or '0.5' (HTA 0.5.0 on PyPI)."
     ),
@@ -44,17 +47,18 @@ def analyze_cmd(
     """Critical path of each step through CPU threads, GPU streams and the waits between them."""
     try:
         ct = parse_cross_thread(cross_thread)
-    except OptionError as exc:
+        modes.get(mode)
+    except (OptionError, modes.ModeError) as exc:
         fail(str(exc))
 
     def run() -> None:
         with file_progress(trace, "reading") as progress:
             table = read_trace(trace, progress)
-        if mode is Mode.hta:
+        if mode == "hta":  # HTA's own report (same critical path as an HTA-mode analysis)
             _hta(table, hta_version, fmt, top)
             return
         try:
-            result = analyze(table, AnalysisOptions(windows=windows, cross_thread=ct, mode=mode.value))
+            result = analyze(table, AnalysisOptions(windows=windows, cross_thread=ct, mode=mode))
             report = build(result, step=step, top=top)
         except (OptionError, ValueError) as exc:
             fail(f"{trace}: {exc}")
