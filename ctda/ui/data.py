@@ -25,7 +25,7 @@ from ctda.analysis.classify import CLASSES
 from ctda.analysis.engine import Analysis, AnalysisOptions
 from ctda.analysis.report import Report
 from ctda.analysis.report import build as build_report
-from ctda.analysis.rules.context import RuleOptions
+from ctda.analysis.tables import options_from_dict
 from ctda.queries import loader
 from ctda.store import open_store
 from ctda.store.base import QueryResult, RunInfo, Store, StoreError
@@ -98,16 +98,6 @@ def list_runs(db: str | None) -> list[RunInfo]:
 # --- analyses ------------------------------------------------------------------------
 
 
-def _options(info: RunInfo) -> AnalysisOptions:
-    o = info.options
-    return AnalysisOptions(
-        windows=str(o.get("windows", "steps")),
-        cross_thread=tuple(o.get("cross_thread", AnalysisOptions().cross_thread)),
-        mode=str(o.get("mode", "ctda")),
-        rule_options=RuleOptions(**o.get("rule_options", {})),
-    )
-
-
 @st.cache_resource(max_entries=MAX_ANALYSES, show_spinner="Loading the run's analysis…")
 def _load(db: str | None, ref: RunRef, _info: RunInfo) -> Loaded:
     from ctda.store.runs import StoredRun, open_run
@@ -127,7 +117,7 @@ def _load(db: str | None, ref: RunRef, _info: RunInfo) -> Loaded:
     from ctda.analysis.engine import analyze
     from ctda.ingest.reader import read_trace
 
-    a = analyze(read_trace(path), _options(_info))
+    a = analyze(read_trace(path), options_from_dict(_info.options))
     return Loaded(ref, _info, a, StoredRun(db, _info), "trace file")
 
 

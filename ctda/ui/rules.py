@@ -7,23 +7,8 @@ keeping a second copy of the prose.
 
 from __future__ import annotations
 
-import inspect
-from functools import lru_cache
-
 from ctda.analysis.edges import EdgeType
-
-
-@lru_cache(maxsize=1)
-def rule_docs() -> dict[str, str]:
-    """Rule name (as in ``Graph.rule_names``) -> its docstring, for ctda and HTA modes."""
-    from ctda.analysis.rules import hta
-    from ctda.store.model import rule_docs as ctda_docs
-
-    out = dict(ctda_docs())
-    for fn in hta.RULES:
-        # HTA rules name their edges "hta_<function>" (see ctda.analysis.rules.hta._batch)
-        out.setdefault(f"hta_{fn.__name__}", inspect.cleandoc(fn.__doc__ or ""))
-    return out
+from ctda.analysis.tables import rule_docs
 
 
 def rule_doc(name: str) -> str:
