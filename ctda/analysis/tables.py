@@ -207,7 +207,7 @@ def window_table(a: Analysis) -> pd.DataFrame:
     # the largest sum among the classes present; argmax takes the first of equal ones
     top = np.argmax(np.where(present, ns, -1), axis=1)
     top_ns = ns[np.arange(len(ns)), top] if len(ns) else np.zeros(0, dtype=np.int64)
-    has = present.any(axis=1)
+    has = np.asarray(present.any(axis=1), dtype=bool)
     t0 = int(a.nodes.time[a.nodes.source])
     return pd.DataFrame(
         {
