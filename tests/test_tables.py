@@ -128,7 +128,8 @@ def test_options_round_trip() -> None:
     assert tables.options_from_dict(d) == o
     assert tables.options_key(tables.options_from_dict(d)) == tables.options_key(o)
     assert tables.options_from_dict({}) == AnalysisOptions()
-    assert tables.report_options(d, "3") == {"windows": "trace", "cross_thread": ["gil"], "mode": "ctda", "step": "3"}
+    want = {"windows": "trace", "cross_thread": ["gil"], "mode": "ctda", "step": "3"}
+    assert tables.report_options(d, "3") == want
 
 
 def test_names_fold_steps_and_addresses() -> None:

@@ -192,6 +192,25 @@ def looks_named(text: str) -> bool:
     return re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", text.strip()) is not None
 
 
+def prepare(
+    query: str, raw: dict[str, str], dialect: str, *, context: dict[str, Any] | None = None
+) -> tuple[str, dict[str, Any]]:
+    """The text (in ``dialect``) and typed parameters of a named query or of Cypher text.
+
+    ``raw`` holds ``--param k=v`` strings: a named query types them as it declares them
+    (defaults filled in); Cypher text reads each as a JSON literal, else a string.
+    ``context`` supplies values the caller knows (``run``: the current run) where ``raw``
+    has none: a named query takes those it declares, Cypher text takes them all.
+    """
+    context = context or {}
+    if looks_named(query):
+        q = get(query)
+        declared = {p.name for p in q.params}
+        given = {k: str(v) for k, v in context.items() if k in declared} | raw
+        return q.text(dialect), q.bind(given)
+    return query, context | {k: guess(v) for k, v in raw.items()}
+
+
 def run(store: Any, name: str, **params: Any) -> Any:
     """Run named query ``name`` on ``store`` with typed ``params`` (defaults filled in)."""
     q = get(name)

@@ -155,6 +155,8 @@ class Store(ABC):
 
     #: registry name (``Target.kind``)
     kind: ClassVar[str] = ""
+    #: the engine's name for people ("Neo4j")
+    title: ClassVar[str] = ""
     #: Cypher dialect, which picks ``name.<dialect>.cypher`` variants of named queries
     dialect: ClassVar[str] = ""
     #: URL schemes this backend serves; a backend with none opens filesystem paths

@@ -59,6 +59,7 @@ class LadybugStore(Store):
     """A Ladybug database file; ``read_only`` opens share the file with one writer."""
 
     kind = "ladybug"
+    title = "Ladybug"
     dialect = "ladybug"
     schemes = ()  # a filesystem path
     extra = "embedded"

@@ -138,6 +138,7 @@ class Neo4jStore(Store):
     """Runs in a Neo4j database, written in parallel batches, made visible atomically."""
 
     kind = "neo4j"
+    title = "Neo4j"
     dialect = "neo4j"
     schemes = ("bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc")
     extra = "neo4j"

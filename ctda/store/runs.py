@@ -46,15 +46,11 @@ class StoredRun:
     def query_rows(self, cypher: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
         """Rows of a read-only query: a named query or Cypher text; ``$run`` is this run."""
         raw = {k: str(v) for k, v in (params or {}).items()}
+        if not loader.looks_named(cypher) and loader.is_write(cypher):
+            raise StoreError("a what-if selection must be a read-only query")
         with self._store() as s:
-            if loader.looks_named(cypher):
-                q = loader.get(cypher)
-                bound = q.bind({"run": self.name, **raw} if any(p.name == "run" for p in q.params) else raw)
-                return s.query(q.text(s.dialect), bound).records()
-            if loader.is_write(cypher):
-                raise StoreError("a what-if selection must be a read-only query")
-            values = {k: loader.guess(v) for k, v in raw.items()}
-            return s.query(cypher, {"run": self.name, **values}).records()
+            text, bound = loader.prepare(cypher, raw, s.dialect, context={"run": self.name})
+            return s.query(text, bound).records()
 
     def scenarios(self) -> list[dict[str, Any]]:
         """Stored scenarios of this run (name, overrides, predicted totals)."""
