@@ -9,16 +9,19 @@ import typer
 
 from ctda.analysis.engine import AnalysisOptions, OptionError, analyze, parse_cross_thread
 from ctda.analysis.report import build
-from ctda.cli.common import CrossThreadOption, WindowsOption, app, console, fail, file_progress, guarded
+from ctda.cli.common import (
+    CrossThreadOption,
+    FormatOption,
+    WindowsOption,
+    app,
+    fail,
+    file_progress,
+    guarded,
+)
 from ctda.ingest.reader import read_trace
 from ctda.ingest.table import EventTable
-from ctda.render.analyze import render_json, render_markdown, render_table
-
-
-class Format(str, Enum):
-    table = "table"
-    json = "json"
-    md = "md"
+from ctda.render.analyze import report_doc
+from ctda.render.output import Format, emit
 
 
 class Mode(str, Enum):
@@ -31,7 +34,7 @@ def analyze_cmd(
     trace: Path = typer.Argument(..., help="Kineto trace (.json, .json.gz) or a ctda .parquet table."),
     step: str = typer.Option("all", "--step", help="A ProfilerStep number, or 'all'."),
     top: int = typer.Option(10, "--top", min=1, help="Rows in the hotspot and near-critical tables."),
-    fmt: Format = typer.Option(Format.table, "--format", help="Output format."),
+    fmt: FormatOption = Format.table,
     cross_thread: CrossThreadOption = "all",
     windows: WindowsOption = "steps",
     mode: Mode = typer.Option(
@@ -58,21 +61,16 @@ def analyze_cmd(
             report = build(result, step=step, top=top)
         except (OptionError, ValueError) as exc:
             fail(f"{trace}: {exc}")
-        if fmt is Format.json:
-            typer.echo(render_json(report))
-        elif fmt is Format.md:
-            typer.echo(render_markdown(report))
-        else:
-            render_table(report, console)
+        emit(report_doc(report), fmt)
 
     guarded(run)
 
 
 def _hta(table: EventTable, version: str, fmt: Format, top: int) -> None:
     from ctda.analysis.rules.hta import HtaOptions, hta_analysis
-    from ctda.render.hta import render_hta
+    from ctda.render.hta import hta_doc
 
     if version not in ("current", "0.5"):
         fail(f"--hta-version must be 'current' or '0.5', not {version!r}")
     opts = HtaOptions.release_0_5() if version == "0.5" else HtaOptions()
-    render_hta(hta_analysis(table, opts), table, console, "json" if fmt is Format.json else "table", top)
+    emit(hta_doc(hta_analysis(table, opts), table, top), fmt)

@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
 from ctda.ingest.errors import TraceError
+from ctda.render.output import Format
 
 app = typer.Typer(
     name="ctda",
@@ -38,6 +39,14 @@ WindowsOption = Annotated[
     typer.Option(
         "--windows",
         help="'steps' (each ProfilerStep#N), 'trace' (whole trace), or a regex over CPU event names.",
+    ),
+]
+#: every command that prints a table takes ``--format``
+FormatOption = Annotated[
+    Format,
+    typer.Option(
+        "--format",
+        help="table (rich; full width when piped), md, json, or csv (raw values, full names).",
     ),
 ]
 

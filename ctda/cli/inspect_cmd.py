@@ -2,44 +2,35 @@
 
 from __future__ import annotations
 
-import json
-from enum import Enum
+from collections.abc import Iterator
 from pathlib import Path
 
 import typer
 
-from ctda.cli.common import app, console, file_progress, guarded
+from ctda.cli.common import FormatOption, app, file_progress, guarded
 from ctda.ingest.reader import read_trace
 from ctda.ingest.summary import TraceSummary, summarize
-from ctda.render.inspect import render_summary
-
-
-class Format(str, Enum):
-    table = "table"
-    json = "json"
+from ctda.render.inspect import summary_doc
+from ctda.render.output import Document, Format, emit_each
 
 
 @app.command("inspect")
 def inspect_cmd(
     traces: list[Path] = typer.Argument(..., help="Kineto traces (.json, .json.gz) or ctda .parquet tables."),
-    fmt: Format = typer.Option(
-        Format.table, "--format", help="'table' (one screen per trace) or 'json' (a list of summaries)."
-    ),
+    fmt: FormatOption = Format.table,
     top: int = typer.Option(3, "--top", min=1, help="Names listed per CPU thread and GPU stream."),
 ) -> None:
     """Events by category, threads, streams, steps, syncs, NCCL, rank and warnings of each trace."""
-    summaries: list[TraceSummary] = []
-    for path in traces:
 
-        def run(path: Path = path) -> TraceSummary:
-            with file_progress(path, "reading") as progress:
-                table = read_trace(path, progress)
-            return summarize(table, top=top)
+    def docs() -> Iterator[Document]:
+        for path in traces:
 
-        summary = guarded(run)
-        if fmt is Format.json:
-            summaries.append(summary)
-        else:
-            render_summary(console, summary)
-    if fmt is Format.json:
-        typer.echo(json.dumps([s.to_dict() for s in summaries], indent=2))
+            def run(path: Path = path) -> TraceSummary:
+                with file_progress(path, "reading") as progress:
+                    table = read_trace(path, progress)
+                return summarize(table, top=top)
+
+            yield summary_doc(guarded(run))
+
+    # one screen per trace as each is read; json: a list of summaries, csv: one table
+    emit_each(docs(), fmt)

@@ -7,27 +7,23 @@ with credentials from ``CTDA_NEO4J_USER`` / ``CTDA_NEO4J_PASSWORD`` or ``NEO4J_A
 
 from __future__ import annotations
 
-import csv
-import io
-import json
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from enum import Enum
+from functools import partial
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import typer
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
-from rich.table import Table
 
 from ctda.analysis.engine import AnalysisOptions, OptionError, parse_cross_thread
 from ctda.analysis.report import build as build_report
 from ctda.cli.common import (
     CrossThreadOption,
+    FormatOption,
     WindowsOption,
     app,
-    console,
     err_console,
     fail,
     file_progress,
@@ -37,31 +33,15 @@ from ctda.ingest.reader import read_trace
 from ctda.ingest.table import EventTable
 from ctda.queries import loader
 from ctda.queries.loader import QueryError
-from ctda.render.analyze import render_json, render_markdown, render_table
+from ctda.render.analyze import report_doc
+from ctda.render.output import Document, Format, emit, emit_each
+from ctda.render.store import queries_doc, query_doc, runs_doc
 from ctda.store import StoreError, open_store, resolve
-from ctda.store.base import QueryResult, RunInfo
 from ctda.store.config import Target
 
 T = TypeVar("T")
 
 DB_HELP = "Store: a file path (embedded, the default) or bolt:// / neo4j:// URI. Default: $CTDA_DB."
-
-
-class ReportFormat(str, Enum):
-    table = "table"
-    json = "json"
-    md = "md"
-
-
-class QueryFormat(str, Enum):
-    table = "table"
-    csv = "csv"
-    json = "json"
-
-
-class RunsFormat(str, Enum):
-    table = "table"
-    json = "json"
 
 
 def _store_guard(fn: Callable[[], T]) -> T:
@@ -107,6 +87,7 @@ def ingest_cmd(
         "ctda", "--mode", help="'ctda', or 'hta' for HolisticTraceAnalysis's rules and weights."
     ),
     top: int = typer.Option(10, "--top", min=1, help="Rows in the hotspot tables printed after storing."),
+    fmt: FormatOption = Format.table,
 ) -> None:
     """Analyse traces and store each as a run: events, dependency edges and critical paths."""
     from ctda.store.ingest import default_name, ingest
@@ -118,41 +99,44 @@ def ingest_cmd(
     except OptionError as exc:
         fail(str(exc))
     target = _target(db)
-    for path in traces:
-        name = run if run and len(traces) == 1 else (f"{run}/{default_name(path)}" if run else None)
 
-        def read(p: Path) -> EventTable:
-            with file_progress(p, "reading") as progress:
-                return read_trace(p, progress)
+    def read(p: Path) -> EventTable:
+        with file_progress(p, "reading") as progress:
+            return read_trace(p, progress)
 
-        def one(path: Path = path, name: str | None = name) -> None:
-            with _write_progress(sys.stderr.isatty()) as progress:
-                done = ingest(path, target, options, name=name, force=force, read=read, progress=progress)
-            if not done.stored:
-                err_console.print(
-                    f"{path}: already stored as run [bold]{done.run.name}[/] (same file and options); "
-                    "--force stores it again",
-                    highlight=False,
-                )
-                _print_report(target, done.run.name, "all", top, ReportFormat.table)
-                return
-            rate = done.rows / max(done.seconds, 1e-9)
+    def one(path: Path, name: str | None) -> Document:
+        with _write_progress(sys.stderr.isatty()) as progress:
+            done = ingest(path, target, options, name=name, force=force, read=read, progress=progress)
+        if not done.stored:
             err_console.print(
-                f"stored run [bold]{done.run.name}[/]: {done.run.events:,} events, {done.run.edges:,} edges "
-                f"in {done.seconds:.1f} s ({rate:,.0f} rows/s) -> {target.location}",
+                f"{path}: already stored as run [bold]{done.run.name}[/] (same file and options); "
+                "--force stores it again",
                 highlight=False,
             )
-            assert done.analysis is not None
-            render_table(build_report(done.analysis, top=top), console)
+            return _stored_report(target, done.run.name, "all", top)
+        rate = done.rows / max(done.seconds, 1e-9)
+        err_console.print(
+            f"stored run [bold]{done.run.name}[/]: {done.run.events:,} events, {done.run.edges:,} edges "
+            f"in {done.seconds:.1f} s ({rate:,.0f} rows/s) -> {target.location}",
+            highlight=False,
+        )
+        assert done.analysis is not None
+        return report_doc(build_report(done.analysis, top=top))
 
-        _store_guard(one)
+    def docs() -> Iterator[Document]:
+        for path in traces:
+            name = run if run and len(traces) == 1 else (f"{run}/{default_name(path)}" if run else None)
+            yield _store_guard(partial(one, path, name))
+
+    # each report as its run is stored; json: a list of reports, csv: one table
+    emit_each(docs(), fmt)
 
 
 @app.command("runs")
 def runs_cmd(
     db: str = typer.Option(None, "--db", help=DB_HELP),
     all_: bool = typer.Option(False, "--all", help="Also show unfinished runs (pending, being deleted)."),
-    fmt: RunsFormat = typer.Option(RunsFormat.table, "--format", help="'table' or 'json'."),
+    fmt: FormatOption = Format.table,
 ) -> None:
     """List the runs in the store."""
 
@@ -160,55 +144,12 @@ def runs_cmd(
         with open_store(_target(db), read_only=True) as store:
             runs = store.runs(include_incomplete=all_)
             where = store.location
-        if fmt is RunsFormat.json:
-            typer.echo(json.dumps([_run_dict(r) for r in runs], indent=2))
-            return
-        if not runs:
+        if not runs and fmt is Format.table:
             err_console.print(f"no runs in {where}", highlight=False)
             return
-        t = Table(title=f"Runs in {where}", title_justify="left", show_edge=False, header_style="bold")
-        for col in (
-            "name",
-            "events",
-            "edges",
-            "steps",
-            "CP ms",
-            "ingested",
-            "file",
-            *(["status"] if all_ else []),
-        ):
-            t.add_column(col, justify="right" if col in ("events", "edges", "steps", "CP ms") else "left")
-        for r in runs:
-            cells = [
-                r.name,
-                f"{r.events:,}",
-                f"{r.edges:,}",
-                str(r.steps),
-                f"{r.cp_ns / 1e6:,.3f}",
-                r.ingested_at,
-                r.file,
-            ]
-            t.add_row(*cells, *([r.status] if all_ else []))
-        console.print(t)
+        emit(runs_doc(runs, where, with_status=all_), fmt)
 
     _store_guard(go)
-
-
-def _run_dict(r: RunInfo) -> dict[str, Any]:
-    return {
-        "name": r.name,
-        "status": r.status,
-        "file": r.file,
-        "sha256": r.sha256,
-        "ctda_version": r.ctda_version,
-        "options": r.options,
-        "ingested_at": r.ingested_at,
-        "steps": r.steps,
-        "step_ns": r.step_ns,
-        "cp_ns": r.cp_ns,
-        "events": r.events,
-        "edges": r.edges,
-    }
 
 
 @app.command("rm")
@@ -230,17 +171,11 @@ def rm_cmd(
     _store_guard(go)
 
 
-def _print_report(target: Target, run: str, step: str, top: int, fmt: ReportFormat) -> None:
+def _stored_report(target: Target, run: str, step: str, top: int) -> Document:
     from ctda.store.report import build
 
     with open_store(target, read_only=True) as store:
-        report = build(store, run, step=step, top=top)
-    if fmt is ReportFormat.json:
-        typer.echo(render_json(report))
-    elif fmt is ReportFormat.md:
-        typer.echo(render_markdown(report))
-    else:
-        render_table(report, console)
+        return report_doc(build(store, run, step=step, top=top))
 
 
 @app.command("report")
@@ -249,10 +184,10 @@ def report_cmd(
     db: str = typer.Option(None, "--db", help=DB_HELP),
     step: str = typer.Option("all", "--step", help="A ProfilerStep number, or 'all'."),
     top: int = typer.Option(10, "--top", min=1, help="Rows in the hotspot and near-critical tables."),
-    fmt: ReportFormat = typer.Option(ReportFormat.table, "--format", help="Output format."),
+    fmt: FormatOption = Format.table,
 ) -> None:
     """The report of a stored run, read back from the store (the tables of ctda analyze)."""
-    _store_guard(lambda: _print_report(_target(db), run, step, top, fmt))
+    emit(_store_guard(lambda: _stored_report(_target(db), run, step, top)), fmt)
 
 
 @app.command("query")
@@ -260,7 +195,7 @@ def query_cmd(
     query: str = typer.Argument(None, help="A named query (see --list) or Cypher text."),
     param: list[str] = typer.Option([], "--param", "-p", help="Query parameter k=v (repeatable)."),
     db: str = typer.Option(None, "--db", help=DB_HELP),
-    fmt: QueryFormat = typer.Option(QueryFormat.table, "--format", help="'table', 'csv' or 'json'."),
+    fmt: FormatOption = Format.table,
     write: bool = typer.Option(False, "--write", help="Allow a query that changes the store."),
     list_: bool = typer.Option(False, "--list", help="List the named queries and their parameters."),
 ) -> None:
@@ -268,7 +203,7 @@ def query_cmd(
 
     def go() -> None:
         if list_ or not query:
-            _list_queries()
+            emit(queries_doc(loader.load_all().values()), fmt)
             return
         raw = _params(param)
         if loader.looks_named(query):
@@ -287,7 +222,9 @@ def query_cmd(
             body = named.text(store.dialect) if named is not None else text
             assert body is not None
             result = store.query(body, params, write=write)
-        _print_result(result, fmt)
+        emit(query_doc(result), fmt)
+        if fmt is Format.table:
+            err_console.print(f"{len(result.rows)} row(s)", style="dim")
 
     _store_guard(go)
 
@@ -300,47 +237,3 @@ def _params(items: list[str]) -> dict[str, str]:
             raise QueryError(f"--param takes key=value, not {item!r}")
         out[key.strip()] = value
     return out
-
-
-def _list_queries() -> None:
-    t = Table(
-        title="Named queries (ctda query NAME --param k=v)",
-        title_justify="left",
-        show_edge=False,
-        header_style="bold",
-    )
-    t.add_column("name")
-    t.add_column("parameters")
-    t.add_column("what it answers", overflow="fold", max_width=70)
-    for q in loader.load_all().values():
-        ps = ", ".join(p.name if p.required else f"{p.name}={p.default}" for p in q.params)
-        t.add_row(q.name, ps, q.description)
-    console.print(t)
-
-
-def _cell(v: Any) -> str:
-    if isinstance(v, float):
-        return f"{v:.6g}"
-    if isinstance(v, (dict, list)):
-        return json.dumps(v, default=str)
-    return "" if v is None else str(v)
-
-
-def _print_result(result: QueryResult, fmt: QueryFormat) -> None:
-    if fmt is QueryFormat.json:
-        typer.echo(json.dumps(result.records(), indent=2, default=str))
-    elif fmt is QueryFormat.csv:
-        buf = io.StringIO()
-        w = csv.writer(buf)
-        w.writerow(result.columns)
-        for row in result.rows:
-            w.writerow([json.dumps(v, default=str) if isinstance(v, (dict, list)) else v for v in row])
-        typer.echo(buf.getvalue(), nl=False)
-    else:
-        t = Table(show_edge=False, header_style="bold")
-        for c in result.columns:
-            t.add_column(c, overflow="fold", max_width=60)
-        for row in result.rows:
-            t.add_row(*[_cell(v) for v in row])
-        console.print(t)
-        err_console.print(f"{len(result.rows)} row(s)", style="dim")

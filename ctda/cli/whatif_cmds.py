@@ -3,30 +3,21 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from enum import Enum
 from pathlib import Path
 from typing import Any
 
 import typer
 
 from ctda.analysis.engine import Analysis, OptionError
-from ctda.cli.common import app, console, fail, guarded
+from ctda.cli.common import FormatOption, app, console, fail, guarded
 from ctda.cli.sources import load_analysis, load_scenario, save_scenario
-from ctda.render.whatif import (
-    render_comparison,
-    render_opportunities,
-    render_scenario,
-)
+from ctda.render.output import Format, emit
+from ctda.render.whatif import comparison_doc, opportunities_doc, scenario_doc
 from ctda.whatif import compare as cmp
 from ctda.whatif.export import write_perfetto
 from ctda.whatif.opportunities import rank
 from ctda.whatif.scenario import Scenario, run
 from ctda.whatif.select import Override, SelectionError, from_rows, parse_remove, parse_scale
-
-
-class Format(str, Enum):
-    table = "table"
-    json = "json"
 
 
 def _overrides(
@@ -68,7 +59,7 @@ def whatif_cmd(
     dry_run: bool = typer.Option(False, "--dry-run", help="Do not store the scenario."),
     perfetto: Path | None = typer.Option(None, "--perfetto", help="Also export the predicted timeline here."),
     db: str | None = typer.Option(None, "--db", envvar="CTDA_DB", help="Store path or bolt:// URI."),
-    fmt: Format = typer.Option(Format.table, "--format"),
+    fmt: FormatOption = Format.table,
     top: int = typer.Option(10, "--top", min=1),
 ) -> None:
     """Predict the step time if some events took a different time (before writing the fix)."""
@@ -92,7 +83,7 @@ def whatif_cmd(
             save_scenario(store_run, sc)
         if perfetto:
             write_perfetto(sc.analysis, perfetto, name=label)
-        render_scenario(sc, console, fmt.value, top)
+        emit(scenario_doc(sc, top), fmt)
 
     guarded(go)
 
@@ -106,13 +97,13 @@ def opportunities_cmd(
     run_or_trace: str = typer.Argument(..., help="A stored run name, or a trace file."),
     top: int = typer.Option(10, "--top", min=1, help="How many hotspot names to try."),
     db: str | None = typer.Option(None, "--db", envvar="CTDA_DB"),
-    fmt: Format = typer.Option(Format.table, "--format"),
+    fmt: FormatOption = Format.table,
 ) -> None:
     """What each top hotspot group would buy if it were 2x faster, or gone."""
 
     def go() -> None:
         a, _ = load_analysis(run_or_trace, db)
-        render_opportunities(rank(a, top), a, console, fmt.value)
+        emit(opportunities_doc(rank(a, top), a), fmt)
 
     guarded(go)
 
@@ -150,14 +141,14 @@ def compare_cmd(
     a: str = typer.Argument(..., help="Run, trace file, or RUN@SCENARIO."),
     b: str = typer.Argument(..., help="Run, trace file, or RUN@SCENARIO."),
     db: str | None = typer.Option(None, "--db", envvar="CTDA_DB"),
-    fmt: Format = typer.Option(Format.table, "--format"),
+    fmt: FormatOption = Format.table,
     top: int = typer.Option(15, "--top", min=1),
 ) -> None:
     """Before/after: step time, CP, bound-by and hotspots side by side; prediction error for a scenario."""
 
     def go() -> None:
         sa, sb = _side(a, db), _side(b, db)
-        render_comparison(cmp.compare(sa, sb), console, fmt.value, top)
+        emit(comparison_doc(cmp.compare(sa, sb), top), fmt)
 
     guarded(go)
 
