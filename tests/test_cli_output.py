@@ -16,7 +16,6 @@ import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 
@@ -27,12 +26,12 @@ BASE = DATA / "hta" / "trace_compare_base_tiny.json.gz"
 TEST = DATA / "hta" / "trace_compare_test_tiny.json.gz"
 RUN = "toy"
 FORMATS = ("table", "md", "json", "csv")
-REPORT_HEADERS = (
-    ["window", "start ms", "duration ms", "CP ms", "bound by", "share"]
-    + ["class", "% of CP"]
-    + ["name", "category", "self ms", "% of time", "count", "on CP"]
-    + ["lane"]
-)
+REPORT_HEADERS = [
+    *("window", "start ms", "duration ms", "CP ms", "bound by", "share"),
+    *("class", "% of CP"),
+    *("name", "category", "self ms", "% of time", "count", "on CP"),
+    "lane",
+]
 REPORT_KEYS = ["table", "window", "duration_ns", "cp_ns", "class", "name", "category", "total_ns", "lane"]
 
 
@@ -117,8 +116,7 @@ def ctda(args: tuple[str, ...], env: dict[str, str]) -> subprocess.CompletedProc
     """``ctda ARGS`` in a fresh process, stdout and stderr to pipes."""
     return subprocess.run(
         [sys.executable, "-m", "ctda.cli.app", *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+        capture_output=True,
         text=True,
         env=env,
         timeout=600,
