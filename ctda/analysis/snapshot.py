@@ -1,7 +1,8 @@
 """A self-contained columnar snapshot of an Analysis (events, graph, weights, windows).
 
 Stores keep it next to a run so what-if scenarios re-time the run without re-reading the
-trace or the graph database (design: "keep a columnar copy of the graph").
+trace or the graph database (docs/model.md#what-if-re-timing: a scenario re-weighs
+and replays the calibrated graph, which needs it whole and in columns).
 """
 
 from __future__ import annotations
