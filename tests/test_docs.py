@@ -19,7 +19,8 @@ def anchors(doc: Path) -> set[str]:
 
 
 def citations() -> list[tuple[Path, str, str | None]]:
-    sources = [*ROOT.glob("ctda/**/*.py"), *ROOT.glob("bench/*.py"), *ROOT.glob("tests/**/*.py")]
+    tests = [p for p in ROOT.glob("tests/**/*.py") if p.name != Path(__file__).name]
+    sources = [*ROOT.glob("ctda/**/*.py"), *ROOT.glob("bench/*.py"), *tests]
     sources += [ROOT / "README.md", *ROOT.glob("docs/*.md")]
     return [(p, m.group(1), m.group(2)) for p in sources for m in CITATION.finditer(p.read_text())]
 
