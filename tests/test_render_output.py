@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from rich.console import Console
 from rich.text import Text
 
 from ctda.render.output import (
@@ -23,6 +24,7 @@ from ctda.render.output import (
     clip,
     emit,
     emit_each,
+    rich_table,
 )
 from tests import synth
 
@@ -143,3 +145,25 @@ def test_a_megabyte_event_name_through_the_cli(tmp_path: Path) -> None:
     assert all(len(r) < 1_000 for r in report["recommendations"])
     shown = run("inspect")
     assert len(shown) < 20_000 and "2 events" in shown
+
+
+def test_a_narrow_terminal_cuts_names_not_headers_or_numbers() -> None:
+    """At 72 columns the text columns give up room; every header and number stays whole."""
+    cols = [
+        Col("name", "name"),
+        Col("category", "category"),
+        Col("cp_ns", "CP ms", "ms"),
+        Col("share", "% of CP", "pct"),
+        Col("count", "count", "int"),
+        Col("lane", "lane"),
+    ]
+    rows = [("void kernel<" + "T, " * 40 + ">", "kernel", 12_345_678, 0.5, 1234, "GPU 0 stream 7")]
+    buf = io.StringIO()
+    Console(file=buf, width=72).print(rich_table(Section("hot", "Hot", cols, rows), 72))
+    lines = buf.getvalue().splitlines()
+    assert max(len(line) for line in lines) <= 72
+    header, body = lines[1], lines[3]
+    assert [h.strip() for h in header.split("┃")] == [c.header for c in cols]
+    cells = [c.strip() for c in body.split("│")]
+    assert cells[0].startswith("void kernel<T,") and cells[0].endswith(ELLIPSIS)
+    assert cells[1:] == ["kernel", "12.346", "50.0%", "1,234", "GPU 0 stream 7"]

@@ -157,7 +157,7 @@ def _write(docs: list[Document], fmt: Format, many: bool, out: TextIO | None) ->
                 console.print(doc.screen(console))
                 continue
             for block in doc.blocks:
-                console.print(rich_block(block))
+                console.print(rich_block(block, console.width))
         return
     if fmt is Format.md:
         text = "\n".join(markdown(doc) for doc in docs)
@@ -171,8 +171,8 @@ def _write(docs: list[Document], fmt: Format, many: bool, out: TextIO | None) ->
 
 
 # --- table ----------------------------------------------------------------------------
-def rich_block(block: Block) -> Any:
-    """A block as a rich renderable."""
+def rich_block(block: Block, width: int = PIPE_WIDTH) -> Any:
+    """A block as a rich renderable for a console ``width`` wide."""
     if isinstance(block, Text):
         return _clip_text(block)
     if isinstance(block, Bullets):
@@ -180,7 +180,7 @@ def rich_block(block: Block) -> Any:
         for item in block.items:
             lines.append("\n  - " + clip(item, NAME_MAX * 4))
         return lines
-    return rich_table(block)
+    return rich_table(block, width)
 
 
 def _clip_text(text: Text) -> Text:
@@ -188,22 +188,51 @@ def _clip_text(text: Text) -> Text:
     return text if len(text) <= NAME_MAX * 8 else text[: NAME_MAX * 8 - 1] + Text(ELLIPSIS)
 
 
-def rich_table(section: Section) -> Table:
-    """A section as a rich table whose headers are never cut."""
+def rich_table(section: Section, width: int = PIPE_WIDTH) -> Table:
+    """A section as a rich table at most ``width`` wide, headers and numbers never cut.
+
+    When the table is too wide, its text columns give up the room, in proportion to their
+    width (their cells end in an ellipsis); rich left alone would cut headers instead, or
+    drop whole columns.
+    """
+    cols = section.cols
+    cells = [[shown(v, c) for v, c in zip(row, cols, strict=True)] for row in section.rows]
+    caps = _text_caps(cols, cells, width)
     t = Table(title=section.title, title_justify="left", show_edge=False, header_style="bold")
-    for c in section.cols:
+    for c, cap in zip(cols, caps, strict=True):
         prose = c.kind == "prose"
         t.add_column(
             c.header,
             justify="right" if c.numeric else "left",
             overflow="fold" if prose else "ellipsis",
             no_wrap=not prose,
-            min_width=len(c.header),
-            max_width=PROSE_WIDTH if prose else None,
+            max_width=cap,
         )
-    for row in section.rows:
-        t.add_row(*(shown(v, c) for v, c in zip(row, section.cols, strict=True)))
+    for row in cells:
+        t.add_row(*row)
     return t
+
+
+def _text_caps(cols: Sequence[Col], cells: Sequence[Sequence[str]], width: int) -> list[int | None]:
+    """Per column, the widest it may be so the table fits ``width`` (None: no cap)."""
+    natural = [max([len(c.header), *(len(r[i]) for r in cells)]) for i, c in enumerate(cols)]
+    for i, c in enumerate(cols):
+        if c.kind == "prose":
+            natural[i] = min(natural[i], PROSE_WIDTH)
+    # each column is padded by one cell either side, and columns are one divider apart
+    overhead = 3 * len(cols) - 1
+    if sum(natural) + overhead <= width:
+        return [PROSE_WIDTH if c.kind == "prose" else None for c in cols]
+    text = sorted((i for i, c in enumerate(cols) if not c.numeric), key=lambda i: natural[i])
+    room = width - overhead - sum(w for i, w in enumerate(natural) if i not in text)
+    caps: list[int | None] = [None] * len(cols)
+    # narrow columns keep their width; the wide ones share what is left equally
+    for k, i in enumerate(text):
+        fair = room // (len(text) - k)
+        cap = max(len(cols[i].header), 4, min(natural[i], fair))
+        caps[i] = cap
+        room -= cap
+    return caps
 
 
 def shown(value: Any, col: Col) -> str:
