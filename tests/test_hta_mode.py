@@ -19,9 +19,9 @@ from typing import Any
 import numpy as np
 import pytest
 
+from ctda.analysis import hta
 from ctda.analysis.edges import EdgeType
 from ctda.analysis.engine import AnalysisOptions, analyze
-from ctda.analysis.rules import hta
 from ctda.ingest.columns import NA
 from ctda.ingest.reader import read_trace
 from ctda.ingest.table import EventTable

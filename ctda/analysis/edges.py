@@ -72,6 +72,7 @@ class EdgeBatch:
     """Edges produced by one rule: node ids, type codes, owners, and the rule's name.
 
     ``owner`` is the analysed event whose own time the edge is (-1 for waits and gaps).
+    ``rule`` is filled in from the registry when the rule runs (see ``rules.registry``).
     """
 
     src: npt.NDArray[np.int64]
@@ -86,7 +87,7 @@ class EdgeBatch:
         src: npt.ArrayLike,
         dst: npt.ArrayLike,
         etype: EdgeType | npt.ArrayLike,
-        rule: str,
+        rule: str = "",
         owner: npt.ArrayLike | None = None,
     ) -> EdgeBatch:
         s = np.asarray(src, dtype=np.int64)

@@ -1,19 +1,21 @@
 """The analysis pipeline: table -> nodes -> edges -> graph -> weights -> replay -> charges.
 
-analyze(table, options) = attribute(replay(calibrate(build(rules(select(table))))))
+analyze(table, options) = attribute(replay(weigh(build(rules(select(table))))))
+
+The mode (:mod:`ctda.analysis.modes`) decides the rules and the weighing.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from ctda.analysis import attribution, graph, rules
-from ctda.analysis.calibrate import Calibration, calibrate
+from ctda.analysis import attribution, graph, modes
+from ctda.analysis.calibrate import Calibration
 from ctda.analysis.classify import event_classes
 from ctda.analysis.contention import Contention
 from ctda.analysis.contention import estimate as estimate_contention
@@ -25,7 +27,7 @@ from ctda.analysis.rules.context import RuleContext, RuleOptions
 from ctda.analysis.windows import Window, resolve
 from ctda.ingest.table import EventTable
 
-ALL_CROSS_THREAD = tuple(rules.CROSS_THREAD)
+ALL_CROSS_THREAD = modes.get("ctda").selectable
 
 
 class OptionError(ValueError):
@@ -39,12 +41,10 @@ def parse_cross_thread(spec: str) -> tuple[str, ...]:
     if spec in ("none", ""):
         return ()
     names = tuple(s.strip() for s in spec.split(",") if s.strip())
-    unknown = [s for s in names if s not in rules.CROSS_THREAD]
-    if unknown:
-        raise OptionError(
-            f"unknown cross-thread rule(s) {', '.join(unknown)}; choose from {', '.join(ALL_CROSS_THREAD)}"
-        )
-    return names
+    try:
+        return modes.get("ctda").cross_thread(names)
+    except modes.ModeError as exc:
+        raise OptionError(str(exc)) from None
 
 
 @dataclass
@@ -53,7 +53,7 @@ class AnalysisOptions:
 
     windows: str = "steps"  # "steps", "trace", or a regex over CPU event names
     cross_thread: tuple[str, ...] = ALL_CROSS_THREAD
-    mode: str = "ctda"  # or "hta": HTA's rules and weights
+    mode: str = "ctda"  # a name in ctda.analysis.modes.MODES
     rule_options: RuleOptions = field(default_factory=RuleOptions)
 
 
@@ -86,14 +86,30 @@ def window_ends(windows: list[Window]) -> npt.NDArray[np.int64]:
 
 
 def edge_batches(ctx: RuleContext, options: AnalysisOptions) -> list[EdgeBatch]:
-    """Run the enabled rules in order (structural first, so deduplication keeps them)."""
-    if options.mode == "hta":
-        from ctda.analysis.rules import hta
+    """Run the mode's rules in order (structural first, so deduplication keeps them)."""
+    return [spec(ctx) for spec in _mode(options).rules(options.cross_thread)]
 
-        return [r(ctx) for r in hta.RULES]
-    out = [r(ctx) for r in rules.STRUCTURAL]
-    out += [rules.CROSS_THREAD[name](ctx) for name in options.cross_thread]
-    return out
+
+def _mode(options: AnalysisOptions) -> modes.Mode:
+    try:
+        return modes.get(options.mode)
+    except modes.ModeError as exc:
+        raise OptionError(str(exc)) from None
+
+
+def effective(options: AnalysisOptions) -> AnalysisOptions:
+    """``options`` as the mode runs them: its own windows, only the rules it uses.
+
+    HTA mode, for one, always analyses the whole trace and runs no cross-thread rule of
+    ctda's; recording that (rather than what was asked) keeps every report and stored
+    run honest about what was computed.
+    """
+    mode = _mode(options)
+    try:
+        ct = mode.cross_thread(tuple(options.cross_thread))
+    except modes.ModeError as exc:
+        raise OptionError(str(exc)) from None
+    return replace(options, windows=mode.windows or options.windows, cross_thread=ct)
 
 
 def analyze(
@@ -101,18 +117,19 @@ def analyze(
     options: AnalysisOptions | None = None,
     extra: Sequence[Callable[[RuleContext], EdgeBatch]] = (),
 ) -> Analysis:
-    """Build, calibrate and replay the dependency graph of ``table``; attribute the path.
+    """Build, weigh and replay the dependency graph of ``table``; attribute the path.
 
-    ``extra`` rules run after the enabled ones (a job adds its ranks' collective issue edges).
+    ``extra`` rules run after the mode's (a job adds its ranks' collective issue edges).
     """
-    options = options or AnalysisOptions()
+    options = effective(options or AnalysisOptions())
+    mode = _mode(options)
     nodes = select(table)
     ctx = RuleContext(table, nodes, options.rule_options)
     windows = resolve(table, nodes, options.windows)
     if not windows:
         raise OptionError(f"no analysis window matches {options.windows!r}")
     g = graph.build(nodes, [*edge_batches(ctx, options), *(rule(ctx) for rule in extra)])
-    cal = calibrate(g)
+    cal = mode.weigh(ctx, g)
     timing = replay(g, cal.weight, cal.binding, int(nodes.time[nodes.source]), window_ends(windows))
     cls = event_classes(ctx)
     charges = attribution.window_paths(g, timing, windows, cls)
@@ -120,7 +137,7 @@ def analyze(
 
 
 def contention(ctx: RuleContext, g: Graph, options: AnalysisOptions) -> Contention:
-    """GIL contention inside events, estimated when the ``gil`` rule is on."""
+    """GIL contention inside events, estimated when the ``gil`` rule runs."""
     if "gil" in options.cross_thread and options.mode == "ctda":
         return estimate_contention(ctx, g)
     return Contention.empty()

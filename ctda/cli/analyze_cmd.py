@@ -7,10 +7,20 @@ from pathlib import Path
 
 import typer
 
+from ctda.analysis import modes
 from ctda.analysis.engine import AnalysisOptions, OptionError, analyze, parse_cross_thread
 from ctda.analysis.report import build
 from ctda.cli import job_cmd
-from ctda.cli.common import CrossThreadOption, WindowsOption, app, console, fail, file_progress, guarded
+from ctda.cli.common import (
+    CrossThreadOption,
+    ModeOption,
+    WindowsOption,
+    app,
+    console,
+    fail,
+    file_progress,
+    guarded,
+)
 from ctda.ingest.reader import read_trace
 from ctda.ingest.table import EventTable
 from ctda.render.analyze import render_json, render_markdown, render_table
@@ -21,11 +31,6 @@ class Format(str, Enum):
     table = "table"
     json = "json"
     md = "md"
-
-
-class Mode(str, Enum):
-    ctda = "ctda"
-    hta = "hta"
 
 
 @app.command("analyze")
@@ -39,9 +44,7 @@ def analyze_cmd(
     fmt: Format = typer.Option(Format.table, "--format", help="Output format."),
     cross_thread: CrossThreadOption = "all",
     windows: WindowsOption = "steps",
-    mode: Mode = typer.Option(
-        Mode.ctda, "--mode", help="'hta' reproduces HolisticTraceAnalysis's rules and weights."
-    ),
+    mode: ModeOption = "ctda",
     hta_version: str = typer.Option(
         "current", "--hta-version", help="With --mode hta: 'current' (HTA main) or '0.5' (HTA 0.5.0 on PyPI)."
     ),
@@ -53,10 +56,11 @@ def analyze_cmd(
     """Critical path of each step through CPU threads, GPU streams and the waits between them."""
     try:
         ct = parse_cross_thread(cross_thread)
-    except OptionError as exc:
+        modes.get(mode)
+    except (OptionError, modes.ModeError) as exc:
         fail(str(exc))
     if job_cmd.is_job(traces, job):
-        opts = AnalysisOptions(windows=windows, cross_thread=ct, mode=mode.value)
+        opts = AnalysisOptions(windows=windows, cross_thread=ct, mode=mode)
         guarded(lambda: job_cmd.analyze_job_cmd(traces, job, opts, fmt.value, top, executor))
         return
     trace = traces[0]
@@ -64,11 +68,11 @@ def analyze_cmd(
     def run() -> None:
         with file_progress(trace, "reading") as progress:
             table = read_trace(trace, progress)
-        if mode is Mode.hta:
+        if mode == "hta":  # HTA's own report (same critical path as an HTA-mode analysis)
             _hta(table, hta_version, fmt, top)
             return
         try:
-            result = analyze(table, AnalysisOptions(windows=windows, cross_thread=ct, mode=mode.value))
+            result = analyze(table, AnalysisOptions(windows=windows, cross_thread=ct, mode=mode))
             report = build(result, step=step, top=top)
         except (OptionError, ValueError) as exc:
             fail(f"{trace}: {exc}")
@@ -84,7 +88,7 @@ def analyze_cmd(
 
 
 def _hta(table: EventTable, version: str, fmt: Format, top: int) -> None:
-    from ctda.analysis.rules.hta import HtaOptions, hta_analysis
+    from ctda.analysis.hta import HtaOptions, hta_analysis
     from ctda.render.hta import render_hta
 
     if version not in ("current", "0.5"):

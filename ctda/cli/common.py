@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
+from ctda.analysis import modes
 from ctda.ingest.errors import TraceError
 
 app = typer.Typer(
@@ -27,12 +28,20 @@ app = typer.Typer(
 console = Console()
 err_console = Console(stderr=True)
 
-#: options shared by every command that analyses a trace (analyze, ingest)
+#: options shared by every command that analyses a trace (analyze, ingest); their choices
+#: come from the rule and mode registries
 CrossThreadOption = Annotated[
     str,
     typer.Option(
         "--cross-thread",
-        help="Cross-thread rules: all, none, or a list of fwdbwd,backward_join,gil,cuda_lock.",
+        help=f"Cross-thread rules: all, none, or a list of {','.join(modes.get('ctda').selectable)}.",
+    ),
+]
+ModeOption = Annotated[
+    str,
+    typer.Option(
+        "--mode",
+        help="Analysis mode: " + "; ".join(f"'{m.name}' ({m.summary})" for m in modes.MODES.values()) + ".",
     ),
 ]
 WindowsOption = Annotated[

@@ -22,10 +22,12 @@ import typer
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
+from ctda.analysis import modes
 from ctda.analysis.engine import AnalysisOptions, OptionError, parse_cross_thread
 from ctda.analysis.report import build as build_report
 from ctda.cli.common import (
     CrossThreadOption,
+    ModeOption,
     WindowsOption,
     app,
     console,
@@ -106,19 +108,16 @@ def ingest_cmd(
     ),
     cross_thread: CrossThreadOption = "all",
     windows: WindowsOption = "steps",
-    mode: str = typer.Option(
-        "ctda", "--mode", help="'ctda', or 'hta' for HolisticTraceAnalysis's rules and weights."
-    ),
+    mode: ModeOption = "ctda",
     top: int = typer.Option(10, "--top", min=1, help="Rows in the hotspot tables printed after storing."),
 ) -> None:
     """Analyse traces and store each as a run: events, dependency edges and critical paths."""
     from ctda.store.ingest import default_name, ingest
 
-    if mode not in ("ctda", "hta"):
-        fail(f"--mode must be 'ctda' or 'hta', not {mode!r}")
     try:
+        modes.get(mode)
         options = AnalysisOptions(windows=windows, cross_thread=parse_cross_thread(cross_thread), mode=mode)
-    except OptionError as exc:
+    except (OptionError, modes.ModeError) as exc:
         fail(str(exc))
     target = _target(db)
     failed = 0

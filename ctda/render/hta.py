@@ -10,7 +10,7 @@ import pandas as pd
 from rich.console import Console, Group
 from rich.text import Text
 
-from ctda.analysis.rules.hta import HtaResult
+from ctda.analysis.hta import HtaResult
 from ctda.ingest.table import EventTable
 from ctda.render.analyze import _table, ms
 

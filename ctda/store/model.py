@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import inspect
 import json
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -21,10 +20,10 @@ import pandas as pd
 import pyarrow as pa
 
 from ctda import __version__
-from ctda.analysis import report
+from ctda.analysis import modes, report
 from ctda.analysis.classify import CLASSES
 from ctda.analysis.edges import EdgeType
-from ctda.analysis.engine import Analysis, AnalysisOptions
+from ctda.analysis.engine import Analysis, AnalysisOptions, effective
 from ctda.ingest.columns import NA
 from ctda.ingest.kinds import Kind
 from ctda.ingest.table import EventTable
@@ -36,7 +35,8 @@ BOUNDS_LANE = "(window bounds)"
 
 
 def options_dict(options: AnalysisOptions) -> dict[str, Any]:
-    """The analysis options that change results, as plain JSON-able values."""
+    """The analysis options that change results, as the mode runs them, as plain JSON-able values."""
+    options = effective(options)
     return {
         "windows": options.windows,
         "cross_thread": list(options.cross_thread),
@@ -55,17 +55,8 @@ def options_key(options: AnalysisOptions) -> str:
 
 
 def rule_docs() -> dict[str, str]:
-    """First paragraph of each rule's docstring (it names the trace fields the rule reads)."""
-    from ctda.analysis import rules
-
-    out: dict[str, str] = {}
-    for fn in rules.STRUCTURAL:
-        out[fn.__name__] = inspect.cleandoc(fn.__doc__ or "")
-    for name, fn in rules.CROSS_THREAD.items():
-        out[name] = inspect.cleandoc(fn.__doc__ or "")
-    out["release"] = "SOURCE -> a node no rule explains: it is released at its observed time."
-    out["terminal"] = "A node nothing waits for -> SINK, so the path can end anywhere."
-    return {k: v for k, v in out.items() if v}
+    """Each rule's documentation (it names the trace fields the rule reads), every mode's."""
+    return modes.rule_docs()
 
 
 @dataclass

@@ -128,8 +128,9 @@ class Neo4jStore(Store):
         read_only: bool = False,
         writers: int = WRITERS,
     ) -> None:
-        import neo4j
         import neo4j.exceptions as nx
+
+        import neo4j
 
         self._neo4j = neo4j
         self.uri = uri

@@ -1,38 +1,24 @@
 """Edge rules: one function per dependency family, each returning an EdgeBatch.
 
-Every rule's docstring names the trace fields it reads and why the dependency is real.
-The registry below is the single list the graph builder walks; cross-thread rules can be
-switched off by name (``--cross-thread``).
+Every rule is declared once with :func:`~ctda.analysis.rules.registry.rule` (name, family;
+its docstring names the trace fields it reads and why the dependency is real). Importing
+this package declares ctda's own rules, in the order the graph builder runs them:
+structural rules first, then the cross-thread ones ``--cross-thread`` switches by name.
+HTA's rules are declared by :mod:`ctda.analysis.hta`; :mod:`ctda.analysis.modes` says
+which rules each analysis mode runs.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+# imported for their declarations, in the order the rules of a family run
+from ctda.analysis.rules import cpu  # noqa: F401
 
-from ctda.analysis.edges import EdgeBatch
-from ctda.analysis.rules import cpu, cross_thread, gpu
+# isort: split
+from ctda.analysis.rules import gpu  # noqa: F401
+
+# isort: split
+from ctda.analysis.rules import cross_thread  # noqa: F401
 from ctda.analysis.rules.context import RuleContext
+from ctda.analysis.rules.registry import RuleSpec, rule
 
-Rule = Callable[[RuleContext], EdgeBatch]
-
-STRUCTURAL: tuple[Rule, ...] = (
-    cpu.duration,
-    cpu.nesting,
-    cpu.thread_sequence,
-    gpu.stream_sequence,
-    gpu.launch,
-    gpu.sync_recorded,
-    gpu.sync_inferred,
-    gpu.blocking_copy,
-    gpu.stream_wait_event,
-    gpu.stream_wait_inferred,
-)
-
-CROSS_THREAD: dict[str, Rule] = {
-    "fwdbwd": cross_thread.fwdbwd,
-    "backward_join": cross_thread.backward_join,
-    "gil": cross_thread.gil_handoff,
-    "cuda_lock": cross_thread.cuda_runtime_lock,
-}
-
-__all__ = ["CROSS_THREAD", "STRUCTURAL", "Rule", "RuleContext"]
+__all__ = ["RuleContext", "RuleSpec", "rule"]

@@ -71,8 +71,3 @@ class RuleContext:
     def timeline(self) -> Timeline:
         """Consecutive event boundaries on each CPU thread (shared by the CPU rules)."""
         return build_timeline(self.nodes)
-
-    @cached_property
-    def n_children(self) -> I64:
-        p = self.nodes.parent
-        return np.bincount(p[p >= 0], minlength=self.nodes.n).astype(np.int64)

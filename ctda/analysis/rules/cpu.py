@@ -7,6 +7,7 @@ import numpy.typing as npt
 
 from ctda.analysis.edges import EdgeBatch, EdgeType
 from ctda.analysis.rules.context import RuleContext
+from ctda.analysis.rules.registry import rule
 
 I64 = npt.NDArray[np.int64]
 
@@ -16,6 +17,7 @@ def _own_span(ctx: RuleContext) -> npt.NDArray[np.bool_]:
     return (tl.owner >= 0) & (tl.src == 2 * tl.owner) & (tl.dst == 2 * tl.owner + 1)
 
 
+@rule("duration", "structural")
 def duration(ctx: RuleContext) -> EdgeBatch:
     """start -> end of every event with nothing recorded inside it (CPU leaves, GPU work).
 
@@ -28,11 +30,11 @@ def duration(ctx: RuleContext) -> EdgeBatch:
         np.concatenate([tl.src[own], n.start(gpu)]),
         np.concatenate([tl.dst[own], n.finish(gpu)]),
         EdgeType.DURATION,
-        "duration",
         owner=np.concatenate([tl.owner[own], gpu]),
     )
 
 
+@rule("nesting", "structural")
 def nesting(ctx: RuleContext) -> EdgeBatch:
     """Self-time segments of an enclosing event, between consecutive boundaries inside it.
 
@@ -42,9 +44,10 @@ def nesting(ctx: RuleContext) -> EdgeBatch:
     """
     tl = ctx.timeline
     seg = (tl.owner >= 0) & ~_own_span(ctx)
-    return EdgeBatch.of(tl.src[seg], tl.dst[seg], EdgeType.SEGMENT, "nesting", owner=tl.owner[seg])
+    return EdgeBatch.of(tl.src[seg], tl.dst[seg], EdgeType.SEGMENT, owner=tl.owner[seg])
 
 
+@rule("thread_sequence", "structural")
 def thread_sequence(ctx: RuleContext) -> EdgeBatch:
     """end of one top-level event -> start of the next on the same CPU thread.
 
@@ -54,4 +57,4 @@ def thread_sequence(ctx: RuleContext) -> EdgeBatch:
     """
     tl = ctx.timeline
     gap = tl.owner < 0
-    return EdgeBatch.of(tl.src[gap], tl.dst[gap], EdgeType.THREAD_SEQ, "thread_sequence")
+    return EdgeBatch.of(tl.src[gap], tl.dst[gap], EdgeType.THREAD_SEQ)

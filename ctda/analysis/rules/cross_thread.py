@@ -12,6 +12,7 @@ from numba import njit
 
 from ctda.analysis.edges import EdgeBatch, EdgeType
 from ctda.analysis.rules.context import RuleContext
+from ctda.analysis.rules.registry import rule
 from ctda.ingest.kinds import Kind
 
 I64 = npt.NDArray[np.int64]
@@ -55,12 +56,13 @@ def _root(parent: I64, idx: I64) -> I64:
         root[move] = up[move]
 
 
+@rule("fwdbwd", "cross_thread")
 def fwdbwd(ctx: RuleContext) -> EdgeBatch:
     """forward op end -> start of the autograd task running its backward on another thread.
 
-    Reads Kineto ``fwdbwd`` flow events (``s`` on the forward op, ``f`` on the backward
-    op). The backward of an op needs the forward's outputs, so it cannot run before the
-    forward op finished. The flow lands on the backward op inside the engine's
+    Reads Kineto ``fwdbwd`` flow events (``ph`` ``s`` on the forward op, ``f`` on the
+    backward op, paired by ``id``). The backward of an op needs the forward's outputs, so
+    it cannot run before the forward op finished. The flow lands on the backward op inside the engine's
     ``evaluate_function`` task, so the edge goes to that task's outermost frame, which is
     what the autograd thread starts. Same-thread pairs are already ordered by the thread's
     own sequence and are skipped.
@@ -69,7 +71,7 @@ def fwdbwd(ctx: RuleContext) -> EdgeBatch:
     src, dst = _flow_pairs(ctx, "fwdbwd")
     cross = n.lane[src] != n.lane[dst]
     task = _root(n.parent, dst[cross])
-    return EdgeBatch.of(n.finish(src[cross]), n.start(task), RULE_TYPE, "fwdbwd")
+    return EdgeBatch.of(n.finish(src[cross]), n.start(task), RULE_TYPE)
 
 
 def _backward_lanes(ctx: RuleContext) -> tuple[int, I64]:
@@ -102,6 +104,7 @@ def _backward_lanes(ctx: RuleContext) -> tuple[int, I64]:
     return (main, bwd) if len(bwd) else none
 
 
+@rule("backward_join", "cross_thread")
 def backward_join(ctx: RuleContext) -> EdgeBatch:
     """The ``backward()`` hand-off in both directions between the main and autograd threads.
 
@@ -115,12 +118,10 @@ def backward_join(ctx: RuleContext) -> EdgeBatch:
     """
     main, bwd = _backward_lanes(ctx)
     if main < 0 or len(bwd) == 0:
-        return EdgeBatch.of([], [], RULE_TYPE, "backward_join")
+        return EdgeBatch.of([], [], RULE_TYPE)
     join = _join_edges(ctx, main, bwd)
     kick = _kickoff_edges(ctx, main, bwd)
-    return EdgeBatch.of(
-        np.concatenate([join[0], kick[0]]), np.concatenate([join[1], kick[1]]), RULE_TYPE, "backward_join"
-    )
+    return EdgeBatch.of(np.concatenate([join[0], kick[0]]), np.concatenate([join[1], kick[1]]), RULE_TYPE)
 
 
 def _kickoff_edges(ctx: RuleContext, main: int, bwd: I64) -> tuple[I64, I64]:
@@ -194,6 +195,7 @@ def _deepest_containing(ts, end, depth, ids, qs, qe):  # type: ignore[no-untyped
     return out
 
 
+@rule("gil", "cross_thread")
 def gil_handoff(ctx: RuleContext) -> EdgeBatch:
     """the last thing another thread of the process did -> this thread resuming after a gap.
 
@@ -208,7 +210,7 @@ def gil_handoff(ctx: RuleContext) -> EdgeBatch:
     n, opt = ctx.nodes, ctx.options
     cpu = np.flatnonzero(~n.is_gpu)
     if len(np.unique(n.lane[cpu])) < 2:
-        return EdgeBatch.of([], [], RULE_TYPE, "gil")
+        return EdgeBatch.of([], [], RULE_TYPE)
     pid_of_lane = ctx.lane_pid
     pid_codes = np.unique(pid_of_lane.astype(str), return_inverse=True)[1]
     node = np.concatenate([n.start(cpu), n.finish(cpu)])
@@ -227,7 +229,7 @@ def gil_handoff(ctx: RuleContext) -> EdgeBatch:
         opt.gil_min_gap_ns,
         opt.gil_max_lag_ns,
     )
-    return EdgeBatch.of(src, dst, RULE_TYPE, "gil")
+    return EdgeBatch.of(src, dst, RULE_TYPE)
 
 
 def _gil_points(ctx: RuleContext, node: I64) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_]]:
@@ -282,6 +284,7 @@ def _handoffs(node, lane, time, proc, release, blocks, min_gap, max_lag):  # typ
     return src[:m], dst[:m]
 
 
+@rule("cuda_lock", "cross_thread")
 def cuda_runtime_lock(ctx: RuleContext) -> EdgeBatch:
     """end of a runtime call on one thread -> end of an overlapping runtime call on another.
 
@@ -292,10 +295,10 @@ def cuda_runtime_lock(ctx: RuleContext) -> EdgeBatch:
     n, opt = ctx.nodes, ctx.options
     rt = np.flatnonzero(n.kind == Kind.RUNTIME)
     if len(np.unique(n.lane[rt])) < 2:
-        return EdgeBatch.of([], [], RULE_TYPE, "cuda_lock")
+        return EdgeBatch.of([], [], RULE_TYPE)
     rt = rt[np.argsort(n.ts[rt], kind="stable")]
     src, dst = _lock_pairs(rt, n.ts[rt], n.end[rt], n.lane[rt].astype(np.int64), opt.lock_lookback)
-    return EdgeBatch.of(n.finish(src), n.finish(dst), RULE_TYPE, "cuda_lock")
+    return EdgeBatch.of(n.finish(src), n.finish(dst), RULE_TYPE)
 
 
 @njit(cache=True)  # type: ignore[misc]

@@ -7,6 +7,7 @@ import numpy.typing as npt
 
 from ctda.analysis.edges import EdgeBatch, EdgeType
 from ctda.analysis.rules.context import RuleContext
+from ctda.analysis.rules.registry import rule
 from ctda.ingest.columns import NA
 from ctda.ingest.kinds import Kind
 
@@ -23,10 +24,11 @@ SYNC_COPY_CALLS = (
 )
 
 
-def _empty(rule: str) -> EdgeBatch:
-    return EdgeBatch.of([], [], EdgeType.SYNC, rule)
+def _empty() -> EdgeBatch:
+    return EdgeBatch.of([], [], EdgeType.SYNC)
 
 
+@rule("stream_sequence", "structural")
 def stream_sequence(ctx: RuleContext) -> EdgeBatch:
     """end of one kernel/copy/set -> start of the next on the same GPU stream.
 
@@ -40,7 +42,7 @@ def stream_sequence(ctx: RuleContext) -> EdgeBatch:
     prev, nxt = work[:-1][same], work[1:][same]
     ordered = n.end[prev] <= n.ts[nxt]
     src = np.where(ordered, n.finish(prev), n.start(prev))
-    return EdgeBatch.of(src, n.start(nxt), EdgeType.STREAM_SEQ, "stream_sequence")
+    return EdgeBatch.of(src, n.start(nxt), EdgeType.STREAM_SEQ)
 
 
 def _launcher_index(ctx: RuleContext) -> I64:
@@ -50,6 +52,7 @@ def _launcher_index(ctx: RuleContext) -> I64:
     return np.where(launcher_uid >= 0, n.index_of_uid[np.maximum(launcher_uid, 0)], -1)
 
 
+@rule("launch", "structural")
 def launch(ctx: RuleContext) -> EdgeBatch:
     """runtime call start -> start of the device work it enqueued.
 
@@ -61,7 +64,7 @@ def launch(ctx: RuleContext) -> EdgeBatch:
     n = ctx.nodes
     li = _launcher_index(ctx)
     work = np.flatnonzero(n.is_gpu & (li >= 0))
-    return EdgeBatch.of(n.start(li[work]), n.start(work), EdgeType.LAUNCH, "launch")
+    return EdgeBatch.of(n.start(li[work]), n.start(work), EdgeType.LAUNCH)
 
 
 def _launched_near(ctx: RuleContext, lanes: I64, when_q: I64, after: bool) -> I64:
@@ -118,6 +121,7 @@ def _lane_of(ctx: RuleContext, device: I64, stream: I64) -> I64:
     return np.array([lut.get((int(d), int(s)), -1) for d, s in zip(device, stream)], dtype=np.int64)
 
 
+@rule("sync_recorded", "structural")
 def sync_recorded(ctx: RuleContext) -> EdgeBatch:
     """device work end -> end of the runtime call a ``cuda_sync`` record says waited for it.
 
@@ -131,7 +135,7 @@ def sync_recorded(ctx: RuleContext) -> EdgeBatch:
     t, n = ctx.table, ctx.nodes
     rec, call = _sync_records(ctx)
     if len(rec) == 0:
-        return _empty("sync_recorded")
+        return _empty()
     kinds = t.decoded("sync_kind", rec)
     dev, strm = t.col("device")[rec], t.col("stream")[rec]
     q_lane, q_time, q_call = [], [], []
@@ -156,7 +160,7 @@ def sync_recorded(ctx: RuleContext) -> EdgeBatch:
     work = _last_launched_before(ctx, lanes_a, np.asarray(q_time, dtype=np.int64))
     calls = np.asarray(q_call, dtype=np.int64)
     keep = (lanes_a >= 0) & (work >= 0)
-    return EdgeBatch.of(n.finish(work[keep]), n.finish(calls[keep]), EdgeType.SYNC, "sync_recorded")
+    return EdgeBatch.of(n.finish(work[keep]), n.finish(calls[keep]), EdgeType.SYNC)
 
 
 def _event_record_calls(ctx: RuleContext, corr: I64) -> I64:
@@ -172,6 +176,7 @@ def _event_record_calls(ctx: RuleContext, corr: I64) -> I64:
     return np.where(keys[pos] == corr, order[pos], -1)
 
 
+@rule("sync_inferred", "structural")
 def sync_inferred(ctx: RuleContext) -> EdgeBatch:
     """device work end -> end of a blocking runtime call, for calls no cuda_sync record covers.
 
@@ -187,22 +192,24 @@ def sync_inferred(ctx: RuleContext) -> EdgeBatch:
     calls = np.array([c for c in calls if c not in covered], dtype=np.int64)
     gpu_lanes = ctx.table.lanes.lane[ctx.table.lanes.is_gpu].to_numpy(dtype=np.int64)
     if len(calls) == 0 or len(gpu_lanes) == 0:
-        return _empty("sync_inferred")
+        return _empty()
     q_lane = np.tile(gpu_lanes, len(calls))
     q_call = np.repeat(calls, len(gpu_lanes))
     work = _last_launched_before(ctx, q_lane, n.ts[q_call])
     ok = work >= 0
     work, q_call = work[ok], q_call[ok]
     inside = (n.end[work] > n.ts[q_call]) & (n.end[work] <= n.end[q_call])
-    return EdgeBatch.of(n.finish(work[inside]), n.finish(q_call[inside]), EdgeType.SYNC, "sync_inferred")
+    return EdgeBatch.of(n.finish(work[inside]), n.finish(q_call[inside]), EdgeType.SYNC)
 
 
+@rule("blocking_copy", "structural")
 def blocking_copy(ctx: RuleContext) -> EdgeBatch:
     """copy/set end -> end of the synchronous call that issued it.
 
-    Reads launch pairing and names (cudaMemcpy, cudaMemset, hipMemcpy, ...), and also any
-    launching call whose own copy finished inside it (pageable-memory cudaMemcpyAsync is
-    synchronous in practice). The call cannot return before its copy is done.
+    Reads ``args.correlation`` (the launch pairing), ``name`` (cudaMemcpy, cudaMemset,
+    hipMemcpy, ...) and ``ts``/``dur``: also any launching call whose own copy finished
+    inside it counts (pageable-memory cudaMemcpyAsync is synchronous in practice). The call
+    cannot return before its copy is done.
     """
     n = ctx.nodes
     li = _launcher_index(ctx)
@@ -211,9 +218,10 @@ def blocking_copy(ctx: RuleContext) -> EdgeBatch:
     sync_name = ctx.name_mask(SYNC_COPY_CALLS)[call]
     inside = (n.end[work] > n.ts[call]) & (n.end[work] <= n.end[call])
     keep = sync_name & (n.end[work] <= n.end[call]) | inside
-    return EdgeBatch.of(n.finish(work[keep]), n.finish(call[keep]), EdgeType.SYNC, "blocking_copy")
+    return EdgeBatch.of(n.finish(work[keep]), n.finish(call[keep]), EdgeType.SYNC)
 
 
+@rule("stream_wait_event", "structural")
 def stream_wait_event(ctx: RuleContext) -> EdgeBatch:
     """last work on the recorded stream -> next work on the waiting stream (GPU -> GPU).
 
@@ -228,7 +236,7 @@ def stream_wait_event(ctx: RuleContext) -> EdgeBatch:
     kinds = t.decoded("sync_kind", rec)
     sw = np.flatnonzero(np.array([k == "Stream Wait Event" for k in kinds], dtype=bool))
     if len(sw) == 0:
-        return EdgeBatch.of([], [], EdgeType.STREAM_WAIT, "stream_wait_event")
+        return EdgeBatch.of([], [], EdgeType.STREAM_WAIT)
     r = rec[sw]
     rec_call = _event_record_calls(ctx, t.col("wait_on_event_corr")[r])
     ok = rec_call >= 0
@@ -239,15 +247,14 @@ def stream_wait_event(ctx: RuleContext) -> EdgeBatch:
     wait_call = call[sw][ok]
     after = _first_launched_after(ctx, dst_lane, n.ts[wait_call])
     keep = (src_lane >= 0) & (dst_lane >= 0) & (before >= 0) & (after >= 0)
-    return EdgeBatch.of(
-        n.finish(before[keep]), n.start(after[keep]), EdgeType.STREAM_WAIT, "stream_wait_event"
-    )
+    return EdgeBatch.of(n.finish(before[keep]), n.start(after[keep]), EdgeType.STREAM_WAIT)
 
 
 def _first_launched_after(ctx: RuleContext, lanes: I64, after: I64) -> I64:
     return _launched_near(ctx, lanes, after, after=True)
 
 
+@rule("stream_wait_inferred", "structural")
 def stream_wait_inferred(ctx: RuleContext) -> EdgeBatch:
     """work on another stream of the device -> GPU work held back by it, in traces without
     "Stream Wait Event" records.

@@ -1,0 +1,81 @@
+"""The edge-rule registry: every rule is declared once, with :func:`rule`.
+
+A declaration gives the rule's name (what its edges are labelled with, what
+``--cross-thread`` selects and what stores file its documentation under), its family, and
+the function; the function's docstring is the rule's documentation. The engine, option
+parsing, stored rule docs and the README's rule table are all derived from here.
+
+Rules run in the order they were declared; modules that declare rules are imported in a
+fixed order by their package (:mod:`ctda.analysis.rules`, :mod:`ctda.analysis.hta`), so the
+order is deterministic. It matters: when two rules produce the same edge the first one
+keeps it, and structural rules must win over heuristic ones.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Literal, get_args
+
+from ctda.analysis.edges import EdgeBatch
+from ctda.analysis.rules.context import RuleContext
+
+Family = Literal["structural", "cross_thread", "hta"]
+FAMILIES: tuple[Family, ...] = get_args(Family)
+RuleFn = Callable[[RuleContext], EdgeBatch]
+
+
+@dataclass(frozen=True)
+class RuleSpec:
+    """One registered rule: its name, family and function (whose docstring documents it)."""
+
+    name: str
+    family: Family
+    fn: RuleFn
+
+    @property
+    def doc(self) -> str:
+        """The rule's documentation: its function's docstring, dedented."""
+        return inspect.cleandoc(self.fn.__doc__ or "")
+
+    @property
+    def summary(self) -> str:
+        """First paragraph of :attr:`doc` on one line (for tables)."""
+        return " ".join(self.doc.split("\n\n", 1)[0].split())
+
+    def __call__(self, ctx: RuleContext) -> EdgeBatch:
+        """Run the rule; its edges carry the registered name whatever the function wrote."""
+        batch = self.fn(ctx)
+        return batch if batch.rule == self.name else replace(batch, rule=self.name)
+
+
+_RULES: dict[str, RuleSpec] = {}
+
+
+def rule(name: str, family: Family) -> Callable[[RuleFn], RuleFn]:
+    """Declare ``fn`` as the edge rule ``name`` of ``family`` (names are unique)."""
+    if family not in FAMILIES:
+        raise ValueError(f"rule {name!r}: unknown family {family!r}; choose from {', '.join(FAMILIES)}")
+
+    def register(fn: RuleFn) -> RuleFn:
+        old = _RULES.get(name)
+        if old is not None and old.fn is not fn:
+            raise ValueError(f"rule {name!r} is declared twice ({_where(old.fn)} and {_where(fn)})")
+        _RULES[name] = RuleSpec(name, family, fn)
+        return fn
+
+    return register
+
+
+def _where(fn: RuleFn) -> str:
+    return f"{fn.__module__}.{fn.__qualname__}"
+
+
+def specs(*families: Family) -> tuple[RuleSpec, ...]:
+    """Rules declared so far, in declaration order, optionally only of ``families``."""
+    return tuple(s for s in _RULES.values() if not families or s.family in families)
+
+
+def names(*families: Family) -> tuple[str, ...]:
+    return tuple(s.name for s in specs(*families))
