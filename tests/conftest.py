@@ -45,8 +45,3 @@ def corpus_traces() -> list[Path]:
     paths = [CORPUS / r["path"] for r in manifest_rows()]
     paths += sorted((CORPUS / "generated").glob("*.json.gz"))
     return paths
-
-
-@pytest.fixture(scope="session")
-def data_dir() -> Path:
-    return DATA

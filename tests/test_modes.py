@@ -49,8 +49,12 @@ def test_registry_names_and_families() -> None:
 
 @pytest.mark.parametrize("bad", ["HTA", "Ctda", "", "nope"])
 def test_unknown_mode_is_an_option_error(bad: str) -> None:
+    """The registry knows modes by their exact names; options take any case of one."""
     with pytest.raises(modes.ModeError, match="choose from ctda, hta"):
         modes.get(bad)
+    if bad.lower() in modes.MODES:
+        assert AnalysisOptions(mode=bad).mode == bad.lower()
+        return
     with pytest.raises(OptionError, match=f"unknown mode {bad!r}"):
         analyze(read_trace(DEMO), AnalysisOptions(mode=bad))
 
@@ -118,8 +122,10 @@ def test_analyze_and_ingest_report_agree_in_hta_mode(runner: CliRunner, tmp_path
     again = runner.invoke(app, ["ingest", str(DEMO), "--mode", "hta", "--run", "demo", "--db", db])
     assert again.exit_code == 0 and "already stored" in again.stderr
 
-    bad = runner.invoke(app, ["ingest", str(DEMO), "--mode", "HTA", "--db", db])
-    assert bad.exit_code == 2 and "unknown mode 'HTA'" in bad.stderr
+    upper = runner.invoke(app, ["ingest", str(DEMO), "--mode", "HTA", "--db", db])
+    assert upper.exit_code == 0 and "already stored" in upper.stderr  # any case names the mode
+    bad = runner.invoke(app, ["ingest", str(DEMO), "--mode", "HTAx", "--db", db])
+    assert bad.exit_code == 2 and "unknown mode 'HTAx'" in bad.stderr
 
 
 def test_stored_hta_run_documents_its_rules(tmp_path: Path) -> None:

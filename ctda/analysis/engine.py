@@ -23,38 +23,14 @@ from ctda.analysis.edges import EdgeBatch
 from ctda.analysis.graph import Graph
 from ctda.analysis.nodes import Nodes, select
 from ctda.analysis.propagate import Timing, replay
-from ctda.analysis.rules.context import RuleContext, RuleOptions
+from ctda.analysis.rules.context import RuleContext
 from ctda.analysis.windows import Window, resolve
 from ctda.ingest.table import EventTable
 
+# options live (and are validated) in ctda.options; importable from here as before
+from ctda.options import AnalysisOptions, OptionError, parse_cross_thread  # noqa: F401
+
 ALL_CROSS_THREAD = modes.get("ctda").selectable
-
-
-class OptionError(ValueError):
-    """A bad analysis option (unknown rule name, empty window selection, ...)."""
-
-
-def parse_cross_thread(spec: str) -> tuple[str, ...]:
-    """``all``, ``none`` or a comma list of rule names."""
-    if spec == "all":
-        return ALL_CROSS_THREAD
-    if spec in ("none", ""):
-        return ()
-    names = tuple(s.strip() for s in spec.split(",") if s.strip())
-    try:
-        return modes.get("ctda").cross_thread(names)
-    except modes.ModeError as exc:
-        raise OptionError(str(exc)) from None
-
-
-@dataclass
-class AnalysisOptions:
-    """What to analyse and which rules to use."""
-
-    windows: str = "steps"  # "steps", "trace", or a regex over CPU event names
-    cross_thread: tuple[str, ...] = ALL_CROSS_THREAD
-    mode: str = "ctda"  # a name in ctda.analysis.modes.MODES
-    rule_options: RuleOptions = field(default_factory=RuleOptions)
 
 
 @dataclass

@@ -23,7 +23,7 @@ from ctda.analysis.classify import event_classes
 from ctda.analysis.engine import Analysis, AnalysisOptions, contention, window_ends
 from ctda.analysis.nodes import select
 from ctda.analysis.propagate import replay
-from ctda.analysis.rules.context import RuleContext, RuleOptions
+from ctda.analysis.rules.context import RuleContext
 from ctda.analysis.windows import Window
 from ctda.ingest.table import EventTable
 
@@ -49,7 +49,7 @@ def dump(a: Analysis) -> bytes:
         "format": FORMAT,
         "rule_names": g.rule_names,
         "dropped": g.dropped,
-        "options": asdict(a.options),
+        "options": a.options.to_dict(),
         "windows": [asdict(w) for w in a.windows],
     }
     out = io.BytesIO()
@@ -97,13 +97,7 @@ def load(blob: bytes) -> Analysis:
         dropped=dict(meta["dropped"]),
     )
     cal = Calibration(weight=arr["weight"], binding=arr["binding"], gap=arr["gap"])
-    opts = meta["options"]
-    options = AnalysisOptions(
-        windows=opts["windows"],
-        cross_thread=tuple(opts["cross_thread"]),
-        mode=opts["mode"],
-        rule_options=RuleOptions(**opts["rule_options"]),
-    )
+    options = AnalysisOptions.from_dict(meta["options"])
     windows = [Window(**w) for w in meta["windows"]]
     timing = replay(g, cal.weight, cal.binding, int(nodes.time[nodes.source]), window_ends(windows))
     ctx = RuleContext(table, nodes, options.rule_options)

@@ -7,22 +7,11 @@ from pathlib import Path
 
 import typer
 
-from ctda.analysis import modes
-from ctda.analysis.engine import AnalysisOptions, OptionError, analyze, parse_cross_thread
-from ctda.analysis.report import build
+from ctda import api
 from ctda.cli import job_cmd
-from ctda.cli.common import (
-    CrossThreadOption,
-    ModeOption,
-    WindowsOption,
-    app,
-    console,
-    fail,
-    file_progress,
-    guarded,
-)
-from ctda.ingest.reader import read_trace
+from ctda.cli.common import CrossThreadOption, ModeOption, WindowsOption, app, console, fail, guarded, read
 from ctda.ingest.table import EventTable
+from ctda.options import parse_step
 from ctda.render.analyze import render_json, render_markdown, render_table
 from ctda.whatif.selfcheck import summary as selfcheck
 
@@ -54,28 +43,24 @@ def analyze_cmd(
     ),
 ) -> None:
     """Critical path of each step through CPU threads, GPU streams and the waits between them."""
-    try:
-        ct = parse_cross_thread(cross_thread)
-        modes.get(mode)
-    except (OptionError, modes.ModeError) as exc:
-        fail(str(exc))
     if job_cmd.is_job(traces, job):
-        opts = AnalysisOptions(windows=windows, cross_thread=ct, mode=mode)
-        guarded(lambda: job_cmd.analyze_job_cmd(traces, job, opts, fmt.value, top, executor))
+
+        def run_job() -> None:
+            options = api.validate_options(windows=windows, cross_thread=cross_thread, mode=mode)
+            job_cmd.analyze_job_cmd(traces, job, options, fmt.value, top, executor)
+
+        guarded(run_job)
         return
     trace = traces[0]
 
     def run() -> None:
-        with file_progress(trace, "reading") as progress:
-            table = read_trace(trace, progress)
-        if mode == "hta":  # HTA's own report (same critical path as an HTA-mode analysis)
-            _hta(table, hta_version, fmt, top)
+        options = api.validate_options(windows=windows, cross_thread=cross_thread, mode=mode)
+        parse_step(step)  # a bad --step fails before the trace is read
+        if options.mode == "hta":  # HTA's own report (same critical path as an HTA-mode analysis)
+            _hta(read(trace), hta_version, fmt, top)
             return
-        try:
-            result = analyze(table, AnalysisOptions(windows=windows, cross_thread=ct, mode=mode))
-            report = build(result, step=step, top=top)
-        except (OptionError, ValueError) as exc:
-            fail(f"{trace}: {exc}")
+        result = api.analyze(trace, options=options, reader=read)
+        report = api.report(result, step=step, top=top)
         if fmt is Format.json:
             typer.echo(render_json(report))
         elif fmt is Format.md:

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Annotated, NoReturn, TypeVar
 
 import typer
 from rich.console import Console
@@ -16,7 +16,10 @@ from rich.markup import escape
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
 from ctda.analysis import modes
-from ctda.ingest.errors import TraceError
+from ctda.errors import CtdaError
+
+if TYPE_CHECKING:
+    from ctda.ingest.table import EventTable
 
 app = typer.Typer(
     name="ctda",
@@ -72,26 +75,35 @@ def fail(message: str, code: int = 2) -> NoReturn:
     raise typer.Exit(code)
 
 
-def _user_errors() -> tuple[type[BaseException], ...]:
-    """Errors whose message is meant for the user (imported late: the CLI loads fast)."""
-    from ctda.analysis.engine import OptionError
-    from ctda.queries.loader import QueryError
-    from ctda.store.base import StoreError
-    from ctda.whatif.select import SelectionError
-
-    return (TraceError, StoreError, QueryError, SelectionError, OptionError)
-
-
 def guarded(fn: Callable[[], T]) -> T:
-    """Run ``fn``; turn known input errors into one-line messages with exit code 2."""
+    """Run ``fn``; turn the library's user errors into one-line messages with exit code 2."""
     try:
         return fn()
-    except _user_errors() as exc:
+    except CtdaError as exc:
         fail(str(exc))
     except MemoryError:
         fail("out of memory")
     except KeyboardInterrupt:
         fail("interrupted", 130)
+
+
+def read(path: Path) -> EventTable:
+    """A trace read with a progress bar on a terminal (the CLI's reader for :mod:`ctda.api`)."""
+    from ctda.ingest.reader import read_trace
+
+    with file_progress(path, "reading") as progress:
+        return read_trace(path, progress)
+
+
+def parse_params(items: list[str]) -> dict[str, str]:
+    """``--param k=v`` options as a dict of strings."""
+    out: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            fail(f"--param takes key=value, not {item!r}")
+        out[key.strip()] = value
+    return out
 
 
 @contextmanager

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import typer
 
-from ctda.cli.common import app, console, fail, file_progress, guarded
-from ctda.ingest.reader import read_trace
+from ctda import api
+from ctda.cli.common import app, console, guarded, read
 
 
 @app.command("convert")
@@ -16,19 +16,7 @@ def convert_cmd(
     target: Path = typer.Argument(..., help="Output file; must end in .parquet."),
 ) -> None:
     """Write the events table (with lanes, flows and metadata) to Parquet; any command reads it back."""
-    if target.suffix != ".parquet":
-        fail(f"{target}: the output must end in .parquet")
-
-    def run() -> int:
-        with file_progress(source, "reading") as progress:
-            table = read_trace(source, progress)
-        try:
-            table.write_parquet(target)
-        except OSError as exc:
-            fail(f"{target}: cannot write ({exc.strerror or exc})")
-        return len(table)
-
-    n = guarded(run)
+    n = guarded(lambda: api.convert(source, target, reader=read))
     size = target.stat().st_size
     console.print(
         f"{source} -> {target}: {n:,} events, {size / 1e6:,.1f} MB", highlight=False, soft_wrap=True

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 from enum import Enum
+from functools import partial
 from pathlib import Path
 
 import typer
 
-from ctda.cli.common import app, console, file_progress, guarded
-from ctda.ingest.reader import read_trace
-from ctda.ingest.summary import TraceSummary, summarize
+from ctda import api
+from ctda.cli.common import app, console, guarded, read
+from ctda.ingest.summary import TraceSummary
 from ctda.render.inspect import render_summary
 
 
@@ -30,13 +31,7 @@ def inspect_cmd(
     """Events by category, threads, streams, steps, syncs, NCCL, rank and warnings of each trace."""
     summaries: list[TraceSummary] = []
     for path in traces:
-
-        def run(path: Path = path) -> TraceSummary:
-            with file_progress(path, "reading") as progress:
-                table = read_trace(path, progress)
-            return summarize(table, top=top)
-
-        summary = guarded(run)
+        summary = guarded(partial(api.summarize, path, top, reader=read))
         if fmt is Format.json:
             summaries.append(summary)
         else:

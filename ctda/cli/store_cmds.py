@@ -16,15 +16,14 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from enum import Enum
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import typer
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
-from ctda.analysis import modes
-from ctda.analysis.engine import AnalysisOptions, OptionError, parse_cross_thread
-from ctda.analysis.report import build as build_report
+from ctda import api
+from ctda.analysis.report import Report
 from ctda.cli.common import (
     CrossThreadOption,
     ModeOption,
@@ -32,22 +31,14 @@ from ctda.cli.common import (
     app,
     console,
     err_console,
-    fail,
-    file_progress,
     guarded,
+    parse_params,
     printable,
+    read,
 )
-from ctda.ingest.reader import read_trace
-from ctda.ingest.table import EventTable
-from ctda.queries import loader
-from ctda.queries.loader import QueryError
 from ctda.render.analyze import render_json, render_markdown, render_table
-from ctda.store import StoreError, open_store, resolve
 from ctda.store.base import QueryResult, RunInfo
-from ctda.store.config import Target
 from ctda.whatif.selfcheck import summary as selfcheck
-
-T = TypeVar("T")
 
 DB_HELP = "Store: a file path (embedded, the default) or bolt:// / neo4j:// URI. Default: $CTDA_DB."
 
@@ -67,22 +58,6 @@ class QueryFormat(str, Enum):
 class RunsFormat(str, Enum):
     table = "table"
     json = "json"
-
-
-def _store_guard(fn: Callable[[], T]) -> T:
-    """Trace errors (via ``guarded``) and store/query errors become one-line exits."""
-
-    def inner() -> T:
-        try:
-            return fn()
-        except (StoreError, QueryError, OptionError) as exc:
-            fail(str(exc))
-
-    return guarded(inner)
-
-
-def _target(db: str | None) -> Target:
-    return resolve(db)
 
 
 @contextmanager
@@ -112,53 +87,49 @@ def ingest_cmd(
     top: int = typer.Option(10, "--top", min=1, help="Rows in the hotspot tables printed after storing."),
 ) -> None:
     """Analyse traces and store each as a run: events, dependency edges and critical paths."""
-    from ctda.store.ingest import default_name, ingest
 
-    try:
-        modes.get(mode)
-        options = AnalysisOptions(windows=windows, cross_thread=parse_cross_thread(cross_thread), mode=mode)
-    except (OptionError, modes.ModeError) as exc:
-        fail(str(exc))
-    target = _target(db)
-    failed = 0
-    for path in traces:
-        name = run if run and len(traces) == 1 else (f"{run}/{default_name(path)}" if run else None)
+    def go() -> int:
+        options = api.validate_options(windows=windows, cross_thread=cross_thread, mode=mode)
+        failed = 0
+        with api.open_store(db, reader=read) as store:
+            for path, name in zip(traces, api.run_names(traces, run)):
 
-        def read(p: Path) -> EventTable:
-            with file_progress(p, "reading") as progress:
-                return read_trace(p, progress)
+                def one(path: Path = path, name: str = name) -> None:
+                    with _write_progress(sys.stderr.isatty()) as progress:
+                        (done,) = store.ingest(path, name, force=force, progress=progress, options=options)
+                    _print_ingested(store, path, done, top)
 
-        def one(path: Path = path, name: str | None = name) -> None:
-            with _write_progress(sys.stderr.isatty()) as progress:
-                done = ingest(path, target, options, name=name, force=force, read=read, progress=progress)
-            if not done.stored:
-                err_console.print(
-                    f"{printable(str(path))}: already stored as run [bold]{printable(done.run.name)}[/] "
-                    "(same file and options); "
-                    "--force stores it again",
-                    highlight=False,
-                )
-                _print_report(target, done.run.name, "all", top, ReportFormat.table)
-                return
-            rate = done.rows / max(done.seconds, 1e-9)
-            err_console.print(
-                f"stored run [bold]{printable(done.run.name)}[/]: "
-                f"{done.run.events:,} events, {done.run.edges:,} edges "
-                f"in {done.seconds:.1f} s ({rate:,.0f} rows/s) -> {target.location}",
-                highlight=False,
-            )
-            assert done.analysis is not None
-            render_table(build_report(done.analysis, top=top), console)
-            console.print(selfcheck(done.analysis).line(), highlight=False)
+                try:
+                    guarded(one)
+                except typer.Exit as exc:  # one line is printed; the other traces are still tried
+                    if exc.exit_code != 2:
+                        raise
+                    failed += 1
+        return failed
 
-        try:
-            _store_guard(one)
-        except typer.Exit as exc:  # one line is printed; the other traces are still tried
-            if exc.exit_code not in (0, 2):
-                raise
-            failed += exc.exit_code == 2
-    if failed:
+    if guarded(go):
         raise typer.Exit(2)
+
+
+def _print_ingested(store: api.StoreSession, path: Path, done: api.Ingested, top: int) -> None:
+    run = done.run
+    if not done.stored:
+        err_console.print(
+            f"{printable(str(path))}: already stored as run [bold]{printable(run.name)}[/] "
+            "(same file and options); --force stores it again",
+            highlight=False,
+        )
+        render_table(_shown(store.report(run.name, top=top)), console)
+        return
+    rate = done.rows / max(done.seconds, 1e-9)
+    err_console.print(
+        f"stored run [bold]{printable(run.name)}[/]: {run.events:,} events, {run.edges:,} edges "
+        f"in {done.seconds:.1f} s ({rate:,.0f} rows/s) -> {printable(store.location)}",
+        highlight=False,
+    )
+    assert done.analysis is not None
+    render_table(api.report(done.analysis, top=top), console)
+    console.print(selfcheck(done.analysis).line(), highlight=False)
 
 
 @app.command("runs")
@@ -170,14 +141,14 @@ def runs_cmd(
     """List the runs in the store."""
 
     def go() -> None:
-        with open_store(_target(db), read_only=True) as store:
+        with api.open_store(db) as store:
             runs = store.runs(include_incomplete=all_)
             where = store.location
         if fmt is RunsFormat.json:
             typer.echo(json.dumps([_run_dict(r) for r in runs], indent=2))
             return
         if not runs:
-            err_console.print(f"no runs in {where}", highlight=False)
+            err_console.print(f"no runs in {printable(where)}", highlight=False)
             return
         t = Table(
             title=f"Runs in {printable(where)}", title_justify="left", show_edge=False, header_style="bold"
@@ -206,7 +177,7 @@ def runs_cmd(
             t.add_row(*cells, *([r.status] if all_ else []))
         console.print(t)
 
-    _store_guard(go)
+    guarded(go)
 
 
 def _run_dict(r: RunInfo) -> dict[str, Any]:
@@ -234,30 +205,11 @@ def rm_cmd(
     """Delete a run and everything stored for it."""
 
     def go() -> None:
-        target = _target(db)
-        with open_store(target, read_only=True) as store:
-            if not [r for r in store.runs(include_incomplete=True) if r.name == run]:
-                fail(f"no run {run!r} in {store.location}")
-        with open_store(target) as store:
-            store.delete_run(run)
+        with api.open_store(db) as store:
+            store.rm(run)
         err_console.print(f"deleted run [bold]{printable(run)}[/]", highlight=False)
 
-    _store_guard(go)
-
-
-def _print_report(target: Target, run: str, step: str, top: int, fmt: ReportFormat) -> None:
-    from ctda.store.report import build
-
-    with open_store(target, read_only=True) as store:
-        report = build(store, run, step=step, top=top)
-    if fmt is ReportFormat.json:
-        typer.echo(render_json(report))
-        return
-    report = dataclasses.replace(report, trace=printable(report.trace))
-    if fmt is ReportFormat.md:
-        typer.echo(render_markdown(report))
-    else:
-        render_table(report, console)
+    guarded(go)
 
 
 @app.command("report")
@@ -269,7 +221,23 @@ def report_cmd(
     fmt: ReportFormat = typer.Option(ReportFormat.table, "--format", help="Output format."),
 ) -> None:
     """The report of a stored run, read back from the store (the tables of ctda analyze)."""
-    _store_guard(lambda: _print_report(_target(db), run, step, top, fmt))
+
+    def go() -> None:
+        with api.open_store(db) as store:
+            report = store.report(run, step=step, top=top)
+        if fmt is ReportFormat.json:
+            typer.echo(render_json(report))
+        elif fmt is ReportFormat.md:
+            typer.echo(render_markdown(_shown(report)))
+        else:
+            render_table(_shown(report), console)
+
+    guarded(go)
+
+
+def _shown(report: Report) -> Report:
+    """``report`` with its trace path made printable (a stored path can hold anything)."""
+    return dataclasses.replace(report, trace=printable(report.trace))
 
 
 @app.command("query")
@@ -292,42 +260,11 @@ def query_cmd(
         if list_ or not query:
             _list_queries()
             return
-        raw = _params(param)
-        if loader.looks_named(query):
-            named = loader.get(query)
-            params = named.bind(raw)
-            text = None
-        else:
-            named, text = None, query
-            params = {k: loader.guess(v) for k, v in raw.items()}
-        if allow_files and not write:
-            fail("--allow-files needs --write")
-        target = _target(db)
-        body = named.text(target.kind) if named is not None else text
-        assert body is not None
-        # refused before the store is opened: a refused query never touches it
-        loader.gate.check(body, target.kind, _level(write, allow_files))
-        with open_store(target, read_only=not write) as store:
-            result = store.query(body, params, write=write, allow_files=allow_files)
+        with api.open_store(db) as store:
+            result = store.query(query, parse_params(param), write=write, allow_files=allow_files)
         _print_result(result, fmt)
 
-    _store_guard(go)
-
-
-def _level(write: bool, allow_files: bool) -> loader.gate.Level:
-    if not write:
-        return loader.gate.Level.READ
-    return loader.gate.Level.UNSAFE if allow_files else loader.gate.Level.WRITE
-
-
-def _params(items: list[str]) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise QueryError(f"--param takes key=value, not {item!r}")
-        out[key.strip()] = value
-    return out
+    guarded(go)
 
 
 def _list_queries() -> None:
@@ -340,7 +277,7 @@ def _list_queries() -> None:
     t.add_column("name")
     t.add_column("parameters")
     t.add_column("what it answers", overflow="fold", max_width=70)
-    for q in loader.load_all().values():
+    for q in api.named_queries().values():
         ps = ", ".join(p.name if p.required else f"{p.name}={p.default}" for p in q.params)
         t.add_row(q.name, ps, q.description)
     console.print(t)

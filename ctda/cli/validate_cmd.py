@@ -8,9 +8,8 @@ from enum import Enum
 import typer
 from rich.table import Table
 
-from ctda.cli.common import app, console, guarded
-from ctda.cli.sources import load_analysis
-from ctda.whatif.selfcheck import check
+from ctda import api
+from ctda.cli.common import app, console, guarded, read
 
 
 class Format(str, Enum):
@@ -28,8 +27,8 @@ def validate_cmd(
     """Give each step the times another step's events really had; does the model predict that step?"""
 
     def go() -> None:
-        a, _ = load_analysis(run_or_trace, db)
-        sc = check(a)
+        with api.open_store(db, reader=read) as store:
+            sc = api.validate(store.analysis(run_or_trace))
         if fmt is Format.json:
             out = {"summary": sc.summary(), "pairs": sc.pairs.to_dict(orient="records") if pairs else None}
             typer.echo(json.dumps(out, default=float))

@@ -2,47 +2,24 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from enum import Enum
 from pathlib import Path
-from typing import Any
 
 import typer
 
-from ctda.analysis.engine import Analysis, OptionError
-from ctda.cli.common import app, console, err_console, fail, guarded
-from ctda.cli.sources import load_analysis, load_scenario, save_scenario
+from ctda import api
+from ctda.cli.common import app, console, err_console, fail, guarded, parse_params, read
+from ctda.render.indb import render_indb
 from ctda.render.whatif import (
     render_comparison,
     render_opportunities,
     render_scenario,
 )
-from ctda.whatif import compare as cmp
-from ctda.whatif.export import write_perfetto
-from ctda.whatif.opportunities import rank
-from ctda.whatif.scenario import Scenario, run, with_cpus
-from ctda.whatif.select import Override, SelectionError, from_rows, parse_remove, parse_scale
 
 
 class Format(str, Enum):
     table = "table"
     json = "json"
-
-
-def _overrides(
-    a: Analysis,
-    scale: list[str],
-    remove: list[str],
-    cypher: str | None,
-    rows_for: Callable[[str], list[dict[str, Any]]],
-) -> list[Override]:
-    out = [parse_scale(a, s) for s in scale] + [parse_remove(a, r) for r in remove]
-    if cypher:
-        text = Path(cypher).read_text() if Path(cypher).is_file() else cypher
-        out += from_rows(a, rows_for(text), label=cypher if len(cypher) < 40 else "cypher")
-    if not out:
-        raise SelectionError("nothing to change: give --scale, --remove or --cypher")
-    return out
 
 
 @app.command("whatif")
@@ -80,62 +57,37 @@ def whatif_cmd(
     """Predict the step time if some events took a different time (before writing the fix)."""
 
     def go() -> None:
-        a, store_run = load_analysis(run_or_trace, db)
-        if cpus:
-            a = with_cpus(a, cpus)
-        try:
-            params = dict(kv.split("=", 1) for kv in param if "=" in kv)
-            ovs = _overrides(
-                a,
-                scale,
-                remove,
-                cypher,
-                lambda q: store_run.query_rows(q, params) if store_run else _no_store(),
-            )
-        except SelectionError as exc:
-            fail(f"{run_or_trace}: {exc}")
-        label = name or "; ".join(o.label for o in ovs)
         if in_db:
-            _in_db(a, store_run, ovs, label, dry_run, perfetto, fmt.value, top)
+            if perfetto:
+                fail("--in-db does not export timelines; export the saved scenario: ctda export --scenario")
+            with api.open_store(db, reader=read) as store:
+                result = store.whatif_in_db(
+                    run_or_trace, scale, remove, cypher, parse_params(param), name, save=not dry_run
+                )
+            if result.contention_ignored:
+                err_console.print(
+                    "note: this run has a GIL-contention model, which the database does not apply; "
+                    "ctda whatif without --in-db includes it",
+                    highlight=False,
+                )
+            render_indb(result, console, fmt.value, top)
             return
-        sc = run(a, ovs, name=label)
-        if store_run is not None and not dry_run:
-            save_scenario(store_run, sc)
+        with api.open_store(db, reader=read) as store:
+            sc = store.whatif(
+                run_or_trace,
+                scale=scale,
+                remove=remove,
+                cypher=cypher,
+                params=parse_params(param),
+                name=name,
+                save=not dry_run,
+                cpus=cpus,
+            )
         if perfetto:
-            write_perfetto(sc.analysis, perfetto, name=label)
+            api.export(sc, perfetto)
         render_scenario(sc, console, fmt.value, top)
 
     guarded(go)
-
-
-def _in_db(
-    a: Analysis, store_run: Any, ovs: list[Override], label: str, dry_run: bool, perfetto: Path | None,
-    fmt: str, top: int,
-) -> None:  # fmt: skip
-    """``whatif --in-db``: the database re-times the run; the result is stored like any scenario."""
-    from ctda.render.indb import render_indb
-    from ctda.store import open_store
-    from ctda.whatif import indb
-
-    if store_run is None:
-        fail("--in-db needs a stored run (ctda ingest first)")
-    if perfetto:
-        fail("--in-db does not export timelines; export the saved scenario with ctda export --scenario")
-    if len(a.contention):
-        err_console.print(
-            "note: this run has a GIL-contention model, which the database does not apply; "
-            "ctda whatif without --in-db includes it",
-            highlight=False,
-        )
-    with open_store(store_run.db, read_only=dry_run) as store:
-        result = indb.replay(store, store_run.info.id, ovs, a.nodes.end - a.nodes.ts, name=label)
-        if not dry_run:
-            indb.save(store, store_run.info.id, result)
-    render_indb(result, console, fmt, top)
-
-
-def _no_store() -> list[dict[str, object]]:
-    raise SelectionError("--cypher needs a stored run (ctda ingest first)")
 
 
 @app.command("opportunities")
@@ -148,8 +100,9 @@ def opportunities_cmd(
     """What each top hotspot group would buy if it were 2x faster, or gone."""
 
     def go() -> None:
-        a, _ = load_analysis(run_or_trace, db)
-        render_opportunities(rank(a, top), a, console, fmt.value)
+        with api.open_store(db, reader=read) as store:
+            a = store.analysis(run_or_trace)
+        render_opportunities(api.opportunities(a, top), a, console, fmt.value)
 
     guarded(go)
 
@@ -168,15 +121,8 @@ def export_cmd(
     """Export the (re-timed) timeline with the critical path drawn, for Perfetto."""
 
     def go() -> None:
-        a, store_run = load_analysis(run_or_trace, db)
-        target: Analysis = a
-        label = "baseline"
-        if scenario:
-            if store_run is None:
-                fail("--scenario needs a stored run")
-            sc = load_scenario(store_run, a, scenario)
-            target, label = sc.analysis, scenario
-        count = write_perfetto(target, perfetto, name=label)
+        with api.open_store(db, reader=read) as store:
+            count = store.export(run_or_trace, perfetto, scenario=scenario)
         console.print(f"wrote {count:,} events to {perfetto}")
 
     guarded(go)
@@ -193,21 +139,8 @@ def compare_cmd(
     """Before/after: step time, CP, bound-by and hotspots side by side; prediction error for a scenario."""
 
     def go() -> None:
-        sa, sb = _side(a, db), _side(b, db)
-        render_comparison(cmp.compare(sa, sb), console, fmt.value, top)
+        with api.open_store(db, reader=read) as store:
+            comparison = store.compare(a, b)
+        render_comparison(comparison, console, fmt.value, top)
 
     guarded(go)
-
-
-def _side(spec: str, db: str | None) -> cmp.Side:
-    base, _, scen = spec.partition("@")
-    a, store_run = load_analysis(base, db)
-    if not scen:
-        return cmp.Side(spec, a)
-    if store_run is None:
-        fail(f"{spec}: a scenario needs a stored run")
-    sc: Scenario = load_scenario(store_run, a, scen)
-    return cmp.Side(spec, sc.analysis, predicted=True)
-
-
-__all__ = ["OptionError"]

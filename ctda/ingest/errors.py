@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ctda.errors import CtdaError
 
-class TraceError(Exception):
+
+class TraceError(CtdaError):
     """A trace file that cannot be read; the message is one line naming file and problem."""
 
     def __init__(self, path: str | Path, problem: str) -> None:

@@ -16,11 +16,12 @@ from concurrent.futures import ProcessPoolExecutor
 from typing import Any, TypeVar
 
 from ctda.analysis.engine import AnalysisOptions
+from ctda.errors import CtdaError
 
 T = TypeVar("T")
 
 
-class ExecutorError(ValueError):
+class ExecutorError(CtdaError, ValueError):
     """An executor that cannot be used (bad address, missing extra)."""
 
 

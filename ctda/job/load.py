@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ctda.errors import CtdaError
 from ctda.ingest.table import TraceMeta
 
 TRACE_SUFFIXES = (".json", ".json.gz", ".parquet")
@@ -28,7 +29,7 @@ _RANK_IN_NAME = (
 )
 
 
-class JobError(ValueError):
+class JobError(CtdaError, ValueError):
     """A set of traces that is not one job; the message is one line naming the file(s)."""
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from ctda.errors import CtdaError
 
-class QueryError(ValueError):
+
+class QueryError(CtdaError, ValueError):
     """A bad query name, parameter or value, or a refused query (one line for the user)."""

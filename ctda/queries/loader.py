@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
@@ -189,15 +190,32 @@ def looks_named(text: str) -> bool:
     return re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", text.strip()) is not None
 
 
+def prepare(
+    query: str, params: Mapping[str, Any] | None, dialect: str, *, run: str | None = None
+) -> tuple[str, dict[str, Any]]:
+    """The text to send and its parameters, for a named query or Cypher text.
+
+    A named query gets its ``dialect`` variant and its declared parameters, typed (values
+    may be ``--param`` strings or Python values) with defaults filled in. Cypher text gets
+    its string values parsed as JSON literals where they are (``5``, ``true``). ``run``
+    binds ``$run`` unless ``params`` does: on every Cypher text, on a named query that
+    declares it.
+    """
+    given = dict(params or {})
+    if looks_named(query):
+        q = get(query)
+        # None stands for the declared default
+        raw = {k: v if isinstance(v, str) else str(v) for k, v in given.items() if v is not None}
+        if run is not None and any(p.name == "run" for p in q.params):
+            raw = {"run": run, **raw}
+        return q.text(dialect), q.bind(raw)
+    values = {k: guess(v) if isinstance(v, str) else v for k, v in given.items()}
+    return query, ({"run": run, **values} if run is not None else values)
+
+
 def run(store: Any, name: str, **params: Any) -> Any:
-    """Run named query ``name`` on ``store`` with typed ``params`` (defaults filled in)."""
-    q = get(name)
-    known = {p.name for p in q.params}
-    unknown = sorted(set(params) - known)
-    if unknown:
-        raise QueryError(f"query {name!r} has no parameter {', '.join(unknown)}")
-    values = {p.name: params.get(p.name, p.default) for p in q.params}
-    missing = [p.name for p in q.params if p.required and values[p.name] is None]
-    if missing:
-        raise QueryError(f"query {name!r} needs {', '.join(missing)}")
-    return store.query(q.text(store.dialect), values)
+    """Run named query ``name`` on ``store`` with ``params`` (defaults filled in)."""
+    if not looks_named(name):
+        raise QueryError(f"no named query {name!r}")
+    text, bound = prepare(name, params, store.dialect)
+    return store.query(text, bound)

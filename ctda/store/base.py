@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ctda.errors import CtdaError
 from ctda.queries.errors import QueryError
 from ctda.store.model import RunData
 
@@ -30,7 +31,7 @@ STALL_MARK = "ctda-store: stalled"
 Progress = Callable[[int, int], None]  # (rows written, rows total)
 
 
-class StoreError(Exception):
+class StoreError(CtdaError):
     """A store problem worth one line to the user (no credentials in the message)."""
 
 

@@ -7,7 +7,6 @@ run id (and so ``Event.key``) is attached at write time with :meth:`RunData.keye
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 from dataclasses import dataclass, field
@@ -36,22 +35,12 @@ BOUNDS_LANE = "(window bounds)"
 
 def options_dict(options: AnalysisOptions) -> dict[str, Any]:
     """The analysis options that change results, as the mode runs them, as plain JSON-able values."""
-    options = effective(options)
-    return {
-        "windows": options.windows,
-        "cross_thread": list(options.cross_thread),
-        "mode": options.mode,
-        "rule_options": dataclasses.asdict(options.rule_options),
-    }
+    return effective(options).to_dict()
 
 
 def options_key(options: AnalysisOptions) -> str:
     """Stable digest of :func:`options_dict`: same file + same key = same run."""
-    canon = options_dict(options)
-    # the same rules in another order (or named twice) are the same options
-    canon["cross_thread"] = sorted(set(canon["cross_thread"]))
-    text = json.dumps(canon, sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
+    return effective(options).key()
 
 
 def rule_docs() -> dict[str, str]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,18 +44,13 @@ class StoredRun:
     def _store(self, write: bool = False) -> Store:
         return open_store(self.db, read_only=not write)
 
-    def query_rows(self, cypher: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    def query_rows(self, cypher: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
         """Rows of a read-only query: a named query or Cypher text; ``$run`` is this run."""
-        raw = {k: str(v) for k, v in (params or {}).items()}
+        if not loader.looks_named(cypher) and loader.is_write(cypher):
+            raise StoreError("a what-if selection must be a read-only query")
         with self._store() as s:
-            if loader.looks_named(cypher):
-                q = loader.get(cypher)
-                bound = q.bind({"run": self.name, **raw} if any(p.name == "run" for p in q.params) else raw)
-                return s.query(q.text(s.dialect), bound).records()
-            if loader.is_write(cypher):
-                raise StoreError("a what-if selection must be a read-only query")
-            values = {k: loader.guess(v) for k, v in raw.items()}
-            return s.query(cypher, {"run": self.name, **values}).records()
+            text, bound = loader.prepare(cypher, params, s.dialect, run=self.name)
+            return s.query(text, bound).records()
 
     def scenarios(self) -> list[dict[str, Any]]:
         """Stored scenarios of this run (name, overrides, predicted totals)."""

@@ -38,6 +38,8 @@ class InDbResult:
     overrides: list[Override]
     steps: pd.DataFrame  # window, label, step, base_ns, predicted_ns, delta_ns
     path: pd.DataFrame  # window, pos, edge, name, class, wait, ns
+    #: the run has a GIL/CPU contention model, which the procedure does not apply
+    contention_ignored: bool = False
 
     def hotspots(self, top: int = 10) -> pd.DataFrame:
         """Time on the re-timed paths per name (waits per class), largest first."""

@@ -17,13 +17,14 @@ import numpy.typing as npt
 
 from ctda.analysis.classify import CLASSES
 from ctda.analysis.engine import Analysis
+from ctda.errors import CtdaError
 from ctda.ingest.kinds import Kind
 
 I64 = npt.NDArray[np.int64]
 _SCALE = re.compile(r"^(?P<key>name~|cat=|class=|thread=)(?P<value>.*)=(?P<factor>[0-9.eE+-]+)$")
 
 
-class SelectionError(ValueError):
+class SelectionError(CtdaError, ValueError):
     """A selection that cannot be parsed or matches nothing."""
 
 
