@@ -13,12 +13,12 @@ import ctda.cli.analyze_cmd
 import ctda.cli.store_cmds
 from ctda.analysis import hta, modes, snapshot
 from ctda.analysis.engine import AnalysisOptions, OptionError, analyze
+from ctda.analysis.tables import rule_docs
 from ctda.cli.common import app
 from ctda.ingest.reader import read_trace
 from ctda.store import open_store
 from ctda.store.config import Target
 from ctda.store.ingest import ingest
-from ctda.store.model import rule_docs
 
 DATA = Path(__file__).parent / "data"
 DEMO = DATA / "hta" / "rocm62_mi250_minitoy_train.json.gz"

@@ -97,7 +97,8 @@ def near_critical(a: Analysis, step: str, top: int) -> pd.DataFrame:
     store also counts events the path charges time to (a caller whose self-time segments
     between its callees are on the path), so those never show up as near-critical.
     """
-    from ctda.analysis.report import display_names, lane_labels, select_windows
+    from ctda.analysis.report import select_windows
+    from ctda.analysis.tables import display_names, lane_labels
     from ctda.ingest.kinds import Kind
 
     n, g, ch = a.nodes.n, a.graph, a.charges

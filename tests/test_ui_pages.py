@@ -19,6 +19,7 @@ from ctda.analysis.engine import AnalysisOptions
 from ctda.store import open_store
 from ctda.store.config import resolve
 from ctda.store.ingest import ingest
+from ctda.ui.pages import PAGES, Page
 
 DATA = Path(__file__).parent / "data" / "hta"
 APP = Path(__file__).resolve().parents[1] / "ctda" / "ui" / "app.py"
@@ -81,6 +82,25 @@ def values(v: Any) -> list[Any]:
 
 def trace_names(fig: dict[str, Any]) -> list[str]:
     return [str(t.get("name")) for t in fig["data"]]
+
+
+# --- every page -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("page", PAGES, ids=[p.url for p in PAGES])
+def test_every_page_renders(env: Path, page: Page) -> None:
+    """Each page of the menu, opened on a stored run: its title, no exception, no error."""
+    at = app(Path(page.script).stem)
+    assert at.title[0].value == page.title
+    assert len(at.main.children) > 1  # more than the title
+
+
+def test_pages_are_the_views() -> None:
+    """Every script under views/ is a page of the menu, and every page's script exists."""
+    views = sorted(p.name for p in (APP.parent / "views").glob("*.py") if p.name != "__init__.py")
+    assert sorted(Path(p.script).name for p in PAGES) == views
+    assert all(p.path.is_file() for p in PAGES)
+    assert len({p.url for p in PAGES}) == len(PAGES)
 
 
 # --- Runs -----------------------------------------------------------------------------

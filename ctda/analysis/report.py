@@ -5,8 +5,6 @@ Pure data: rendering lives in :mod:`ctda.render.analyze`.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -14,21 +12,14 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from ctda.analysis import tables
 from ctda.analysis.advice import recommend
 from ctda.analysis.classify import CLASSES
-from ctda.analysis.edges import EdgeType
 from ctda.analysis.engine import Analysis
 from ctda.ingest.kinds import Kind
 
-GAP_NAMES = {
-    "cpu_gap": "(CPU idle / unrecorded)",
-    "gpu_gap": "(GPU stream idle between work)",
-    "launch_overhead": "(launch latency)",
-    "sync_wait": "(sync latency)",
-    "cross_thread": "(cross-thread wait)",
-}
-_STEP_NUM = re.compile(r"^ProfilerStep#\d+$")
-_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+#: the report's per-window table: :func:`ctda.analysis.tables.window_table` columns
+STEP_COLUMNS = ["window", "step", "start_ms", "duration_ns", "cp_ns", "bound_by", "bound_by_share"]
 
 
 @dataclass
@@ -93,17 +84,6 @@ def select_windows(a: Analysis, step: str) -> list[int]:
     return hits
 
 
-def display_names(a: Analysis) -> npt.NDArray[np.object_]:
-    """Names used for rollups: step numbers and object addresses folded so instances aggregate."""
-    codes = a.table.col("name")[a.nodes.uid]
-    values = a.table.strings("name")
-    folded = np.array(
-        ["ProfilerStep#*" if _STEP_NUM.match(str(v)) else _ADDRESS.sub("", str(v)) for v in values] or [""],
-        dtype=object,
-    )
-    return folded[codes]
-
-
 def self_time(a: Analysis) -> npt.NDArray[np.int64]:
     """Self time of every analysed event in this timing: the spans of the edges it owns."""
     g = a.graph
@@ -112,53 +92,29 @@ def self_time(a: Analysis) -> npt.NDArray[np.int64]:
     return np.bincount(g.owner[owned], weights=span, minlength=a.nodes.n).astype(np.int64)
 
 
-def _in_windows(a: Analysis, sel: list[int]) -> npt.NDArray[np.bool_]:
-    """Analysed events starting inside any selected window ``[start, end)``."""
-    starts, ends = a.window_bounds()
-    s, e = starts[sel], ends[sel]
-    keep = e > s
-    s, e = s[keep], e[keep]
-    if len(s) == 0:
-        return np.zeros(a.nodes.n, dtype=bool)
-    # the union of the windows as disjoint intervals, then one binary search per event
-    order = np.argsort(s, kind="stable")
-    s, e = s[order], np.maximum.accumulate(e[order])
-    new = np.ones(len(s), dtype=bool)
-    new[1:] = s[1:] > e[:-1]
-    first = np.flatnonzero(new)
-    lo = s[first]
-    hi = np.append(e[first[1:] - 1], e[-1])
-    k = np.searchsorted(lo, a.nodes.ts, side="right") - 1
-    return np.asarray((k >= 0) & (a.nodes.ts < hi[np.maximum(k, 0)]), dtype=bool)
-
-
 def build(a: Analysis, step: str = "all", top: int = 10) -> Report:
     """Compute every table of the report for the selected windows."""
     sel = select_windows(a, step)
-    ch = a.charges[a.charges.window.isin(sel)] if len(sel) < len(a.windows) else a.charges
+    ch = tables.selected_charges(a, sel)
     total = int(ch.ns.sum())
-    names, name_group = _name_groups(a)
+    names = tables.Names(a)
     selfns = self_time(a)
-    inside = _in_windows(a, sel)
-    hot = _hotspots(ch, names, name_group, _Categories(a), selfns, inside, a.event_cls, total)
-    by_class = _by_class(ch, total)
+    inside = tables.Windows(a).inside(sel)
+    hot = _hotspots(ch, names.names, names.group, _Categories(a), selfns, inside, a.event_cls, total)
+    by_class = tables.by_class(ch)
+    steps = tables.window_table(a).iloc[sel]
     return Report(
         trace=a.table.meta.path,
-        options={
-            "windows": a.options.windows,
-            "cross_thread": list(a.options.cross_thread),
-            "mode": a.options.mode,
-            "step": step,
-        },
-        steps=_steps(a, sel),
+        options=tables.report_options(tables.options_dict(a.options), step),
+        steps=steps[STEP_COLUMNS].reset_index(drop=True),
         by_class=by_class,
         hotspots=hot.head(top).reset_index(drop=True),
         by_category=_rollup(ch, a, total, "category"),
         by_lane=_by_lane(a, ch, total),
-        near_critical=_near_critical(a, ch, names, name_group, inside, top),
+        near_critical=_near_critical(a, ch, names.names, names.group, inside, top),
         recommendations=recommend(by_class, hot, bool(a.nodes.is_gpu.any())),
         checks=checks(a),
-        graph=graph_summary(a),
+        graph=tables.graph_summary(a),
     )
 
 
@@ -178,81 +134,12 @@ class _Categories:
         return ok
 
 
-def _name_groups(a: Analysis) -> tuple[npt.NDArray[np.object_], npt.NDArray[np.int64]]:
-    """Distinct display names (sorted) and each analysed event's index into them.
-
-    ``names[group]`` equals :func:`display_names`; grouping by the integer index is what
-    makes the rollups cheap on millions of events.
-    """
-    codes = a.table.col("name")[a.nodes.uid]
-    values = a.table.strings("name")
-    folded = np.array(
-        ["ProfilerStep#*" if _STEP_NUM.match(str(v)) else _ADDRESS.sub("", str(v)) for v in values] or [""],
-        dtype=object,
-    )
-    names, of_value = np.unique(folded, return_inverse=True)
-    # same element as folded[codes], negative codes included (numpy indexing from the end)
-    group = of_value.reshape(-1)[np.where(codes < 0, codes + len(folded), codes)].astype(np.int64)
-    return names.astype(object), group
-
-
-def _steps(a: Analysis, sel: list[int]) -> pd.DataFrame:
-    starts, ends = a.window_bounds()
-    rows = []
-    t0 = int(a.nodes.time[a.nodes.source])
-    n_cls = len(CLASSES)
-    win = a.charges.window.to_numpy().astype(np.int64)
-    key = win * n_cls + a.charges.cls.to_numpy().astype(np.int64)
-    size = len(a.windows) * n_cls
-    ns = a.charges.ns.to_numpy()
-    # per (window, class): how many charges and their sum (exact: integer sums < 2**53)
-    count = np.bincount(key, minlength=size).reshape(-1, n_cls)
-    by_cls = _sum_by(key, ns, size).reshape(-1, n_cls)
-    for i in sel:
-        w = a.windows[i]
-        present = np.flatnonzero(count[i] > 0)
-        by = by_cls[i][present]
-        cp = int(by.sum())
-        top_cls = CLASSES[int(present[np.argmax(by)])] if len(by) else ""
-        rows.append(
-            {
-                "window": w.label,
-                "step": w.step if w.step is not None else -1,
-                "start_ms": (int(starts[i]) - t0) / 1e6,
-                "duration_ns": int(ends[i] - starts[i]),
-                "cp_ns": cp,
-                "bound_by": top_cls,
-                "bound_by_share": float(by.max() / max(cp, 1)) if len(by) else 0.0,
-            }
-        )
-    return pd.DataFrame(rows)
-
-
 def _first_of(key: npt.NDArray[np.int64], valid: npt.NDArray[np.bool_], size: int) -> npt.NDArray[np.int64]:
     """Per key in ``[0, size)``: the first position where ``valid`` holds (``len(key)`` if none)."""
     first = np.full(size, len(key), dtype=np.int64)
     pos = np.flatnonzero(valid)
     np.minimum.at(first, key[pos], pos)
     return first
-
-
-def _sum_by(key: npt.NDArray[np.int64], values: npt.ArrayLike, size: int) -> npt.NDArray[np.int64]:
-    """Integer sums of ``values`` per ``key`` in ``[0, size)``."""
-    v = np.asarray(values)
-    if len(v) == 0:
-        return np.zeros(size, dtype=np.int64)
-    if np.abs(v).max() * len(v) < 2**53:  # float sums of such integers are exact
-        return np.rint(np.bincount(key, weights=v, minlength=size)).astype(np.int64)
-    out = np.zeros(size, dtype=np.int64)
-    np.add.at(out, key, v.astype(np.int64))
-    return out
-
-
-def _by_class(ch: pd.DataFrame, total: int) -> pd.DataFrame:
-    by = ch.groupby("cls").ns.sum()
-    df = pd.DataFrame({"class": [CLASSES[int(c)] for c in by.index], "cp_ns": by.to_numpy(dtype=np.int64)})
-    df["share"] = df.cp_ns / max(total, 1)
-    return df.sort_values("cp_ns", ascending=False).reset_index(drop=True)
 
 
 def _hotspots(
@@ -275,7 +162,7 @@ def _hotspots(
     is_ev = event >= 0
     e = event[is_ev]
     g_cp = group[e]
-    cp_ns = _sum_by(g_cp, ns[is_ev], n_names)
+    cp_ns = tables.sum_by(g_cp, ns[is_ev], n_names)
     seen = np.zeros(len(group), dtype=bool)
     seen[e] = True
     on_cp = np.bincount(group[np.flatnonzero(seen)], minlength=n_names)  # an event has one name
@@ -286,7 +173,7 @@ def _hotspots(
     )
     idx = np.flatnonzero(inside)
     g_in = group[idx]
-    total_ns = _sum_by(g_in, selfns[idx], n_names)
+    total_ns = tables.sum_by(g_in, selfns[idx], n_names)
     count = np.bincount(g_in, minlength=n_names).astype(np.int64)
     has_in = np.flatnonzero(count > 0)
     # "first" per name, in event order: the class of its first event, the first known category
@@ -311,7 +198,7 @@ def _hotspots(
     gap = ~is_ev
     gaps = pd.DataFrame({"cls": ch.cls.to_numpy()[gap], "ns": ns[gap]}).groupby("cls").ns.sum()
     for c, ns in gaps.items():
-        label = GAP_NAMES.get(CLASSES[int(c)], f"({CLASSES[int(c)]})")
+        label = tables.GAP_NAMES.get(CLASSES[int(c)], f"({CLASSES[int(c)]})")
         df.loc[label, ["cp_ns", "on_cp", "total_ns", "count", "category", "class"]] = [
             ns,
             0,
@@ -337,7 +224,7 @@ def _rollup(ch: pd.DataFrame, a: Analysis, total: int, col: str) -> pd.DataFrame
     values = a.table.strings("cat")
     known = codes >= 0
     size = max(len(values), 1)
-    sums = _sum_by(codes[known], ns[is_ev][known], size)
+    sums = tables.sum_by(codes[known], ns[is_ev][known], size)
     present = np.flatnonzero(np.bincount(codes[known], minlength=size) > 0)
     # few rows: let pandas merge equal labels and order them exactly as a full groupby would
     s = pd.Series(sums[present], index=values[present]).groupby(level=0).sum()
@@ -349,29 +236,16 @@ def _rollup(ch: pd.DataFrame, a: Analysis, total: int, col: str) -> pd.DataFrame
     return df.sort_values("cp_ns", ascending=False).reset_index(drop=True)
 
 
-def lane_labels(a: Analysis) -> dict[int, str]:
-    """Readable name per lane: "thread <tid> (<name>)" or "GPU <d> stream <s>"."""
-    out = {}
-    lanes: Iterable[Any] = a.table.lanes.itertuples()  # rows typed loosely by the stubs
-    for r in lanes:
-        if r.is_gpu:
-            out[int(r.lane)] = f"GPU {r.device} stream {r.stream}"
-        else:
-            name = f" ({r.thread_name})" if r.thread_name and str(r.tid) not in str(r.thread_name) else ""
-            out[int(r.lane)] = f"thread {r.tid}{name}" if not r.thread_name or name else str(r.thread_name)
-    return out
-
-
 def _by_lane(a: Analysis, ch: pd.DataFrame, total: int) -> pd.DataFrame:
     g = a.graph
     dst_ev = g.dst[ch.edge.to_numpy()] // 2
     ok = dst_ev < a.nodes.n
     lanes = np.where(ok, a.nodes.lane[np.minimum(dst_ev, max(a.nodes.n - 1, 0))], -1)
-    labels = lane_labels(a)
+    labels = tables.lane_labels(a)
     shifted = lanes.astype(np.int64) + 1  # lanes are >= -1 (window bounds)
     size = int(shifted.max(initial=0)) + 1
     uniq = np.flatnonzero(np.bincount(shifted, minlength=size) > 0)
-    sums = _sum_by(shifted, ch.ns.to_numpy(), size)[uniq]
+    sums = tables.sum_by(shifted, ch.ns.to_numpy(), size)[uniq]
     uniq = uniq - 1
     lab = np.array([labels.get(int(x), "(window bounds)") for x in uniq], dtype=object)
     # one row per lane: pandas merges equal labels and orders them as a full groupby would
@@ -408,7 +282,7 @@ def _near_critical(
         kth = np.partition(slack[cand], top - 1)[top - 1]
         cand = cand[slack[cand] <= kth]
     order = cand[np.lexsort((-dur[cand], slack[cand]))][:top]
-    labels = lane_labels(a)
+    labels = tables.lane_labels(a)
     return pd.DataFrame(
         {
             "name": names[group[order]],
@@ -431,18 +305,4 @@ def checks(a: Analysis) -> dict[str, Any]:
         "replay_within_1us": float(np.mean(err <= 1000)),
         "replay_max_error_ns": int(err.max(initial=0)),
         "cp_vs_window_max_rel_error": float(rel.max(initial=0.0)),
-    }
-
-
-def graph_summary(a: Analysis) -> dict[str, Any]:
-    g = a.graph
-    # count rule codes, then name them: same order as counting the names (one name per code)
-    by_rule = pd.Series(g.rule).value_counts()
-    by_rule.index = pd.Index([g.rule_names[int(r)] for r in by_rule.index], dtype=object)
-    return {
-        "events": int(a.nodes.n),
-        "edges": int(g.n_edges),
-        "edges_by_rule": {str(k): int(v) for k, v in by_rule.items()},
-        "dropped_acausal_edges": dict(g.dropped),
-        "binding_cross_thread_edges": int(np.sum(a.calibration.binding & (g.etype == EdgeType.CROSS_THREAD))),
     }

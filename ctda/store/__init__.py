@@ -3,12 +3,13 @@
     with open_store("bolt://host:7687") as store:   # or a path, or None for the default
         store.runs()
 
-See :mod:`ctda.store.schema` for the data model and :mod:`ctda.store.base` for the
-interface both backends implement.
+See :mod:`ctda.store.schema` for the data model, :mod:`ctda.store.base` for what every
+backend shares and :mod:`ctda.store.backends` for how ``--db`` picks one.
 """
 
 from __future__ import annotations
 
+from ctda.store import backends
 from ctda.store.base import InjectedFault, QueryResult, RunInfo, Store, StoreError
 from ctda.store.config import Target, resolve
 
@@ -27,16 +28,10 @@ __all__ = [
 def open_store(spec: str | Target | None = None, *, read_only: bool = False) -> Store:
     """Open the store named by ``spec`` (``--db`` value), ``$CTDA_DB``, or the default."""
     target = spec if isinstance(spec, Target) else resolve(spec)
-    if target.kind == "neo4j":
-        try:
-            from ctda.store.neo4j_store import Neo4jStore
-        except ImportError as exc:  # pragma: no cover - depends on the install
-            raise StoreError(
-                f"the Neo4j driver is not installed (pip install 'ctda[neo4j]'): {exc}"
-            ) from None
-        return Neo4jStore(target.location, target.auth, database=target.database, read_only=read_only)
+    backend = backends.by_kind(target.kind)
     try:
-        from ctda.store.ladybug_store import LadybugStore
+        return backend.from_target(target, read_only=read_only)
     except ImportError as exc:  # pragma: no cover - depends on the install
-        raise StoreError(f"the embedded store needs ladybug (pip install 'ctda[embedded]'): {exc}") from None
-    return LadybugStore(target.location, read_only=read_only)
+        raise StoreError(
+            f"the {backend.kind} store needs its driver (pip install 'ctda[{backend.extra}]'): {exc}"
+        ) from None

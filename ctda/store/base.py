@@ -1,4 +1,4 @@
-"""The store interface both backends implement, and the types they exchange.
+"""The store: what every backend shares (the flows), and the types they exchange.
 
 A run becomes visible atomically: readers only ever see runs whose status is
 ``complete``. Both backends get there the same way (:meth:`Store.write_run`): a
@@ -9,6 +9,7 @@ run is visible, and the next writer removes what was left behind.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -16,11 +17,15 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from datetime import datetime, timezone
+from typing import Any, ClassVar, TypeVar
 
 from ctda.errors import CtdaError
 from ctda.queries.errors import QueryError
+from ctda.store import schema
+from ctda.store.config import Target
 from ctda.store.model import RunData
+from ctda.store.schema import COMPLETE, DELETING, META_KEY, PENDING
 
 #: test hook: raise :class:`InjectedFault` after this many write batches
 FAIL_AFTER_ENV = "CTDA_STORE_FAIL_AFTER_BATCHES"
@@ -138,114 +143,70 @@ class FaultCounter:
                 time.sleep(3600)
 
 
-class Store(ABC):
-    """One graph store holding many runs (see :mod:`ctda.store.schema`)."""
+#: one statement inside a write transaction: Cypher and parameters -> rows as dicts
+Run = Callable[[str, dict[str, Any]], list[dict[str, Any]]]
+T = TypeVar("T")
 
-    #: query dialect, used to pick ``name.<dialect>.cypher`` variants
-    dialect: str = ""
+
+class Store(ABC):
+    """One graph store holding many runs (see :mod:`ctda.store.schema`).
+
+    The flows are written once, here, in the Cypher both engines understand: listing runs,
+    the steps of :meth:`write_run`, deletion, scenarios, blobs, rule docs, the read-only
+    guard. A backend declares what it is (:attr:`kind`, :attr:`dialect`, :attr:`schemes`)
+    and implements the engine primitives: reads, writes, a transaction, its DDL, the bulk
+    load of a run's tables and the removal of runs' rows. Backends are found through
+    :mod:`ctda.store.backends`.
+    """
+
+    #: registry name (``Target.kind``)
+    kind: ClassVar[str] = ""
+    #: the engine's name for people ("Neo4j")
+    title: ClassVar[str] = ""
+    #: Cypher dialect, which picks ``name.<dialect>.cypher`` variants of named queries
+    dialect: ClassVar[str] = ""
+    #: URL schemes this backend serves; a backend with none opens filesystem paths
+    schemes: ClassVar[tuple[str, ...]] = ()
+    #: the pip extra that installs its driver
+    extra: ClassVar[str] = ""
+
+    read_only: bool = False
+
+    @classmethod
+    @abstractmethod
+    def from_target(cls, target: Target, *, read_only: bool = False) -> Store:
+        """Open the store at ``target`` (a resolved ``--db``)."""
 
     @property
     @abstractmethod
     def location(self) -> str:
         """Where the store is, printable (never includes credentials)."""
 
+    # --- engine primitives ------------------------------------------------------------
     @abstractmethod
-    def runs(self, include_incomplete: bool = False) -> list[RunInfo]:
-        """Runs by name; only complete ones unless asked."""
-
-    def find_run(self, name: str) -> RunInfo | None:
-        """The complete run called ``name``."""
-        return next((r for r in self.runs() if r.name == name), None)
-
-    def find_content(self, sha256: str, options_key: str) -> RunInfo | None:
-        """A complete run of the same file bytes analysed with the same options."""
-        return next((r for r in self.runs() if r.sha256 == sha256 and r.options_key == options_key), None)
-
-    def write_run(
-        self,
-        data: RunData,
-        *,
-        replace: bool = False,
-        fail_after: int | None = None,
-        progress: Progress | None = None,
-    ) -> RunInfo:
-        """Store a run atomically; with ``replace`` it takes over the name of an existing run.
-
-        ``fail_after`` (or $CTDA_STORE_FAIL_AFTER_BATCHES) raises :class:`InjectedFault`
-        after that many batches: the atomicity tests use it. The steps are the same for
-        both backends: a hidden (pending) run is allocated, loaded and flipped visible in
-        one last transaction; a failure removes what was written (or leaves it to gc).
-        """
-        self._writable()
-        faults = FaultCounter(fail_after)
-        self.gc()  # what failed writers left behind
-        if not replace and self.find_run(data.name) is not None:
-            raise StoreError(f"run {data.name!r} already exists")
-        rid = self._allocate(data)
-        try:
-            self._load(rid, data, faults, progress)
-            self._flip(rid, data.name, replace)
-        except BaseException:
-            self._forget(rid)
-            raise
-        self._purge_deleting()
-        info = next((r for r in self.runs() if r.id == rid), None)
-        if info is None:  # pragma: no cover - flipped but not readable: a store bug
-            raise StoreError(f"run {data.name!r} was not stored")
-        return info
-
-    # --- the steps of write_run, per backend ------------------------------------------
-    @abstractmethod
-    def _writable(self) -> None:
-        """Raise :class:`StoreError` unless the store was opened for writing."""
+    def _read(self, text: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+        """Rows of a read statement, as dicts (no read-only gate: internal use)."""
 
     @abstractmethod
-    def _allocate(self, data: RunData) -> int:
-        """Create the run's node as ``pending`` (invisible to readers); returns its new id."""
+    def _write(self, text: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+        """Rows of one write statement, committed on its own."""
+
+    @abstractmethod
+    def _transaction(self, work: Callable[[Run], T]) -> T:
+        """``work(run)`` in one write transaction: committed if it returns, else rolled back."""
+
+    @abstractmethod
+    def _ddl(self) -> list[str]:
+        """Statements creating this engine's tables, constraints and indexes (idempotent)."""
 
     @abstractmethod
     def _load(self, rid: int, data: RunData, faults: FaultCounter, progress: Progress | None) -> None:
-        """Write the run's events, edges, windows, paths and blobs, ticking ``faults`` per batch."""
+        """Bulk-write the run's events, edges, scenario, windows and paths, ticking ``faults``
+        per batch."""
 
     @abstractmethod
-    def _flip(self, rid: int, name: str, replace: bool) -> None:
-        """One transaction makes the run visible and marks a run it replaces ``deleting``."""
-
-    @abstractmethod
-    def _forget(self, rid: int) -> None:
-        """Best-effort removal of a failed run; what is left, a later writer removes."""
-
-    @abstractmethod
-    def _purge_deleting(self) -> None:
-        """Remove runs marked ``deleting`` (replaced ones)."""
-
-    @abstractmethod
-    def delete_run(self, name: str) -> bool:
-        """Remove a run and everything it owns; False when there is no such run."""
-
-    @abstractmethod
-    def gc(self, stale_after_s: float | None = None) -> int:
-        """Remove runs a failed writer left behind; returns how many were removed."""
-
-    @abstractmethod
-    def get_blob(self, run_id: int, name: str) -> bytes | None:
-        """A payload stored with a run (``RunData.blobs``), or None."""
-
-    @abstractmethod
-    def scenarios(self, run_id: int) -> list[dict[str, Any]]:
-        """What-if scenarios saved for a run (not the baseline): name, data (JSON), ..."""
-
-    @abstractmethod
-    def save_scenario(self, run_id: int, name: str, data: str) -> None:
-        """Save (or replace) what-if scenario ``name``; ``data`` is its writer's JSON record.
-
-        Known keys of the record fill the Scenario's properties: ``overrides``,
-        ``step_ns``, ``predicted_ns`` (-> ``cp_ns``) and ``path`` (edge ids).
-        """
-
-    @abstractmethod
-    def delete_scenario(self, run_id: int, name: str) -> bool:
-        """Remove a what-if scenario; False when there is none."""
+    def _delete_ids(self, ids: list[int]) -> None:
+        """Remove the runs ``ids`` and everything they own (already invisible to readers)."""
 
     @abstractmethod
     def query(
@@ -258,13 +219,257 @@ class Store(ABC):
     ) -> QueryResult:
         """Run Cypher with parameters; read-only unless ``write``.
 
-        Every text passes :func:`ctda.queries.gate.check` first: read clauses only, or with
-        ``write`` data changes too; ``write`` and ``allow_files`` together send it unchecked.
+        Every text passes :func:`ctda.queries.gate.check` first (:meth:`_gate`): read clauses
+        only, or with ``write`` data changes too; ``write`` and ``allow_files`` together send
+        it unchecked.
         """
 
     @abstractmethod
     def close(self) -> None:
         """Release connections and locks."""
+
+    def _absent(self) -> bool:
+        """True when there is no store yet (an embedded file not created): reads are empty."""
+        return False
+
+    def _dead(self, run: RunInfo, stale_after_s: float | None) -> bool:
+        """Whether an unfinished run was left by a writer that is gone (see :meth:`gc`).
+
+        The default suits engines with one writer at a time: holding the write lock means
+        no other writer is alive, so every unfinished run is dead.
+        """
+        return True
+
+    # --- reads --------------------------------------------------------------------------
+    def runs(self, include_incomplete: bool = False) -> list[RunInfo]:
+        """Runs by name; only complete ones unless asked."""
+        if self._absent():
+            return []
+        rows = self._read("MATCH (r:Run) RETURN properties(r) AS p ORDER BY r.name, r.id")
+        out = [RunInfo.from_props(r["p"]) for r in rows]
+        return [r for r in out if include_incomplete or r.status == COMPLETE]
+
+    def find_run(self, name: str) -> RunInfo | None:
+        """The complete run called ``name``."""
+        return next((r for r in self.runs() if r.name == name), None)
+
+    def find_content(self, sha256: str, options_key: str) -> RunInfo | None:
+        """A complete run of the same file bytes analysed with the same options."""
+        return next((r for r in self.runs() if r.sha256 == sha256 and r.options_key == options_key), None)
+
+    def get_blob(self, run_id: int, name: str) -> bytes | None:
+        """A payload stored with a run (``RunData.blobs``), or None."""
+        if self._absent():
+            return None
+        rows = self._read(
+            "MATCH (b:Blob) WHERE b.run_id = $r AND b.name = $n RETURN b.chunk AS chunk, b.data AS data "
+            "ORDER BY b.chunk",
+            {"r": run_id, "n": name},
+        )
+        return b"".join(bytes(r["data"]) for r in rows) if rows else None
+
+    def scenarios(self, run_id: int) -> list[dict[str, Any]]:
+        """What-if scenarios saved for a run (not the baseline): name, data (JSON), ..."""
+        if self._absent():
+            return []
+        rows = self._read(
+            "MATCH (s:Scenario) WHERE s.run_id = $r AND s.name <> $b "
+            "RETURN properties(s) AS p ORDER BY s.name",
+            {"r": run_id, "b": schema.BASELINE},
+        )
+        out = []
+        for r in rows:
+            # as its writer saved it (``data``), with the store's own fields beside it
+            p = {k: v for k, v in r["p"].items() if not k.startswith("_")}
+            p["data"] = p.pop("data_json", "") or ""
+            out.append(p)
+        return out
+
+    # --- writes -------------------------------------------------------------------------
+    def _writable(self) -> None:
+        """Raise :class:`StoreError` unless the store was opened for writing."""
+        if self.read_only or self._absent():
+            raise StoreError("store opened read-only")
+
+    def _ensure_schema(self) -> None:
+        """Create what is missing; refuse a store written by another schema version."""
+        for stmt in self._ddl():
+            self._write(stmt)
+        have = self._write(
+            "MERGE (m:Meta {key: $k}) ON CREATE SET m.schema_version = $v, m.next_run_id = 0, m.lock = 0 "
+            "RETURN m.schema_version AS v",
+            {"k": META_KEY, "v": schema.SCHEMA_VERSION},
+        )
+        if have[0]["v"] != schema.SCHEMA_VERSION:
+            raise StoreError(
+                f"store {self.location} has schema version {have[0]['v']}, "
+                f"this ctda writes {schema.SCHEMA_VERSION}"
+            )
+
+    def write_run(
+        self,
+        data: RunData,
+        *,
+        replace: bool = False,
+        fail_after: int | None = None,
+        progress: Progress | None = None,
+    ) -> RunInfo:
+        """Store a run atomically; with ``replace`` it takes over the name of an existing run.
+
+        ``fail_after`` (or $CTDA_STORE_FAIL_AFTER_BATCHES) raises :class:`InjectedFault`
+        after that many batches: the atomicity tests use it. A hidden (pending) run is
+        allocated, loaded and flipped visible in one last transaction; a failure removes
+        what was written (or leaves it to :meth:`gc`).
+        """
+        self._writable()
+        faults = FaultCounter(fail_after)
+        self.gc()  # what failed writers left behind
+        if not replace and self.find_run(data.name) is not None:
+            raise StoreError(f"run {data.name!r} already exists")
+        rid = self._allocate(data)
+        try:
+            self._load(rid, data, faults, progress)
+            self._write_extras(rid, data, faults)
+            self._flip(rid, data.name, replace)
+        except BaseException:
+            self._forget(rid)
+            raise
+        self._purge_deleting()
+        info = next((r for r in self.runs() if r.id == rid), None)
+        if info is None:  # pragma: no cover - flipped but not readable: a store bug
+            raise StoreError(f"run {data.name!r} was not stored")
+        return info
+
+    def _allocate(self, data: RunData) -> int:
+        """Create the run's node as ``pending`` (invisible to readers); returns its new id."""
+
+        def work(run: Run) -> int:
+            # writing the Meta node first takes its write lock: the increment is atomic
+            rid = int(
+                run(
+                    "MATCH (m:Meta) WHERE m.key = $k "
+                    "SET m.lock = 1, m.next_run_id = coalesce(m.next_run_id, 0) + 1 "
+                    "RETURN m.next_run_id AS rid",
+                    {"k": META_KEY},
+                )[0]["rid"]
+            )
+            props = dict(data.run, id=rid, status=PENDING, heartbeat=int(time.time()))
+            sets = ", ".join(f"{k}: ${k}" for k in schema.RUN.columns)
+            run(f"CREATE (:Run {{{sets}}})", {k: props[k] for k in schema.RUN.columns})
+            return rid
+
+        return self._transaction(work)
+
+    def _write_extras(self, rid: int, data: RunData, faults: FaultCounter) -> None:
+        """The rule docs (shared by all runs) and the run's blobs, one chunk per statement."""
+        for name, doc in data.rules.items():
+            self._write("MERGE (r:Rule {name: $n}) SET r.doc = $d", {"n": name, "d": doc})
+        props = ", ".join(f"{k}: ${k}" for k in schema.BLOB.columns)
+        for name, blob in data.blobs.items():
+            for chunk in schema.blob_chunks(rid, name, blob):
+                self._write(f"CREATE (:Blob {{{props}}})", chunk)
+                faults.tick()
+
+    def _flip(self, rid: int, name: str, replace: bool) -> None:
+        """One transaction makes the run visible and marks a run it replaces ``deleting``."""
+
+        def work(run: Run) -> None:
+            # every flip writes the Meta node first, so flips run one at a time
+            run("MATCH (m:Meta) WHERE m.key = $k SET m.lock = $rid", {"k": META_KEY, "rid": rid})
+            olds = [
+                int(r["id"])
+                for r in run(
+                    "MATCH (r:Run) WHERE r.name = $n AND r.status = $c RETURN r.id AS id",
+                    {"n": name, "c": COMPLETE},
+                )
+            ]
+            if olds and not replace:
+                raise StoreError(f"run {name!r} already exists")
+            # (a list parameter never empty: Ladybug cannot type an empty list)
+            run("MATCH (r:Run) WHERE r.id IN $ids SET r.status = $d", {"ids": olds or [-1], "d": DELETING})
+            flipped = run(
+                "MATCH (r:Run) WHERE r.id = $rid AND r.status = $p SET r.status = $c RETURN count(r) AS n",
+                {"rid": rid, "p": PENDING, "c": COMPLETE},
+            )
+            if not flipped or int(flipped[0]["n"]) != 1:
+                raise StoreError(f"run {name!r} was removed while it was written (stale heartbeat?)")
+
+        self._transaction(work)
+
+    def _forget(self, rid: int) -> None:
+        """Best-effort removal of a failed run; what is left, a later writer removes."""
+        with contextlib.suppress(Exception):  # the original error is the one to report
+            self._delete_ids([rid])
+
+    def _purge_deleting(self) -> None:
+        """Remove runs marked ``deleting`` (replaced ones)."""
+        for r in self.runs(include_incomplete=True):
+            if r.status == DELETING:
+                self._forget(r.id)
+
+    def delete_run(self, name: str) -> bool:
+        """Remove a run and everything it owns; False when there is no such run."""
+        self._writable()
+        ids = [r.id for r in self.runs(include_incomplete=True) if r.name == name]
+        if not ids:
+            return False
+        # hidden first (one statement), so a delete cut short never shows half a run
+        self._write("MATCH (r:Run) WHERE r.id IN $ids SET r.status = $d", {"ids": ids, "d": DELETING})
+        self._delete_ids(ids)
+        return True
+
+    def gc(self, stale_after_s: float | None = None) -> int:
+        """Remove runs a failed writer left behind; returns how many were removed."""
+        if self.read_only or self._absent():
+            return 0
+        dead = [
+            r.id
+            for r in self.runs(include_incomplete=True)
+            if r.status != COMPLETE and self._dead(r, stale_after_s)
+        ]
+        if dead:
+            self._delete_ids(dead)
+        return len(dead)
+
+    # --- scenarios ------------------------------------------------------------------------
+    def save_scenario(self, run_id: int, name: str, data: str) -> None:
+        """Save (or replace) what-if scenario ``name``; ``data`` is its writer's JSON record.
+
+        Known keys of the record fill the Scenario's properties: ``overrides``,
+        ``step_ns``, ``predicted_ns`` (-> ``cp_ns``) and ``path`` (edge ids).
+        """
+        self._writable()
+        if name == schema.BASELINE:
+            raise StoreError(f"{schema.BASELINE!r} is the observed run; pick another scenario name")
+        now = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        props = schema.scenario_props(run_id, name, data, now)
+        sets = ", ".join(f"{k}: ${k}" for k in schema.SCENARIO.columns)
+
+        def work(run: Run) -> None:
+            if not run("MATCH (r:Run) WHERE r.id = $r RETURN r.id AS id", {"r": run_id}):
+                raise StoreError(f"no run with id {run_id}")
+            run("MATCH (s:Scenario) WHERE s.key = $k DETACH DELETE s", {"k": props["key"]})
+            run(f"CREATE (:Scenario {{{sets}}})", props)
+            run(
+                "MATCH (r:Run), (s:Scenario) WHERE r.id = $r AND s.key = $k CREATE (r)-[:HAS_SCENARIO]->(s)",
+                {"r": run_id, "k": props["key"]},
+            )
+
+        self._transaction(work)
+
+    def delete_scenario(self, run_id: int, name: str) -> bool:
+        """Remove a what-if scenario; False when there is none."""
+        self._writable()
+        if name == schema.BASELINE:
+            raise StoreError(f"the {schema.BASELINE!r} scenario goes with its run (ctda rm)")
+        key = schema.scenario_key(run_id, name)
+
+        def work(run: Run) -> bool:
+            found = run("MATCH (s:Scenario) WHERE s.key = $k RETURN count(*) AS n", {"k": key})
+            run("MATCH (s:Scenario) WHERE s.key = $k DETACH DELETE s", {"k": key})
+            return bool(found and int(found[0]["n"]))
+
+        return self._transaction(work)
 
     def _gate(self, text: str, write: bool, allow_files: bool) -> None:
         """Refuse what the query gate refuses: a :class:`RefusedQuery` (a store error and a

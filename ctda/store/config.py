@@ -1,7 +1,8 @@
 """Where the store is: ``--db`` / ``$CTDA_DB``, and Neo4j credentials from the environment.
 
-A ``bolt://``, ``bolt+s://``, ``neo4j://`` or ``neo4j+s://`` URI selects Neo4j; anything
-else is a file path for the embedded store (default: ``store.lbug`` in the user data dir).
+A URI whose scheme a backend declares (:mod:`ctda.store.backends`: ``bolt://``,
+``neo4j+s://``, ... select Neo4j) selects that backend; anything else is a file path for
+the embedded store (default: ``store.lbug`` in the user data dir).
 Credentials come from ``CTDA_NEO4J_USER`` / ``CTDA_NEO4J_PASSWORD`` or from
 ``NEO4J_AUTH=user/password`` (the Neo4j Docker image's variable), or from a URI's
 ``user:password@`` part; they are stripped from everything that is printed.
@@ -14,7 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import unquote, urlsplit, urlunsplit
 
-NEO4J_SCHEMES = ("bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc")
+from ctda.store import backends
+
 DEFAULT_FILE = "store.lbug"
 
 
@@ -29,7 +31,7 @@ def default_path() -> Path:
 class Target:
     """A resolved store location."""
 
-    kind: str  # "neo4j" or "ladybug"
+    kind: str  # the backend (ctda.store.backends): "ladybug", "neo4j", ...
     location: str  # URI without credentials, or a filesystem path
     auth: tuple[str, str] | None = field(default=None, repr=False)
     database: str | None = None
@@ -37,18 +39,26 @@ class Target:
     def __str__(self) -> str:
         return self.location
 
+    @property
+    def is_path(self) -> bool:
+        """The store is a file on this machine (not a server)."""
+        return not backends.by_kind(self.kind).schemes
+
 
 def is_uri(spec: str) -> bool:
-    return spec.split("://", 1)[0].lower() in NEO4J_SCHEMES and "://" in spec
+    """``spec`` is a URL with a scheme some backend serves."""
+    scheme, sep, _ = spec.partition("://")
+    return bool(sep) and backends.for_scheme(scheme) is not None
 
 
 def resolve(spec: str | None = None) -> Target:
     """``spec`` (``--db``), else ``$CTDA_DB``, else the default embedded path."""
     spec = spec or os.environ.get("CTDA_DB") or ""
     if not spec:
-        return Target("ladybug", str(default_path()))
-    if not is_uri(spec):
-        return Target("ladybug", str(Path(spec).expanduser()))
+        return Target(backends.for_paths().kind, str(default_path()))
+    backend = backends.for_scheme(spec.partition("://")[0]) if "://" in spec else None
+    if backend is None:
+        return Target(backends.for_paths().kind, str(Path(spec).expanduser()))
     parts = urlsplit(spec)
     auth = _env_auth()
     if parts.username is not None and auth is None:
@@ -57,7 +67,7 @@ def resolve(spec: str | None = None) -> Target:
     netloc = f"{host}:{parts.port}" if parts.port else host
     clean = urlunsplit((parts.scheme, netloc, "", "", ""))
     database = parts.path.strip("/") or os.environ.get("CTDA_NEO4J_DATABASE") or None
-    return Target("neo4j", clean, auth, database)
+    return Target(backend.kind, clean, auth, database)
 
 
 def _env_auth() -> tuple[str, str] | None:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from ctda.analysis import snapshot
 from ctda.analysis.engine import Analysis, AnalysisOptions, analyze
+from ctda.analysis.tables import options_key
 from ctda.ingest.errors import TraceError
 from ctda.ingest.limits import check_regular
 from ctda.ingest.reader import read_trace
@@ -21,7 +22,7 @@ from ctda.ingest.table import EventTable
 from ctda.store import open_store
 from ctda.store.base import Progress, RunInfo, StoreError
 from ctda.store.config import Target
-from ctda.store.model import build, file_digest, options_key
+from ctda.store.model import build, file_digest
 
 _SUFFIXES = (".gz", ".json", ".trace", ".pt", ".parquet")
 

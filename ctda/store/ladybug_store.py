@@ -15,17 +15,20 @@ import contextlib
 import os
 import re
 import time
-from datetime import datetime, timezone
+from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pyarrow as pa
 
 from ctda.store import schema
-from ctda.store.base import FaultCounter, Progress, QueryResult, RunInfo, Store, StoreError
+from ctda.store.backends import register
+from ctda.store.base import FaultCounter, Progress, QueryResult, Run, Store, StoreError
+from ctda.store.config import Target
 from ctda.store.model import RunData
-from ctda.store.schema import COMPLETE, DELETING, META_KEY, PENDING
+
+T = TypeVar("T")
 
 #: how long to wait for another process's write lock before giving up
 LOCK_WAIT_S = float(os.environ.get("CTDA_LOCK_WAIT_S", "10"))
@@ -90,21 +93,15 @@ def plain(value: Any) -> Any:
     return value
 
 
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
-
-
-def _scenario_dict(p: dict[str, Any]) -> dict[str, Any]:
-    """A scenario as its writer saved it (``data``), with the store's own fields beside it."""
-    out = {k: v for k, v in p.items() if not k.startswith("_")}
-    out["data"] = out.pop("data_json", "") or ""
-    return out
-
-
+@register
 class LadybugStore(Store):
     """A Ladybug database file; ``read_only`` opens share the file with one writer."""
 
+    kind = "ladybug"
+    title = "Ladybug"
     dialect = "ladybug"
+    schemes = ()  # a filesystem path
+    extra = "embedded"
 
     def __init__(self, path: str | Path, *, read_only: bool = False) -> None:
         import ladybug
@@ -121,6 +118,10 @@ class LadybugStore(Store):
         self._conn = ladybug.Connection(self._db)
         if not read_only:
             self._ensure_schema()
+
+    @classmethod
+    def from_target(cls, target: Target, *, read_only: bool = False) -> LadybugStore:
+        return cls(target.location, read_only=read_only)
 
     @property
     def location(self) -> str:
@@ -141,31 +142,36 @@ class LadybugStore(Store):
         rows = [plain(list(r)) for r in res.get_all()]
         return QueryResult(cols, rows)
 
-    def _ensure_schema(self) -> None:
-        for label in schema.NODES + schema.RELS:
-            self._exec(ddl(label))
-        # columns added after a store was created (additive changes keep the schema version)
-        for label in schema.NODES:
-            for name, kind in label.props:
-                self._exec(f"ALTER TABLE {label.name} ADD IF NOT EXISTS {name} {kind}")
-        have = self._rows("MATCH (m:Meta {key: $k}) RETURN m.schema_version", {"k": META_KEY}).rows
-        if not have:
-            self._exec(
-                "CREATE (:Meta {key: $k, schema_version: $v, next_run_id: 0, lock: 0})",
-                {"k": META_KEY, "v": schema.SCHEMA_VERSION},
-            )
-        elif have[0][0] != schema.SCHEMA_VERSION:
-            raise StoreError(
-                f"store {self.path} has schema version {have[0][0]}, this ctda writes {schema.SCHEMA_VERSION}"
-            )
+    # --- engine primitives -----------------------------------------------------------
+    def _absent(self) -> bool:
+        return self._conn is None
 
-    # --- reads ----------------------------------------------------------------------
-    def runs(self, include_incomplete: bool = False) -> list[RunInfo]:
-        if self._conn is None:
-            return []
-        res = self._rows("MATCH (r:Run) RETURN properties(r) AS p ORDER BY r.name, r.id")
-        out = [RunInfo.from_props(r[0]) for r in res.rows]
-        return [r for r in out if include_incomplete or r.status == COMPLETE]
+    def _read(self, text: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+        return self._rows(text, params).records()
+
+    def _write(self, text: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+        return self._rows(text, params).records()
+
+    def _transaction(self, work: Callable[[Run], T]) -> T:
+        self._exec("BEGIN TRANSACTION")
+        try:
+            out = work(self._write)
+            self._exec("COMMIT")
+        except BaseException:
+            with contextlib.suppress(StoreError):
+                self._exec("ROLLBACK")
+            raise
+        return out
+
+    def _ddl(self) -> list[str]:
+        tables = [ddl(label) for label in schema.NODES + schema.RELS]
+        # columns added after a store was created (additive changes keep the schema version)
+        added = [
+            f"ALTER TABLE {label.name} ADD IF NOT EXISTS {name} {kind}"
+            for label in schema.NODES
+            for name, kind in label.props
+        ]
+        return tables + added
 
     def query(
         self,
@@ -182,18 +188,7 @@ class LadybugStore(Store):
             raise StoreError("store opened read-only")
         return self._rows(text, params)
 
-    # --- writes ---------------------------------------------------------------------
-    def _writable(self) -> None:
-        if self._conn is None or self.read_only:
-            raise StoreError("store opened read-only")
-
-    def _next_run_id(self) -> int:
-        res = self._rows(
-            "MATCH (m:Meta {key: $k}) SET m.next_run_id = m.next_run_id + 1 RETURN m.next_run_id",
-            {"k": META_KEY},
-        )
-        return int(res.rows[0][0])
-
+    # --- bulk writes and removal -------------------------------------------------------
     def _delete_ids(self, ids: list[int]) -> None:
         for rid in ids:
             # windows first: their CP relationships point into the run's events
@@ -202,37 +197,6 @@ class LadybugStore(Store):
             self._exec("MATCH (e:Event) WHERE e.run_id = $r DETACH DELETE e", {"r": rid})
             self._exec("MATCH (b:Blob) WHERE b.run_id = $r DELETE b", {"r": rid})
             self._exec("MATCH (r:Run) WHERE r.id = $r DETACH DELETE r", {"r": rid})
-
-    def _allocate(self, data: RunData) -> int:
-        rid = self._next_run_id()
-        props = dict(data.run, id=rid, status=PENDING, heartbeat=int(time.time()))
-        sets = ", ".join(f"{k}: ${k}" for k in schema.RUN.columns)
-        self._exec(f"CREATE (:Run {{{sets}}})", {k: props[k] for k in schema.RUN.columns})
-        return rid
-
-    def _forget(self, rid: int) -> None:
-        with contextlib.suppress(StoreError):  # whatever is left, the next writer removes
-            self._delete_ids([rid])
-
-    def _purge_deleting(self) -> None:
-        self._delete_ids([r.id for r in self.runs(include_incomplete=True) if r.status == DELETING])
-
-    def _flip(self, rid: int, name: str, replace: bool) -> None:
-        """One transaction makes the new run visible and hides the run it replaces."""
-        self._exec("BEGIN TRANSACTION")
-        try:
-            olds = [r.id for r in self.runs() if r.name == name]
-            if olds and not replace:
-                raise StoreError(f"run {name!r} already exists")
-            self._exec(
-                "MATCH (r:Run) WHERE r.id IN $ids SET r.status = $d", {"ids": olds or [-1], "d": DELETING}
-            )
-            self._exec("MATCH (r:Run) WHERE r.id = $r SET r.status = $c", {"r": rid, "c": COMPLETE})
-            self._exec("COMMIT")
-        except BaseException:
-            with contextlib.suppress(StoreError):
-                self._exec("ROLLBACK")
-            raise
 
     def _copy(self, table: str, rows: pa.Table, faults: FaultCounter) -> None:
         if rows.num_rows:
@@ -263,83 +227,6 @@ class LadybugStore(Store):
         )
         self._copy("HAS_WINDOW", links, faults)
         self._copy("CP", tables["CP"], faults)
-        for name, doc in data.rules.items():
-            self._exec("MERGE (r:Rule {name: $n}) SET r.doc = $d", {"n": name, "d": doc})
-        for name, blob in data.blobs.items():
-            for chunk in schema.blob_chunks(rid, name, blob):
-                self._exec(
-                    "CREATE (:Blob {key: $key, run_id: $run_id, name: $name, chunk: $chunk, data: $data})",
-                    chunk,
-                )
-                faults.tick()
-
-    def get_blob(self, run_id: int, name: str) -> bytes | None:
-        if self._conn is None:
-            return None
-        rows = self._rows(
-            "MATCH (b:Blob) WHERE b.run_id = $r AND b.name = $n RETURN b.chunk, b.data ORDER BY b.chunk",
-            {"r": run_id, "n": name},
-        ).rows
-        return b"".join(bytes(r[1]) for r in rows) if rows else None
-
-    def scenarios(self, run_id: int) -> list[dict[str, Any]]:
-        if self._conn is None:
-            return []
-        rows = self._rows(
-            "MATCH (s:Scenario) WHERE s.run_id = $r AND s.name <> $b RETURN properties(s) ORDER BY s.name",
-            {"r": run_id, "b": schema.BASELINE},
-        ).rows
-        return [_scenario_dict(r[0]) for r in rows]
-
-    def save_scenario(self, run_id: int, name: str, data: str) -> None:
-        self._writable()
-        if name == schema.BASELINE:
-            raise StoreError(f"{schema.BASELINE!r} is the observed run; pick another scenario name")
-        props = schema.scenario_props(run_id, name, data, _now())
-        sets = ", ".join(f"{k}: ${k}" for k in schema.SCENARIO.columns)
-        self._exec("BEGIN TRANSACTION")
-        try:
-            if not self._rows("MATCH (r:Run) WHERE r.id = $r RETURN r.id", {"r": run_id}).rows:
-                raise StoreError(f"no run with id {run_id}")
-            self._exec("MATCH (s:Scenario) WHERE s.key = $k DETACH DELETE s", {"k": props["key"]})
-            self._exec(f"CREATE (:Scenario {{{sets}}})", props)
-            self._exec(
-                "MATCH (r:Run), (s:Scenario) WHERE r.id = $r AND s.key = $k CREATE (r)-[:HAS_SCENARIO]->(s)",
-                {"r": run_id, "k": props["key"]},
-            )
-            self._exec("COMMIT")
-        except BaseException:
-            with contextlib.suppress(StoreError):
-                self._exec("ROLLBACK")
-            raise
-
-    def delete_scenario(self, run_id: int, name: str) -> bool:
-        self._writable()
-        if name == schema.BASELINE:
-            raise StoreError(f"the {schema.BASELINE!r} scenario goes with its run (ctda rm)")
-        key = schema.scenario_key(run_id, name)
-        found = self._rows("MATCH (s:Scenario) WHERE s.key = $k RETURN count(*)", {"k": key}).rows[0][0]
-        self._exec("MATCH (s:Scenario) WHERE s.key = $k DETACH DELETE s", {"k": key})
-        return bool(found)
-
-    def delete_run(self, name: str) -> bool:
-        self._writable()
-        ids = [r.id for r in self.runs(include_incomplete=True) if r.name == name]
-        if not ids:
-            return False
-        # hidden first (one statement), so a delete cut short never shows half a run
-        self._exec("MATCH (r:Run) WHERE r.id IN $ids SET r.status = $d", {"ids": ids, "d": DELETING})
-        self._delete_ids(ids)
-        return True
-
-    def gc(self, stale_after_s: float | None = None) -> int:
-        # holding the write lock means no other writer is alive: every unfinished run is dead
-        if self._conn is None or self.read_only:
-            return 0
-        dead = [r.id for r in self.runs(include_incomplete=True) if r.status != COMPLETE]
-        if dead:
-            self._delete_ids(dead)
-        return len(dead)
 
     def close(self) -> None:
         if self._conn is not None:

@@ -19,10 +19,10 @@ import pandas as pd
 import pyarrow as pa
 
 from ctda import __version__
-from ctda.analysis import modes, report
+from ctda.analysis import report, tables
 from ctda.analysis.classify import CLASSES
 from ctda.analysis.edges import EdgeType
-from ctda.analysis.engine import Analysis, AnalysisOptions, effective
+from ctda.analysis.engine import Analysis
 from ctda.ingest.columns import NA
 from ctda.ingest.kinds import Kind
 from ctda.ingest.table import EventTable
@@ -31,21 +31,6 @@ from ctda.store.schema import BASELINE, KEY_SPAN
 
 I64 = npt.NDArray[np.int64]
 BOUNDS_LANE = "(window bounds)"
-
-
-def options_dict(options: AnalysisOptions) -> dict[str, Any]:
-    """The analysis options that change results, as the mode runs them, as plain JSON-able values."""
-    return effective(options).to_dict()
-
-
-def options_key(options: AnalysisOptions) -> str:
-    """Stable digest of :func:`options_dict`: same file + same key = same run."""
-    return effective(options).key()
-
-
-def rule_docs() -> dict[str, str]:
-    """Each rule's documentation (it names the trace fields the rule reads), every mode's."""
-    return modes.rule_docs()
 
 
 @dataclass
@@ -186,8 +171,8 @@ def build(a: Analysis, name: str, file: str, sha256: str) -> RunData:
         "file": file,
         "sha256": sha256,
         "ctda_version": __version__,
-        "options_json": json.dumps(options_dict(a.options), sort_keys=True),
-        "options_key": options_key(a.options),
+        "options_json": json.dumps(tables.options_dict(a.options), sort_keys=True),
+        "options_key": tables.options_key(a.options),
         "ingested_at": now,
         "schema_version": schema.SCHEMA_VERSION,
         "steps": len(a.windows),
@@ -198,7 +183,7 @@ def build(a: Analysis, name: str, file: str, sha256: str) -> RunData:
         "t0_ns": int(a.nodes.time[a.nodes.source]),
         "has_gpu": bool(a.nodes.is_gpu.any()),
         "checks_json": json.dumps(report.checks(a)),
-        "graph_json": json.dumps(graph_summary(a)),
+        "graph_json": json.dumps(tables.graph_summary(a)),
         "trace_json": json.dumps(
             {
                 "rank": meta.rank,
@@ -217,36 +202,7 @@ def build(a: Analysis, name: str, file: str, sha256: str) -> RunData:
         "created_at": now,
         "data_json": "",
     }
-    return RunData(name, run, events, deps, windows, cp, scenario, rule_docs())
-
-
-def graph_summary(a: Analysis) -> dict[str, Any]:
-    """:func:`ctda.analysis.report.graph_summary`, vectorised (it is per edge)."""
-    g = a.graph
-    counts = np.bincount(g.rule, minlength=len(g.rule_names))
-    order = sorted((i for i in range(len(counts)) if counts[i]), key=lambda i: -counts[i])
-    return {
-        "events": int(a.nodes.n),
-        "edges": int(g.n_edges),
-        "edges_by_rule": {g.rule_names[i]: int(counts[i]) for i in order},
-        "dropped_acausal_edges": dict(g.dropped),
-        "binding_cross_thread_edges": int(np.sum(a.calibration.binding & (g.etype == EdgeType.CROSS_THREAD))),
-    }
-
-
-def _window_of(a: Analysis) -> I64:
-    """Baseline window holding each event's start (the first one, if windows overlap)."""
-    starts, ends = a.window_bounds()
-    ts = a.nodes.ts
-    out = np.full(a.nodes.n, -1, dtype=np.int64)
-    if len(starts) and np.all(starts[1:] >= ends[:-1]):  # ProfilerSteps: sorted, disjoint
-        k = np.searchsorted(starts, ts, side="right") - 1
-        inside = (k >= 0) & (ts < ends[np.maximum(k, 0)])
-        out[inside] = k[inside]
-        return out
-    for i in range(len(a.windows) - 1, -1, -1):  # reversed so the first match wins
-        out[(ts >= starts[i]) & (ts < ends[i])] = i
-    return out
+    return RunData(name, run, events, deps, windows, cp, scenario, tables.rule_docs())
 
 
 def _factorized(values: npt.NDArray[np.object_]) -> pa.Array:
@@ -269,7 +225,7 @@ def _events(a: Analysis) -> tuple[pa.Table, I64]:
     on_cp[node_event(n, g.src[edges])] = True
     on_cp[node_event(n, g.dst[edges])] = True
     on_cp[:n] |= cp_ns > 0
-    window = _window_of(a)
+    window = tables.Windows(a).of_event
     lanes = _lane_lut(a)
     kind_names = [k.name.lower() for k in Kind]
     slack = tm.slack
@@ -282,7 +238,7 @@ def _events(a: Analysis) -> tuple[pa.Table, I64]:
         return _nullable(pad(t.col(col)[uid].astype(np.int64), NA, NA))
 
     t_src, t_sink = int(nd.time[nd.source]), int(nd.time[nd.sink])
-    names = np.concatenate([report.display_names(a), np.array(["(source)", "(sink)"], dtype=object)])
+    names = np.concatenate([tables.display_names(a), np.array(["(source)", "(sink)"], dtype=object)])
     table = pa.table(
         {
             "idx": np.arange(n + 2, dtype=np.int64),
@@ -315,7 +271,7 @@ def _events(a: Analysis) -> tuple[pa.Table, I64]:
 
 def _lane_lut(a: Analysis) -> list[str]:
     """Label of lane k at position k, then the SOURCE/SINK label at the end."""
-    labels = report.lane_labels(a)
+    labels = tables.lane_labels(a)
     top = max([*labels, int(a.nodes.lane.max(initial=-1))], default=-1)
     return [labels.get(k, "") for k in range(top + 1)] + [BOUNDS_LANE]
 
@@ -326,33 +282,15 @@ def _lane_codes(lane: npt.NDArray[Any], n: int, lut: list[str]) -> I64:
 
 
 def _windows(a: Analysis, ev_win: I64, events: pa.Table) -> pa.Table:
-    """One row per window: bounds, duration, CP time, self time inside, dominant class."""
-    starts, ends = a.window_bounds()
-    t0 = int(a.nodes.time[a.nodes.source])
+    """One row per window: :func:`ctda.analysis.tables.window_table`, the self time of the
+    events in it and the event that defines it (the ``ProfilerStep`` span; -1: none)."""
+    w = tables.window_table(a).rename(columns={"window": "label"})
     self_ns = int_column(events, "self_ns")[: a.nodes.n]
-    self_by_win = np.bincount(ev_win[ev_win >= 0], weights=self_ns[ev_win >= 0], minlength=len(a.windows))
-    rows: dict[str, list[Any]] = {c: [] for c in schema.WINDOW.columns[3:]}
-    ch = a.charges
-    by_win = ch.groupby(["window", "cls"]).ns.sum()
-    present = set(by_win.index.get_level_values(0).tolist())
-    for i, w in enumerate(a.windows):
-        by = by_win.xs(i, level="window") if i in present else by_win.iloc[:0]
-        total = int(by.sum())
-        rows["idx"].append(i)
-        rows["label"].append(w.label)
-        rows["step"].append(w.step if w.step is not None else -1)
-        rows["start_ns"].append(int(starts[i]))
-        rows["end_ns"].append(int(ends[i]))
-        rows["start_ms"].append((int(starts[i]) - t0) / 1e6)
-        rows["duration_ns"].append(int(ends[i] - starts[i]))
-        rows["cp_ns"].append(total)
-        rows["self_ns"].append(int(self_by_win[i]))
-        # same tie-break as the report: the first class code with the largest time
-        rows["bound_by"].append(CLASSES[int(by.index[int(by.to_numpy().argmax())])] if len(by) else "")
-        rows["bound_by_share"].append(float(by.max() / max(total, 1)) if len(by) else 0.0)
-        rows["event"].append(int(w.event))
+    inside = ev_win >= 0
+    w["self_ns"] = tables.sum_by(ev_win[inside], self_ns[inside], len(a.windows))
+    w["event"] = np.array([int(x.event) for x in a.windows], dtype=np.int64)
     types = dict(schema.WINDOW.props)
-    return pa.table({c: pa.array(v, _arrow_type(types[c])) for c, v in rows.items()})
+    return pa.table({c: pa.array(w[c].tolist(), _arrow_type(types[c])) for c in schema.WINDOW.columns[3:]})
 
 
 def _cp(a: Analysis, rule_names: list[str]) -> pa.Table:

@@ -21,16 +21,19 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from datetime import datetime, timezone
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import pyarrow as pa
 
 from ctda.store import schema
-from ctda.store.base import FaultCounter, Progress, QueryResult, RunInfo, Store, StoreError
+from ctda.store.backends import register
+from ctda.store.base import FaultCounter, Progress, QueryResult, Run, RunInfo, Store, StoreError
+from ctda.store.config import Target
 from ctda.store.model import RunData, int_column
-from ctda.store.schema import COMPLETE, DELETING, META_KEY, PENDING
+from ctda.store.schema import DELETING, PENDING
+
+T = TypeVar("T")
 
 #: a pending run whose heartbeat is older than this ($CTDA_STALE_S) is a dead writer's leftover
 STALE_S = 600.0
@@ -42,21 +45,37 @@ WRITERS = int(os.environ.get("CTDA_NEO4J_WRITERS", "3"))
 NODE_BATCH = int(os.environ.get("CTDA_NEO4J_NODE_BATCH", "1500"))
 REL_BATCH = int(os.environ.get("CTDA_NEO4J_REL_BATCH", "3000"))
 DELETE_BATCH = 5000
-
-SCHEMA_STATEMENTS = (
-    "CREATE CONSTRAINT ctda_meta_key IF NOT EXISTS FOR (m:Meta) REQUIRE m.key IS UNIQUE",
-    "CREATE CONSTRAINT ctda_run_id IF NOT EXISTS FOR (r:Run) REQUIRE r.id IS UNIQUE",
-    "CREATE INDEX ctda_run_name IF NOT EXISTS FOR (r:Run) ON (r.name)",
-    "CREATE CONSTRAINT ctda_event_key IF NOT EXISTS FOR (e:Event) REQUIRE e.key IS UNIQUE",
-    "CREATE INDEX ctda_event_run IF NOT EXISTS FOR (e:Event) ON (e.run_id)",
-    "CREATE CONSTRAINT ctda_window_key IF NOT EXISTS FOR (w:Window) REQUIRE w.key IS UNIQUE",
-    "CREATE INDEX ctda_window_run IF NOT EXISTS FOR (w:Window) ON (w.run_id)",
-    "CREATE CONSTRAINT ctda_scenario_key IF NOT EXISTS FOR (s:Scenario) REQUIRE s.key IS UNIQUE",
-    "CREATE INDEX ctda_scenario_run IF NOT EXISTS FOR (s:Scenario) ON (s.run_id)",
-    "CREATE CONSTRAINT ctda_rule_name IF NOT EXISTS FOR (r:Rule) REQUIRE r.name IS UNIQUE",
-    "CREATE CONSTRAINT ctda_blob_key IF NOT EXISTS FOR (b:Blob) REQUIRE b.key IS UNIQUE",
-    "CREATE INDEX ctda_blob_run IF NOT EXISTS FOR (b:Blob) ON (b.run_id)",
+#: what a run still owns after the parallel delete pass, removed a batch at a time
+_DELETE_STEPS = (
+    "MATCH (w:Window)-[c:CP]->() WHERE w.run_id = $rid WITH c LIMIT $n DELETE c RETURN count(*) AS n",
+    "MATCH (e:Event) WHERE e.run_id = $rid WITH e LIMIT $n DETACH DELETE e RETURN count(*) AS n",
+    "MATCH (w:Window) WHERE w.run_id = $rid WITH w LIMIT $n DETACH DELETE w RETURN count(*) AS n",
+    "MATCH (s:Scenario) WHERE s.run_id = $rid WITH s LIMIT $n DETACH DELETE s RETURN count(*) AS n",
+    "MATCH (b:Blob) WHERE b.run_id = $rid WITH b LIMIT 4 DELETE b RETURN count(*) AS n",
 )
+
+
+def schema_statements() -> list[str]:
+    """Constraints and indexes, from :mod:`ctda.store.schema`: a uniqueness constraint on
+    each node label's key (Ladybug's primary key) and an index on its ``indexed`` properties."""
+    out = []
+    for label in schema.NODES:
+        key = label.key
+        out.append(
+            f"CREATE CONSTRAINT {_index_name(label, key)} IF NOT EXISTS "
+            f"FOR (n:{label.name}) REQUIRE n.{key} IS UNIQUE"
+        )
+        out += [
+            f"CREATE INDEX {_index_name(label, p)} IF NOT EXISTS FOR (n:{label.name}) ON (n.{p})"
+            for p in label.indexed
+        ]
+    return out
+
+
+def _index_name(label: schema.Label, prop: str) -> str:
+    """``ctda_<label>_<property without _id>`` (``ctda_event_run``): the names stores have."""
+    short = prop[: -len("_id")] if prop.endswith("_id") else prop
+    return f"ctda_{label.name.lower()}_{short}"
 
 
 def _create_nodes(label: schema.Label, const: dict[str, str]) -> str:
@@ -114,10 +133,15 @@ def plain(value: Any) -> Any:
     return value
 
 
+@register
 class Neo4jStore(Store):
     """Runs in a Neo4j database, written in parallel batches, made visible atomically."""
 
+    kind = "neo4j"
+    title = "Neo4j"
     dialect = "neo4j"
+    schemes = ("bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc")
+    extra = "neo4j"
 
     def __init__(
         self,
@@ -157,6 +181,10 @@ class Neo4jStore(Store):
         if not read_only:
             self._ensure_schema()
 
+    @classmethod
+    def from_target(cls, target: Target, *, read_only: bool = False) -> Neo4jStore:
+        return cls(target.location, target.auth, database=target.database, read_only=read_only)
+
     @property
     def location(self) -> str:
         return self.uri
@@ -167,21 +195,15 @@ class Neo4jStore(Store):
         return self._driver.session(database=self.database, default_access_mode=mode)
 
     def _write(self, text: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-        def work(tx: Any) -> list[dict[str, Any]]:
-            return [r.data() for r in tx.run(text, params or {})]
-
         with self._session() as s:
-            return self._guard(lambda: s.execute_write(work))
+            return self._guard(lambda: s.execute_write(_records, text, params))
 
     def _write_none(self, text: str, params: dict[str, Any]) -> None:
         self._write(text, params)
 
     def _read(self, text: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-        def work(tx: Any) -> list[dict[str, Any]]:
-            return [r.data() for r in tx.run(text, params or {})]
-
         with self._session(write=False) as s:
-            return self._guard(lambda: s.execute_read(work))
+            return self._guard(lambda: s.execute_read(_records, text, params))
 
     def _guard(self, fn: Callable[[], Any]) -> Any:
         import neo4j.exceptions as nx
@@ -193,25 +215,24 @@ class Neo4jStore(Store):
         except (nx.DriverError, OSError) as exc:
             raise StoreError(f"lost connection to Neo4j at {self.uri}: {_first_line(exc)}") from None
 
-    def _ensure_schema(self) -> None:
-        with self._session() as s:
-            for stmt in SCHEMA_STATEMENTS:
-                self._guard(functools.partial(_consume, s, stmt))
-        have = self._write(
-            "MERGE (m:Meta {key: $k}) ON CREATE SET m.schema_version = $v, m.next_run_id = 0 "
-            "RETURN m.schema_version AS v",
-            {"k": META_KEY, "v": schema.SCHEMA_VERSION},
-        )
-        if have[0]["v"] != schema.SCHEMA_VERSION:
-            raise StoreError(
-                f"store has schema version {have[0]['v']}, this ctda writes {schema.SCHEMA_VERSION}"
-            )
+    def _transaction(self, work: Callable[[Run], T]) -> T:
+        def in_tx(tx: Any) -> T:
+            return work(functools.partial(_records, tx))
 
-    # --- reads ----------------------------------------------------------------------
-    def runs(self, include_incomplete: bool = False) -> list[RunInfo]:
-        rows = self._read("MATCH (r:Run) RETURN properties(r) AS p ORDER BY r.name, r.id")
-        out = [RunInfo.from_props(plain(r["p"])) for r in rows]
-        return [r for r in out if include_incomplete or r.status == COMPLETE]
+        with self._session() as s:
+            out: T = self._guard(lambda: s.execute_write(in_tx))
+            return out
+
+    def _ddl(self) -> list[str]:
+        return schema_statements()
+
+    def _dead(self, run: RunInfo, stale_after_s: float | None) -> bool:
+        # several writers may be alive: a pending run is dead once its heartbeat stops
+        if stale_after_s is None:
+            stale_after_s = float(os.environ.get("CTDA_STALE_S", STALE_S))
+        return run.status == DELETING or (
+            run.status == PENDING and run.heartbeat <= time.time() - stale_after_s
+        )
 
     def query(
         self,
@@ -235,22 +256,6 @@ class Neo4jStore(Store):
         with self._session(write=write) as s:
             out: QueryResult = self._guard(lambda: (s.execute_write if write else s.execute_read)(work))
             return out
-
-    # --- writes ---------------------------------------------------------------------
-    def _writable(self) -> None:
-        if self.read_only:
-            raise StoreError("store opened read-only")
-
-    def _allocate(self, data: RunData) -> int:
-        props = {k: v for k, v in data.run.items() if k in schema.RUN.columns}
-        rows = self._write(
-            "MATCH (m:Meta {key: $k}) SET m.lock = 1 "  # the write lock makes the increment atomic
-            "WITH m SET m.next_run_id = coalesce(m.next_run_id, 0) + 1 "
-            "WITH m.next_run_id AS rid CREATE (r:Run) SET r = $props, r.id = rid, r.status = $pending, "
-            "r.heartbeat = $now RETURN rid",
-            {"k": META_KEY, "props": props, "pending": PENDING, "now": int(time.time())},
-        )
-        return int(rows[0]["rid"])
 
     def _load(self, rid: int, data: RunData, faults: FaultCounter, progress: Progress | None) -> None:
         tables = data.keyed(rid)
@@ -278,12 +283,6 @@ class Neo4jStore(Store):
         self._rels(
             schema.CP, cp, win_ids[int_column(data.cp, "window")], ev_ids[int_column(data.cp, "target")], tick
         )
-        for name, doc in data.rules.items():
-            self._write("MERGE (r:Rule {name: $n}) SET r.doc = $d", {"n": name, "d": doc})
-        for name, blob in data.blobs.items():
-            for chunk in schema.blob_chunks(rid, name, blob):
-                self._write("CREATE (b:Blob) SET b = $p", {"p": chunk})
-                tick(0)
 
     def _nodes(
         self,
@@ -369,55 +368,18 @@ class Neo4jStore(Store):
         )
         return np.asarray(rows[0]["ids"], dtype=np.int64)
 
-    def _flip(self, rid: int, name: str, replace: bool) -> None:
-        def work(tx: Any) -> None:
-            # every flip writes the Meta node first, so flips run one at a time
-            tx.run("MATCH (m:Meta {key: $k}) SET m.lock = $rid", k=META_KEY, rid=rid).consume()
-            olds = [
-                r["id"]
-                for r in tx.run(
-                    "MATCH (r:Run {name: $n}) WHERE r.status = $c RETURN r.id AS id", n=name, c=COMPLETE
-                )
-            ]
-            if olds and not replace:
-                raise StoreError(f"run {name!r} already exists")
-            tx.run("MATCH (r:Run) WHERE r.id IN $ids SET r.status = $d", ids=olds, d=DELETING).consume()
-            flipped = tx.run(
-                "MATCH (r:Run {id: $rid}) WHERE r.status = $p SET r.status = $c RETURN count(r) AS n",
-                rid=rid,
-                p=PENDING,
-                c=COMPLETE,
-            ).single()
-            if not flipped or flipped["n"] != 1:
-                raise StoreError(f"run {name!r} was removed while it was written (stale heartbeat?)")
-
-        with self._session() as s:
-            self._guard(lambda: s.execute_write(work))
-
     def _forget(self, rid: int) -> None:
-        """Best effort removal of a failed run; if the server is gone, gc() does it later."""
         with contextlib.suppress(Exception):  # the original error is the one to report
             self._driver.verify_connectivity()  # fails fast when the server is gone
-            self._delete_id(rid)
+            super()._forget(rid)
 
-    def _delete_id(self, rid: int) -> None:
-        # hide it first, so a half-deleted run is never visible
-        self._write(
-            "MATCH (r:Run {id: $rid}) WHERE r.status = $c SET r.status = $d",
-            {"rid": rid, "c": COMPLETE, "d": DELETING},
-        )
-        self._delete_parallel(rid)
-        # whatever the parallel pass missed (an unknown event count): one batch at a time
-        steps = (
-            "MATCH (w:Window)-[c:CP]->() WHERE w.run_id = $rid WITH c LIMIT $n DELETE c RETURN count(*) AS n",
-            "MATCH (e:Event) WHERE e.run_id = $rid WITH e LIMIT $n DETACH DELETE e RETURN count(*) AS n",
-            "MATCH (w:Window) WHERE w.run_id = $rid WITH w LIMIT $n DETACH DELETE w RETURN count(*) AS n",
-            "MATCH (s:Scenario) WHERE s.run_id = $rid WITH s LIMIT $n DETACH DELETE s RETURN count(*) AS n",
-            "MATCH (b:Blob) WHERE b.run_id = $rid WITH b LIMIT 4 DELETE b RETURN count(*) AS n",
-        )
-        for q in steps:
-            self._until_empty(q, {"rid": rid, "n": DELETE_BATCH})
-        self._write("MATCH (r:Run {id: $rid}) DETACH DELETE r", {"rid": rid})
+    def _delete_ids(self, ids: list[int]) -> None:
+        for rid in ids:
+            self._delete_parallel(rid)
+            # whatever the parallel pass missed (an unknown event count): one batch at a time
+            for q in _DELETE_STEPS:
+                self._until_empty(q, {"rid": rid, "n": DELETE_BATCH})
+            self._write("MATCH (r:Run {id: $rid}) DETACH DELETE r", {"rid": rid})
 
     def _delete_parallel(self, rid: int) -> None:
         """Delete a run's paths and events on several sessions, in disjoint batches.
@@ -452,84 +414,6 @@ class Neo4jStore(Store):
         while self._write(query, params)[0]["n"]:
             pass
 
-    def _purge_deleting(self) -> None:
-        for r in self.runs(include_incomplete=True):
-            if r.status == DELETING:
-                self._forget(r.id)
-
-    def get_blob(self, run_id: int, name: str) -> bytes | None:
-        rows = self._read(
-            "MATCH (b:Blob) WHERE b.run_id = $r AND b.name = $n RETURN b.data AS data ORDER BY b.chunk",
-            {"r": run_id, "n": name},
-        )
-        return b"".join(bytes(r["data"]) for r in rows) if rows else None
-
-    def scenarios(self, run_id: int) -> list[dict[str, Any]]:
-        rows = self._read(
-            "MATCH (s:Scenario) WHERE s.run_id = $r AND s.name <> $b "
-            "RETURN properties(s) AS p ORDER BY s.name",
-            {"r": run_id, "b": schema.BASELINE},
-        )
-        out = []
-        for r in rows:
-            p = plain(r["p"])
-            p["data"] = p.pop("data_json", "") or ""
-            out.append(p)
-        return out
-
-    def save_scenario(self, run_id: int, name: str, data: str) -> None:
-        self._writable()
-        if name == schema.BASELINE:
-            raise StoreError(f"{schema.BASELINE!r} is the observed run; pick another scenario name")
-        props = schema.scenario_props(
-            run_id, name, data, datetime.now(timezone.utc).isoformat(timespec="seconds")
-        )
-
-        def work(tx: Any) -> None:
-            if tx.run("MATCH (r:Run {id: $r}) RETURN r.id", r=run_id).single() is None:
-                raise StoreError(f"no run with id {run_id}")
-            tx.run("MATCH (s:Scenario {key: $k}) DETACH DELETE s", k=props["key"]).consume()
-            tx.run(
-                "MATCH (r:Run {id: $r}) CREATE (r)-[:HAS_SCENARIO]->(s:Scenario) SET s = $p",
-                r=run_id,
-                p=props,
-            ).consume()
-
-        with self._session() as s:
-            self._guard(lambda: s.execute_write(work))
-
-    def delete_scenario(self, run_id: int, name: str) -> bool:
-        self._writable()
-        if name == schema.BASELINE:
-            raise StoreError(f"the {schema.BASELINE!r} scenario goes with its run (ctda rm)")
-        rows = self._write(
-            "MATCH (s:Scenario {key: $k}) DETACH DELETE s RETURN count(*) AS n",
-            {"k": schema.scenario_key(run_id, name)},
-        )
-        return bool(rows and rows[0]["n"])
-
-    def delete_run(self, name: str) -> bool:
-        self._writable()
-        ids = [r.id for r in self.runs(include_incomplete=True) if r.name == name]
-        for rid in ids:
-            self._delete_id(rid)
-        return bool(ids)
-
-    def gc(self, stale_after_s: float | None = None) -> int:
-        if self.read_only:
-            return 0
-        if stale_after_s is None:
-            stale_after_s = float(os.environ.get("CTDA_STALE_S", STALE_S))
-        cutoff = time.time() - stale_after_s
-        dead = [
-            r.id
-            for r in self.runs(include_incomplete=True)
-            if r.status == DELETING or (r.status == PENDING and r.heartbeat <= cutoff)
-        ]
-        for rid in dead:
-            self._delete_id(rid)
-        return len(dead)
-
     def close(self) -> None:
         self._driver.close()
 
@@ -553,8 +437,9 @@ class _Heartbeat:
             )
 
 
-def _consume(session: Any, text: str) -> None:
-    session.run(text).consume()
+def _records(tx: Any, text: str, params: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """Rows of one statement in a transaction, as dicts."""
+    return [r.data() for r in tx.run(text, params or {})]
 
 
 def _first_line(exc: BaseException) -> str:

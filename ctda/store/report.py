@@ -10,7 +10,8 @@ from __future__ import annotations
 import pandas as pd
 
 from ctda.analysis import report as analysis_report
-from ctda.analysis.report import GAP_NAMES, Report
+from ctda.analysis.report import Report
+from ctda.analysis.tables import GAP_NAMES, report_options
 from ctda.queries import loader
 from ctda.store.base import RunInfo, Store, StoreError
 
@@ -85,12 +86,9 @@ def build(store: Store, run_name: str, step: str = "all", top: int = 10) -> Repo
     near = _frame(
         store, "near_critical", ["name", "slack_ns", "duration_ns", "lane"], run=run.name, step=s, top=top
     )
-    options = dict(run.options)
-    options.pop("rule_options", None)
-    options["step"] = step
     return Report(
         trace=run.file,
-        options=options,
+        options=report_options(run.options, step),
         steps=steps,
         by_class=by_class,
         hotspots=hot.head(top).reset_index(drop=True),

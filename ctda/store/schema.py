@@ -1,7 +1,9 @@
 """The store's data model, declared once for both backends.
 
-Labels and their properties (types use Ladybug's names; Neo4j is schemaless and only gets
-constraints and indexes)::
+Labels and their properties (types use Ladybug's names). Each backend derives its DDL from
+these declarations: Ladybug creates a table per label with the first property as its
+primary key; Neo4j, schemaless, gets a uniqueness constraint on that key and an index on
+each ``indexed`` property::
 
     (:Run {id, name, status, file, sha256, ...})         one per ingested trace
       -[:HAS_SCENARIO]->(:Scenario {name: 'baseline'})   the observed replay (later: what-ifs)
@@ -41,6 +43,7 @@ class Label:
     name: str
     props: tuple[tuple[str, str], ...]
     ends: tuple[str, str] | None = None  # (from, to) labels for relationships
+    indexed: tuple[str, ...] = ()  # properties lookups filter on, besides the key
 
     @property
     def key(self) -> str:
@@ -76,6 +79,7 @@ RUN = Label(
         ("graph_json", "STRING"),
         ("trace_json", "STRING"),
     ),
+    indexed=("name",),
 )
 EVENT = Label(
     "Event",
@@ -104,6 +108,7 @@ EVENT = Label(
         ("slack_ns", "INT64"),  # how much its start may slip before a window end moves
         ("class", "STRING"),  # bound-by class of its own time (ctda.analysis.classify)
     ),
+    indexed=("run_id",),
 )
 WINDOW = Label(
     "Window",
@@ -124,6 +129,7 @@ WINDOW = Label(
         ("bound_by_share", "DOUBLE"),
         ("event", "INT64"),  # idx of the event bounding it (its start and end points), -1: SOURCE to SINK
     ),
+    indexed=("run_id",),
 )
 SCENARIO = Label(
     "Scenario",
@@ -138,11 +144,14 @@ SCENARIO = Label(
         ("created_at", "STRING"),
         ("data_json", "STRING"),  # a what-if's own record, as its writer saved it
     ),
+    indexed=("run_id",),
 )
 RULE = Label("Rule", (("name", "STRING"), ("doc", "STRING")))
 #: opaque per-run payloads, cut in chunks (the what-if engine's columnar snapshot)
 BLOB = Label(
-    "Blob", (("key", "STRING"), ("run_id", "INT64"), ("name", "STRING"), ("chunk", "INT64"), ("data", "BLOB"))
+    "Blob",
+    (("key", "STRING"), ("run_id", "INT64"), ("name", "STRING"), ("chunk", "INT64"), ("data", "BLOB")),
+    indexed=("run_id",),
 )
 BLOB_CHUNK = 4 << 20
 #: one node: the schema version and the run id sequence (also a lock for Neo4j writers)

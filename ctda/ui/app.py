@@ -1,18 +1,16 @@
 """Streamlit entry script of ``ctda ui`` (``streamlit run ctda/ui/app.py -- --db ...``).
 
 It only wires pages together: the sidebar (store and run picker) is drawn here so it is
-the same on every page; each page is a script under ``views/``.
+the same on every page; each page is a script under ``views/``, listed in
+:mod:`ctda.ui.pages`.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import streamlit as st
 
 from ctda.ui import widgets
-
-HERE = Path(__file__).parent
+from ctda.ui.pages import PAGES
 
 #: the tab icon, inline: a ``:material/...:`` page icon makes the browser fetch an SVG
 #: from a font CDN, which fails offline (the sidebar's icons come from a bundled font)
@@ -23,21 +21,12 @@ FAVICON = (
     'stroke-linecap="round" stroke-linejoin="round"/></svg>'
 )
 
-PAGES = (
-    ("views/runs.py", "Runs", ":material/storage:", "runs"),
-    ("views/critical_path.py", "Critical path", ":material/timeline:", "critical-path"),
-    ("views/hotspots.py", "Hotspots", ":material/local_fire_department:", "hotspots"),
-    ("views/whatif.py", "What-if", ":material/tune:", "what-if"),
-    ("views/compare.py", "Compare", ":material/compare_arrows:", "compare"),
-    ("views/console.py", "Cypher console", ":material/terminal:", "console"),
-)
-
 
 def main() -> None:
     st.set_page_config(page_title="ctda", page_icon=FAVICON, layout="wide")
     pages = [
-        st.Page(str(HERE / path), title=title, icon=icon, url_path=url, default=(k == 0))
-        for k, (path, title, icon, url) in enumerate(PAGES)
+        st.Page(str(p.path), title=p.title, icon=p.icon, url_path=p.url, default=(k == 0))
+        for k, p in enumerate(PAGES)
     ]
     page = st.navigation(pages)
     widgets.sidebar(widgets.settings())

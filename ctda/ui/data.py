@@ -27,11 +27,11 @@ from ctda.analysis.classify import CLASSES
 from ctda.analysis.engine import Analysis, AnalysisOptions
 from ctda.analysis.report import Report
 from ctda.analysis.report import build as build_report
-from ctda.analysis.rules.context import RuleOptions
 from ctda.queries import loader
-from ctda.store import open_store
+from ctda.store import backends, open_store
 from ctda.store.base import QueryResult, RunInfo, Store, StoreError
 from ctda.store.config import resolve
+from ctda.store.runs import StoredRun, open_run
 from ctda.ui import frames
 from ctda.ui.settings import Settings
 from ctda.whatif.compare import Comparison, Side, compare
@@ -68,12 +68,12 @@ class RunRef:
 
 @dataclass
 class Loaded:
-    """A run's analysis, where it came from, and its store handle (None: no snapshot API)."""
+    """A run's analysis, where it came from, and its store handle."""
 
     ref: RunRef
     info: RunInfo
     analysis: Analysis
-    stored: Any  # ctda.store.runs.StoredRun, or None when the store cannot serve one
+    stored: StoredRun
     source: str  # "snapshot" or "trace file"
 
     @property
@@ -100,26 +100,14 @@ def list_runs(db: str | None) -> list[RunInfo]:
 # --- analyses ------------------------------------------------------------------------
 
 
-def _options(info: RunInfo) -> AnalysisOptions:
-    o = info.options
-    return AnalysisOptions(
-        windows=str(o.get("windows", "steps")),
-        cross_thread=tuple(o.get("cross_thread", AnalysisOptions().cross_thread)),
-        mode=str(o.get("mode", "ctda")),
-        rule_options=RuleOptions(**o.get("rule_options", {})),
-    )
-
-
 @st.cache_resource(max_entries=MAX_ANALYSES, show_spinner="Loading the run's analysis…")
 def _load(db: str | None, ref: RunRef, _info: RunInfo) -> Loaded:
-    from ctda.store.runs import StoredRun, open_run
-
     try:
         a, stored = open_run(ref.name, db)
         return Loaded(ref, _info, a, stored, "snapshot")
-    except (StoreError, AttributeError, NotImplementedError) as exc:
-        # a store without analysis snapshots (older, or its backend lacks the API):
-        # re-analyse the trace file the run was ingested from, if it is still there
+    except StoreError as exc:
+        # a run stored without its analysis snapshot: re-analyse the trace file it was
+        # ingested from, if it is still there
         path = Path(_info.file)
         if not path.is_file():
             raise StoreError(
@@ -129,7 +117,7 @@ def _load(db: str | None, ref: RunRef, _info: RunInfo) -> Loaded:
     from ctda.analysis.engine import analyze
     from ctda.ingest.reader import read_trace
 
-    a = analyze(read_trace(path), _options(_info))
+    a = analyze(read_trace(path), AnalysisOptions.from_dict(_info.options))
     return Loaded(ref, _info, a, StoredRun(db, _info), "trace file")
 
 
@@ -197,12 +185,10 @@ def scenario(tag: str, key: str, name: str, _a: Analysis, _overrides: list[Overr
 
 
 def stored_scenarios(loaded: Loaded) -> tuple[list[dict[str, Any]], str]:
-    """Saved scenarios of a run, and a note when the store cannot list them."""
-    if loaded.stored is None:
-        return [], "this store does not keep scenarios"
+    """Saved scenarios of a run, and a note when the store cannot be read."""
     try:
-        return list(loaded.stored.scenarios()), ""
-    except (StoreError, AttributeError, NotImplementedError) as exc:
+        return loaded.stored.scenarios(), ""
+    except StoreError as exc:
         return [], f"scenarios unavailable: {_one_line(exc)}"
 
 
@@ -239,9 +225,6 @@ def forget_scenarios() -> None:
 
 def load_scenario(loaded: Loaded, name: str) -> Scenario:
     """A saved scenario re-applied to the run (cached by its overrides)."""
-    recs = {r["name"]: r for r in stored_scenarios(loaded)[0]}
-    if name not in recs:
-        raise UIError(f"no scenario {name!r} in run {loaded.ref.name!r}")
     sc = loaded.stored.load_scenario(loaded.analysis, name)
     if sc is None:
         raise UIError(f"no scenario {name!r} in run {loaded.ref.name!r}")
@@ -254,21 +237,15 @@ def scenario_tag(loaded: Loaded, sc: Scenario) -> str:
 
 
 def save_scenario(loaded: Loaded, sc: Scenario) -> None:
-    if loaded.stored is None:
-        raise UIError("this store does not keep scenarios")
     try:
         loaded.stored.save_scenario(sc)
-    except (AttributeError, NotImplementedError) as exc:
-        raise UIError(f"this store cannot save scenarios yet ({_one_line(exc)})") from None
     finally:
         forget_scenarios()
 
 
 def delete_scenario(loaded: Loaded, name: str) -> bool:
-    if loaded.stored is None:
-        raise UIError("this store does not keep scenarios")
     try:
-        return bool(loaded.stored.delete_scenario(name))
+        return loaded.stored.delete_scenario(name)
     finally:
         forget_scenarios()
 
@@ -290,8 +267,7 @@ def run_query(db: str | None, text: str, params: dict[str, Any]) -> QueryResult:
 
 def named_text(db: str | None, name: str) -> str:
     """A named query's text in this store's dialect."""
-    dialect = "neo4j" if resolve(db).kind == "neo4j" else "ladybug"
-    return loader.get(name).text(dialect)
+    return loader.get(name).text(backends.by_kind(resolve(db).kind).dialect)
 
 
 @st.cache_data(max_entries=256, show_spinner=False)

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from ctda.analysis.engine import Analysis
-from ctda.analysis.report import lane_labels
+from ctda.analysis.tables import lane_labels
 
 #: a class that grows by less than this share of the observed path is not worth a sentence
 MIN_GROWTH = 0.02

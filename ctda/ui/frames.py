@@ -7,25 +7,23 @@ to the trace start (the SOURCE node's observed time), like ``ctda analyze``.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
-from functools import cached_property
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from ctda.analysis import tables
 from ctda.analysis.classify import CLASSES
 from ctda.analysis.engine import Analysis
-from ctda.analysis.report import GAP_NAMES, Report, lane_labels
+from ctda.analysis.report import Report
+from ctda.analysis.tables import GAP_NAMES, Names, Windows, lane_labels
 from ctda.ui.rules import etype_name, summary
 
 I64 = npt.NDArray[np.int64]
 MS = 1e6  # ns per millisecond
-_STEP_NUM = re.compile(r"^ProfilerStep#\d+$")
-_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
-#: reverse of report.GAP_NAMES: the hotspot row label of a wait class -> the class
+#: reverse of tables.GAP_NAMES: the hotspot row label of a wait class -> the class
 GAP_CLASS = {label: cls for cls, label in GAP_NAMES.items()}
 
 
@@ -41,115 +39,45 @@ def event_times(a: Analysis) -> tuple[I64, I64]:
     return t[0 : 2 * n : 2], t[1 : 2 * n : 2]
 
 
-class Names:
-    """Display names of the analysed events (step numbers and object addresses folded).
-
-    Same folding as :func:`ctda.analysis.report.display_names`, but grouped by integer
-    code so per-name work on millions of events never touches Python strings per event.
-    """
-
-    def __init__(self, a: Analysis) -> None:
-        codes = a.table.col("name")[a.nodes.uid]
-        values = a.table.strings("name")
-        folded = np.array(
-            ["ProfilerStep#*" if _STEP_NUM.match(str(v)) else _ADDRESS.sub("", str(v)) for v in values]
-            or [""],
-            dtype=object,
-        )
-        names, of_value = np.unique(folded, return_inverse=True)
-        self.names: npt.NDArray[np.object_] = names.astype(object)
-        # negative codes (no name) index from the end, as report.display_names does
-        self.group: I64 = of_value.reshape(-1)[np.where(codes < 0, codes + len(folded), codes)].astype(
-            np.int64
-        )
-
-    def of(self, events: I64) -> npt.NDArray[np.object_]:
-        return self.names[self.group[events]]
-
-    def index(self, name: str) -> int | None:
-        k = int(np.searchsorted(self.names, name))
-        return k if k < len(self.names) and self.names[k] == name else None
-
-
-class Windows:
-    """The analysis windows of one timing: bounds, and which window each event starts in."""
-
-    def __init__(self, a: Analysis) -> None:
-        self.a = a
-        self.starts, self.ends = a.window_bounds()
-
-    @cached_property
-    def of_event(self) -> I64:
-        """Window each analysed event starts in (-1: outside every window)."""
-        start, _ = event_times(self.a)
-        order = np.argsort(self.starts, kind="stable")
-        s, e = self.starts[order], self.ends[order]
-        k = np.searchsorted(s, start, side="right") - 1
-        ok = (k >= 0) & (start < e[np.maximum(k, 0)])
-        return np.where(ok, order[np.maximum(k, 0)], -1).astype(np.int64)
-
-    def inside(self, sel: list[int]) -> npt.NDArray[np.bool_]:
-        """Events starting inside any of the windows ``sel``."""
-        mark = np.zeros(len(self.starts) + 1, dtype=bool)
-        mark[sel] = True
-        return mark[self.of_event]  # -1 reads the last slot, which stays False
-
-
 # --- steps and bound-by ------------------------------------------------------------
 
 
 def class_by_window(a: Analysis) -> pd.DataFrame:
-    """Critical-path ms per (window, class): rows window, label, class, ms."""
-    ch = a.charges
-    by = ch.groupby(["window", "cls"]).ns.sum().reset_index()
+    """Critical-path ms per (window, class) present: rows window, label, class, ms."""
+    ns, count = tables.class_ns(a)
+    win, cls = np.nonzero(count > 0)
     labels = [w.label for w in a.windows]
     return pd.DataFrame(
         {
-            "window": by.window.to_numpy(dtype=np.int64),
-            "label": [labels[int(w)] for w in by.window],
-            "class": [CLASSES[int(c)] for c in by.cls],
-            "ms": by.ns.to_numpy() / MS,
+            "window": win.astype(np.int64),
+            "label": [labels[int(w)] for w in win],
+            "class": [CLASSES[int(c)] for c in cls],
+            "ms": ns[win, cls] / MS,
         }
     )
 
 
 def steps(a: Analysis) -> pd.DataFrame:
-    """One row per window: label, step, start, duration, CP length and what bounds it."""
-    starts, ends = a.window_bounds()
-    base = t0(a)
-    cw = class_by_window(a)
-    top = cw.sort_values("ms", ascending=False).drop_duplicates("window").set_index("window")
-    cp = cw.groupby("window").ms.sum()
-    rows = []
-    for i, w in enumerate(a.windows):
-        total = float(cp.get(i, 0.0))
-        rows.append(
-            {
-                "idx": i,
-                "window": w.label,
-                "step": w.step if w.step is not None else -1,
-                "start_ms": (int(starts[i]) - base) / MS,
-                "duration_ms": int(ends[i] - starts[i]) / MS,
-                "cp_ms": total,
-                "bound_by": str(top["class"].get(i, "")),
-                "bound_by_share": float(top.ms.get(i, 0.0)) / total if total else 0.0,
-            }
-        )
-    return pd.DataFrame(rows)
+    """:func:`ctda.analysis.tables.window_table` in milliseconds, one row per window."""
+    w = tables.window_table(a)
+    return pd.DataFrame(
+        {
+            "idx": w.idx,
+            "window": w.window,
+            "step": w.step,
+            "start_ms": w.start_ms,
+            "duration_ms": w.duration_ns / MS,
+            "cp_ms": w.cp_ns / MS,
+            "bound_by": w.bound_by,
+            "bound_by_share": w.bound_by_share,
+        }
+    )
 
 
 def by_class(a: Analysis, sel: list[int] | None = None) -> pd.DataFrame:
-    """Critical-path ms and share per bound-by class over the windows ``sel`` (all: None)."""
-    ch = a.charges if sel is None else a.charges[a.charges.window.isin(sel)]
-    by = ch.groupby("cls").ns.sum().sort_values(ascending=False)
-    total = float(by.sum()) or 1.0
-    return pd.DataFrame(
-        {
-            "class": [CLASSES[int(c)] for c in by.index],
-            "cp_ms": by.to_numpy() / MS,
-            "share": by.to_numpy() / total,
-        }
-    )
+    """:func:`ctda.analysis.tables.by_class` over the windows ``sel`` (all: None), in ms."""
+    by = tables.by_class(tables.selected_charges(a, sel))
+    return pd.DataFrame({"class": by["class"], "cp_ms": by.cp_ns / MS, "share": by.share})
 
 
 def breakdown_text(df: pd.DataFrame, top: int = 3) -> str:

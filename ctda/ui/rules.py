@@ -7,17 +7,8 @@ keeping a second copy of the prose.
 
 from __future__ import annotations
 
-from functools import lru_cache
-
 from ctda.analysis.edges import EdgeType
-
-
-@lru_cache(maxsize=1)
-def rule_docs() -> dict[str, str]:
-    """Rule name (as in ``Graph.rule_names``) -> its docstring, for every analysis mode."""
-    from ctda.analysis.modes import rule_docs as docs
-
-    return docs()
+from ctda.analysis.tables import rule_docs
 
 
 def rule_doc(name: str) -> str:

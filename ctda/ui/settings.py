@@ -13,6 +13,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from ctda.store import backends
+from ctda.store.base import Store
 from ctda.store.config import resolve
 
 DEFAULT_MAX_UPLOAD_MB = 2048
@@ -44,9 +46,9 @@ class Settings:
         return resolve(self.db).location
 
     @property
-    def kind(self) -> str:
-        """``ladybug`` (embedded) or ``neo4j``."""
-        return resolve(self.db).kind
+    def backend(self) -> type[Store]:
+        """The store's backend (its Cypher ``dialect``, its ``title``, ...)."""
+        return backends.by_kind(resolve(self.db).kind)
 
     @property
     def uploads_dir(self) -> Path:
@@ -54,7 +56,7 @@ class Settings:
         if self.uploads:
             return Path(self.uploads).expanduser()
         target = resolve(self.db)
-        if target.kind == "ladybug":
+        if target.is_path:
             return Path(target.location).parent / "uploads"
         from platformdirs import user_data_dir
 

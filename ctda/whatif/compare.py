@@ -14,7 +14,8 @@ import numpy as np
 import pandas as pd
 
 from ctda.analysis.engine import Analysis
-from ctda.analysis.report import Report, build, display_names
+from ctda.analysis.report import Report, build
+from ctda.analysis.tables import display_names
 
 
 @dataclass

@@ -7,7 +7,8 @@ import pandas as pd
 
 from ctda.analysis.classify import CLASSES
 from ctda.analysis.engine import Analysis
-from ctda.analysis.report import build, display_names
+from ctda.analysis.report import build
+from ctda.analysis.tables import display_names
 from ctda.whatif.scenario import run
 from ctda.whatif.select import Override
 

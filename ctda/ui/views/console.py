@@ -49,7 +49,7 @@ def render() -> None:
     s = widgets.settings()
     st.title("Cypher console")
     st.caption(
-        f"Read-only queries on `{s.location}` ({'Neo4j' if s.kind == 'neo4j' else 'Ladybug'} dialect). "
+        f"Read-only queries on `{s.location}` ({s.backend.title} dialect). "
         "Named queries come from ctda/queries; the data model is described in ctda/store/schema.py."
     )
     queries = loader.load_all()

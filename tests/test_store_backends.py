@@ -1,0 +1,64 @@
+"""The store backend registry: ``--db`` picks a backend by its declared URL schemes, the
+store carries its dialect, and each backend's DDL comes from the one schema declaration."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from ctda.queries import loader
+from ctda.store import backends, open_store, schema
+from ctda.store.config import resolve
+from ctda.store.ladybug_store import LadybugStore, ddl
+from ctda.store.neo4j_store import Neo4jStore, schema_statements
+
+
+def test_registry_declares_both_backends() -> None:
+    found = backends.backends()
+    assert found == {"ladybug": LadybugStore, "neo4j": Neo4jStore}
+    assert backends.for_paths() is LadybugStore
+    for scheme in ("bolt", "bolt+s", "neo4j", "neo4j+s", "NEO4J+SSC"):
+        assert backends.for_scheme(scheme) is Neo4jStore
+    assert backends.for_scheme("http") is None
+    # every dialect a named query may ship a variant for is some backend's
+    assert set(backends.dialects()) == set(loader.DIALECTS)
+
+
+@pytest.mark.parametrize(
+    ("spec", "kind", "is_path"),
+    [
+        ("bolt://host:7687", "neo4j", False),
+        ("neo4j+s://u:p@host/db", "neo4j", False),
+        ("some/dir/store.lbug", "ladybug", True),
+        ("http://host/x", "ladybug", True),  # no backend serves http: a (strange) path
+    ],
+)
+def test_resolve_picks_the_backend_by_scheme(spec: str, kind: str, is_path: bool) -> None:
+    t = resolve(spec)
+    assert (t.kind, t.is_path) == (kind, is_path)
+    assert "p@" not in t.location
+
+
+def test_open_store_goes_through_the_registry(tmp_path: Path) -> None:
+    with open_store(str(tmp_path / "s.lbug")) as s:
+        assert type(s) is LadybugStore and s.dialect == "ladybug" and s.runs() == []
+    with open_store(str(tmp_path / "absent.lbug"), read_only=True) as s:
+        assert s.runs() == [] and s.get_blob(1, "x") is None and s.scenarios(1) == []
+
+
+def test_ddl_of_both_backends_comes_from_the_schema() -> None:
+    lb = [ddl(label) for label in schema.NODES + schema.RELS]
+    neo = schema_statements()
+    for label in schema.NODES:
+        # Ladybug's primary key is Neo4j's uniqueness constraint
+        assert any(f"CREATE NODE TABLE IF NOT EXISTS {label.name}(" in s for s in lb)
+        assert any(f"PRIMARY KEY ({label.key})" in s and f" {label.name}(" in s for s in lb)
+        assert f"FOR (n:{label.name}) REQUIRE n.{label.key} IS UNIQUE" in " ".join(neo)
+        for prop in label.indexed:
+            assert any(re.search(rf"FOR \(n:{label.name}\) ON \(n\.{prop}\)", s) for s in neo)
+    # one statement per constraint and index, with the names existing stores already have
+    assert len(neo) == len(schema.NODES) + sum(len(label.indexed) for label in schema.NODES)
+    assert "CREATE INDEX ctda_event_run IF NOT EXISTS FOR (n:Event) ON (n.run_id)" in neo
+    assert "CREATE CONSTRAINT ctda_run_id IF NOT EXISTS FOR (n:Run) REQUIRE n.id IS UNIQUE" in neo
