@@ -15,7 +15,7 @@ timing the engine's own stage functions while it runs):
 One child process per trace (``python -m bench.suite_analyze TRACE``): peak RSS is the
 process's ``VmHWM`` right after the report (before any what-if) and the sampled PSS of its
 process tree (the reader may fork a decode worker). The same child then times what-if
-scenarios for the ``whatif`` suite (:mod:`bench.suite_whatif`), so one run of both suites
+scenarios for the ``whatif`` suite (:mod:`bench.whatif_timing`), so one run of both suites
 reads and analyses each trace once.
 """
 
@@ -46,7 +46,7 @@ _STAGES: tuple[tuple[str, str, str], ...] = (
     ("ctda.analysis.engine", "resolve", "windows"),
     ("ctda.analysis.engine", "edge_batches", "rules"),
     ("ctda.analysis.graph", "build", "build"),
-    ("ctda.analysis.engine", "calibrate", "calibrate"),
+    ("ctda.analysis.modes", "calibrate", "calibrate"),
     ("ctda.analysis.engine", "replay", "replay"),
     ("ctda.analysis.engine", "event_classes", "classes"),
     ("ctda.analysis.attribution", "window_paths", "window_paths"),
@@ -181,7 +181,7 @@ def child_main(argv: list[str] | None = None) -> int:
         baseline_rss_mb=baseline,
     )
     if args.whatif:
-        from bench.suite_whatif import LOADED_MAX_EVENTS, measure_whatif
+        from bench.whatif_timing import LOADED_MAX_EVENTS, measure_whatif
 
         out["whatif"] = measure_whatif(a, loaded=out["events"] <= LOADED_MAX_EVENTS)
         out["whatif_peak_rss_mb"] = rss_mb("VmHWM")

@@ -153,27 +153,6 @@ def _row(
     }
 
 
-def run(quick: bool, browser: bool = True) -> list[Row]:
-    """Time every page's interactions; one row per interaction and trace (see the module doc).
-
-    The browser measures the first replica (preferred: many ordinary steps, so changing the
-    step means something); AppTest measures up to two (also one with a single huge window
-    and a backward thread, the worst case for the timeline). Without Chromium the browser
-    rows are left out and a note row says why.
-    """
-    from bench import ui_browser_bench
-
-    min_events = 100_000 if quick else 1_000_000
-    rows: list[Row] = []
-    traces = find_traces(min_events, 1 if quick else 2)
-    if browser:
-        trace, n_events = traces[0]
-        rows += ui_browser_bench.measure(trace, n_events, quick, reps=2 if quick else 4)
-    for trace, n_events in traces:
-        rows += measure(trace, n_events, quick, reps=2 if quick else 5)
-    return rows
-
-
 def measure(
     trace: Path, n_events: int, quick: bool, reps: int, store_dir: Path = CACHE / "ui_store"
 ) -> list[Row]:
@@ -264,7 +243,3 @@ def _spread(n: int, k: int) -> list[int]:
         return []
     return sorted({1 + round(i * (n - 2) / max(k - 1, 1)) for i in range(k)})
 
-
-if __name__ == "__main__":
-    out = run(quick="--quick" in sys.argv[1:])
-    print(json.dumps(out, indent=1))

@@ -32,6 +32,7 @@ _EXPORTS = {
             "report",
             "run_names",
             "summarize",
+            "validate",
         )
     },
 }
@@ -53,6 +54,7 @@ __all__ = [
     "report",
     "run_names",
     "summarize",
+    "validate",
     "validate_options",
 ]
 
@@ -69,6 +71,7 @@ if TYPE_CHECKING:
         report,
         run_names,
         summarize,
+        validate,
     )
     from ctda.errors import CtdaError
     from ctda.options import AnalysisOptions, OptionError, validate_options

@@ -61,9 +61,9 @@ def test_timed_analyze_is_the_real_analysis() -> None:
     assert np.array_equal(timed.timing.time, plain.timing.time)
     assert stages["total"] > 0
     # the stage wrappers are removed afterwards
-    from ctda.analysis import engine, graph
+    from ctda.analysis import graph, modes
 
-    assert engine.calibrate.__module__ == "ctda.analysis.calibrate"
+    assert modes.calibrate.__module__ == "ctda.analysis.calibrate"
     assert graph.build.__module__ == "ctda.analysis.graph"
 
 

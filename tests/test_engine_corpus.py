@@ -1,4 +1,4 @@
-"""The engine's invariants on every real trace of the shared corpus (design.md)."""
+"""The engine's invariants on every real trace of the shared corpus (docs/model.md#invariants)."""
 
 from __future__ import annotations
 

@@ -154,3 +154,14 @@ def test_zoo_edges(zoo: tuple[RuleContext, dict[str, EdgeBatch]]) -> None:
     lock = batches["cuda_lock"]
     first_launch = 2 * int(np.flatnonzero(ctx.names == "cudaLaunchKernel")[0]) + 1
     assert list(zip(lock.src.tolist(), lock.dst.tolist())) == [(first_launch, node("cudaMalloc", True))]
+
+
+def test_readme_rule_table_lists_the_registry() -> None:
+    """The README's table of rules names every rule ctda's mode runs, in the order the
+    engine runs them, and nothing else: a rule added to the registry fails here until the
+    table documents it."""
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    table = readme.split("| rule | edge | from the trace |", 1)[1].split("\n\n", 1)[0]
+    listed = re.findall(r"^\| `([a-z_]+)` \|", table, flags=re.M)
+    ctda_mode = modes.get("ctda")
+    assert listed == [s.name for s in ctda_mode.rules(ctda_mode.selectable)]

@@ -8,6 +8,9 @@ import pandas as pd
 
 from ctda.analysis.classify import CLASSES
 
+#: longest event name quoted in a recommendation
+NAME_IN_TEXT = 80
+
 
 @dataclass(frozen=True)
 class Advice:
@@ -79,9 +82,14 @@ def recommend(by_class: pd.DataFrame, hot: pd.DataFrame, has_gpu: bool) -> list[
         s = sum(share.get(c, 0.0) for c in adv.classes)
         if s <= adv.threshold:
             continue
-        top = hot[named & hot["class"].isin(adv.classes)].name.head(3).astype(str).tolist()
+        top = [_clip(n) for n in hot[named & hot["class"].isin(adv.classes)].name.head(3).astype(str)]
         out.append((s, adv.text.format(share=f"{s:.0%}", top=f" (top: {', '.join(top)})" if top else "")))
     return [text for _, text in sorted(out, reverse=True)]
+
+
+def _clip(name: str) -> str:
+    # a sentence names events by their head: a C++ kernel name can run to megabytes
+    return name if len(name) <= NAME_IN_TEXT else name[: NAME_IN_TEXT - 1] + "…"
 
 
 __all__ = ["ADVICE", "CLASSES", "recommend"]

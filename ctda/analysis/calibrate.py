@@ -1,4 +1,4 @@
-"""Stage: replay-calibrated weights (design.md, "Replay-calibrated weights").
+"""Stage: replay-calibrated weights (docs/model.md#replay-calibrated-weights).
 
 For every node the predecessor that happened last is binding and its edge weighs the
 observed gap; every other incoming edge weighs ``min(observed gap, floor)``. Replaying

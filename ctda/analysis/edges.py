@@ -17,7 +17,7 @@ US = 1_000  # ns per microsecond
 
 
 class EdgeType(IntEnum):
-    """Dependency edge families (design.md, "Dependency graph")."""
+    """Dependency edge families (docs/model.md#edge-families)."""
 
     DURATION = 0  # an event's start -> its end, with nothing recorded inside
     SEGMENT = 1  # a slice of an enclosing event's self time between two nested boundaries

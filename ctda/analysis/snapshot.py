@@ -1,7 +1,8 @@
 """A self-contained columnar snapshot of an Analysis (events, graph, weights, windows).
 
 Stores keep it next to a run so what-if scenarios re-time the run without re-reading the
-trace or the graph database (design: "keep a columnar copy of the graph").
+trace or the graph database (docs/model.md#what-if-re-timing: a scenario re-weighs
+and replays the calibrated graph, which needs it whole and in columns).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from ctda.analysis.nodes import select
 from ctda.analysis.propagate import replay
 from ctda.analysis.rules.context import RuleContext
 from ctda.analysis.windows import Window
+from ctda.ingest.reader import from_arrow, read_parquet
 from ctda.ingest.table import EventTable
 
 #: 2: events and graph as Arrow IPC (zstd); 1: Parquet + npz (still read)
@@ -66,10 +68,10 @@ def _read(z: zipfile.ZipFile, version: int) -> tuple[EventTable, dict[str, np.nd
         with tempfile.TemporaryDirectory() as d:
             p = Path(d) / "events.parquet"
             p.write_bytes(z.read("events.parquet"))
-            table = EventTable.read_parquet(p)
+            table = read_parquet(p)
         npz = np.load(io.BytesIO(z.read("graph.npz")))
         return table, {k: npz[k] for k in (*ARRAYS, *CALIBRATION)}
-    table = EventTable.from_arrow(feather.read_table(io.BytesIO(z.read("events.arrow"))))
+    table = from_arrow(feather.read_table(io.BytesIO(z.read("events.arrow"))))
     graph_table = feather.read_table(io.BytesIO(z.read("graph.arrow")))
     # Arrow hands out read-only views; the engine's arrays are ordinary writable ones
     return table, {

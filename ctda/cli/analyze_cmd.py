@@ -2,24 +2,28 @@
 
 from __future__ import annotations
 
-from enum import Enum
 from pathlib import Path
 
 import typer
+from rich.text import Text
 
 from ctda import api
 from ctda.cli import job_cmd
-from ctda.cli.common import CrossThreadOption, ModeOption, WindowsOption, app, console, fail, guarded, read
+from ctda.cli.common import (
+    CrossThreadOption,
+    FormatOption,
+    ModeOption,
+    WindowsOption,
+    app,
+    fail,
+    guarded,
+    read,
+)
 from ctda.ingest.table import EventTable
 from ctda.options import parse_step
-from ctda.render.analyze import render_json, render_markdown, render_table
+from ctda.render.analyze import report_doc
+from ctda.render.output import Format, emit
 from ctda.whatif.selfcheck import summary as selfcheck
-
-
-class Format(str, Enum):
-    table = "table"
-    json = "json"
-    md = "md"
 
 
 @app.command("analyze")
@@ -30,7 +34,7 @@ def analyze_cmd(
     ),
     step: str = typer.Option("all", "--step", help="A ProfilerStep number, or 'all'."),
     top: int = typer.Option(10, "--top", min=1, help="Rows in the hotspot and near-critical tables."),
-    fmt: Format = typer.Option(Format.table, "--format", help="Output format."),
+    fmt: FormatOption = Format.table,
     cross_thread: CrossThreadOption = "all",
     windows: WindowsOption = "steps",
     mode: ModeOption = "ctda",
@@ -47,7 +51,7 @@ def analyze_cmd(
 
         def run_job() -> None:
             options = api.validate_options(windows=windows, cross_thread=cross_thread, mode=mode)
-            job_cmd.analyze_job_cmd(traces, job, options, fmt.value, top, executor)
+            job_cmd.analyze_job_cmd(traces, job, options, fmt, top, executor)
 
         guarded(run_job)
         return
@@ -60,23 +64,18 @@ def analyze_cmd(
             _hta(read(trace), hta_version, fmt, top)
             return
         result = api.analyze(trace, options=options, reader=read)
-        report = api.report(result, step=step, top=top)
-        if fmt is Format.json:
-            typer.echo(render_json(report))
-        elif fmt is Format.md:
-            typer.echo(render_markdown(report))
-        else:
-            render_table(report, console)
-            console.print(selfcheck(result).line(), highlight=False)
+        doc = report_doc(api.report(result, step=step, top=top))
+        doc.blocks.append(Text(selfcheck(result).line()))
+        emit(doc, fmt)
 
     guarded(run)
 
 
 def _hta(table: EventTable, version: str, fmt: Format, top: int) -> None:
     from ctda.analysis.hta import HtaOptions, hta_analysis
-    from ctda.render.hta import render_hta
+    from ctda.render.hta import hta_doc
 
     if version not in ("current", "0.5"):
         fail(f"--hta-version must be 'current' or '0.5', not {version!r}")
     opts = HtaOptions.release_0_5() if version == "0.5" else HtaOptions()
-    render_hta(hta_analysis(table, opts), table, console, "json" if fmt is Format.json else "table", top)
+    emit(hta_doc(hta_analysis(table, opts), table, top), fmt)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import re
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -17,6 +16,7 @@ from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeR
 
 from ctda.analysis import modes
 from ctda.errors import CtdaError
+from ctda.render.output import Format, visible
 
 if TYPE_CHECKING:
     from ctda.ingest.table import EventTable
@@ -54,9 +54,14 @@ WindowsOption = Annotated[
         help="'steps' (each ProfilerStep#N), 'trace' (whole trace), or a regex over CPU event names.",
     ),
 ]
-
-#: control characters (C0, DEL, C1) and bidi overrides: a name must not drive the terminal
-_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+#: every command that prints a table takes ``--format``
+FormatOption = Annotated[
+    Format,
+    typer.Option(
+        "--format",
+        help="table (rich; full width when piped), md, json, or csv (raw values, full names).",
+    ),
+]
 
 #: files at least this large get a progress bar while they are read
 PROGRESS_MIN_BYTES = 32 << 20
@@ -66,7 +71,7 @@ T = TypeVar("T")
 def printable(text: str) -> str:
     """``text`` with control characters shown as ``\\xNN`` escapes (names from a store or a
     trace can hold anything), and Rich markup escaped."""
-    return escape(_UNPRINTABLE.sub(lambda m: f"\\x{ord(m.group()):02x}", text))
+    return escape(visible(text))
 
 
 def fail(message: str, code: int = 2) -> NoReturn:

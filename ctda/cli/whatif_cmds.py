@@ -1,25 +1,16 @@
-"""``ctda whatif``, ``ctda opportunities``, ``ctda export``, ``ctda compare``."""
+"""What-if commands: ``whatif``, ``opportunities``, ``export`` and ``compare``."""
 
 from __future__ import annotations
 
-from enum import Enum
 from pathlib import Path
 
 import typer
 
 from ctda import api
-from ctda.cli.common import app, console, err_console, fail, guarded, parse_params, read
-from ctda.render.indb import render_indb
-from ctda.render.whatif import (
-    render_comparison,
-    render_opportunities,
-    render_scenario,
-)
-
-
-class Format(str, Enum):
-    table = "table"
-    json = "json"
+from ctda.cli.common import FormatOption, app, console, err_console, fail, guarded, parse_params, read
+from ctda.render.indb import indb_doc
+from ctda.render.output import Format, emit
+from ctda.render.whatif import comparison_doc, opportunities_doc, scenario_doc
 
 
 @app.command("whatif")
@@ -48,7 +39,7 @@ def whatif_cmd(
     ),
     perfetto: Path | None = typer.Option(None, "--perfetto", help="Also export the predicted timeline here."),
     db: str | None = typer.Option(None, "--db", envvar="CTDA_DB", help="Store path or bolt:// URI."),
-    fmt: Format = typer.Option(Format.table, "--format"),
+    fmt: FormatOption = Format.table,
     top: int = typer.Option(10, "--top", min=1),
     cpus: int = typer.Option(
         0, "--cpus", min=0, help="Cores of the traced host, for CPU contention the trace cannot measure."
@@ -70,7 +61,7 @@ def whatif_cmd(
                     "ctda whatif without --in-db includes it",
                     highlight=False,
                 )
-            render_indb(result, console, fmt.value, top)
+            emit(indb_doc(result, top), fmt)
             return
         with api.open_store(db, reader=read) as store:
             sc = store.whatif(
@@ -85,7 +76,7 @@ def whatif_cmd(
             )
         if perfetto:
             api.export(sc, perfetto)
-        render_scenario(sc, console, fmt.value, top)
+        emit(scenario_doc(sc, top), fmt)
 
     guarded(go)
 
@@ -95,14 +86,14 @@ def opportunities_cmd(
     run_or_trace: str = typer.Argument(..., help="A stored run name, or a trace file."),
     top: int = typer.Option(10, "--top", min=1, help="How many hotspot names to try."),
     db: str | None = typer.Option(None, "--db", envvar="CTDA_DB"),
-    fmt: Format = typer.Option(Format.table, "--format"),
+    fmt: FormatOption = Format.table,
 ) -> None:
     """What each top hotspot group would buy if it were 2x faster, or gone."""
 
     def go() -> None:
         with api.open_store(db, reader=read) as store:
             a = store.analysis(run_or_trace)
-        render_opportunities(api.opportunities(a, top), a, console, fmt.value)
+        emit(opportunities_doc(api.opportunities(a, top), a), fmt)
 
     guarded(go)
 
@@ -133,7 +124,7 @@ def compare_cmd(
     a: str = typer.Argument(..., help="Run, trace file, or RUN@SCENARIO."),
     b: str = typer.Argument(..., help="Run, trace file, or RUN@SCENARIO."),
     db: str | None = typer.Option(None, "--db", envvar="CTDA_DB"),
-    fmt: Format = typer.Option(Format.table, "--format"),
+    fmt: FormatOption = Format.table,
     top: int = typer.Option(15, "--top", min=1),
 ) -> None:
     """Before/after: step time, CP, bound-by and hotspots side by side; prediction error for a scenario."""
@@ -141,6 +132,6 @@ def compare_cmd(
     def go() -> None:
         with api.open_store(db, reader=read) as store:
             comparison = store.compare(a, b)
-        render_comparison(comparison, console, fmt.value, top)
+        emit(comparison_doc(comparison, top), fmt)
 
     guarded(go)

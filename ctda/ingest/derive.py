@@ -15,14 +15,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ctda.ingest.checks import warnings_for
-from ctda.ingest.flows import bind_flows, flow_table
+from ctda.ingest.flows import flow_table
 from ctda.ingest.kinds import CPU_KINDS, GPU_KINDS, GPU_WORK_KINDS, Kind, in_kinds
 from ctda.ingest.nesting import nest
 from ctda.ingest.npx import factorize, first_of_each
 from ctda.ingest.table import EventTable, TraceMeta, column_array
 from ctda.ingest.timestamps import NA
 
-__all__ = ["bind_flows", "derive", "lanes", "launchers", "steps"]
+__all__ = ["derive", "lanes", "launchers", "steps"]
 
 STEP_PATTERN = r"^ProfilerStep#(?P<n>\d+)$"  # RE2 (Arrow) and Python re both read it
 STEP_RE = re.compile(STEP_PATTERN)

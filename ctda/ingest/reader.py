@@ -11,7 +11,9 @@ from typing import Any
 
 import msgspec
 import numpy as np
+import pandas as pd
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from ctda.ingest import chunks
 from ctda.ingest.assemble import assemble
@@ -19,11 +21,12 @@ from ctda.ingest.decode import TOO_DEEP
 from ctda.ingest.derive import derive
 from ctda.ingest.errors import TraceError
 from ctda.ingest.events import METADATA
+from ctda.ingest.flows import bind_flows
 from ctda.ingest.limits import Limits, check_regular
 from ctda.ingest.memory import release_free_memory
 from ctda.ingest.pipeline import decode_pieces
 from ctda.ingest.source import Framing
-from ctda.ingest.table import EventTable, TraceMeta, column_array
+from ctda.ingest.table import EventTable, TraceMeta, column_array, lanes_frame
 from ctda.ingest.timestamps import NA
 
 Progress = Callable[[int], None]
@@ -50,7 +53,7 @@ def read_trace(
     check_regular(p)  # a FIFO or a device may never end
     if _is_parquet(p):
         try:
-            return EventTable.read_parquet(p)
+            return read_parquet(p)
         except (OSError, ValueError, KeyError, TypeError, pa.ArrowException) as exc:
             raise TraceError(p, f"not a readable ctda Parquet table ({exc})") from None
     chunker = chunks.Chunker(p, chunks.CHUNK_BYTES, limits)
@@ -64,6 +67,25 @@ def read_trace(
     check_complete_events(p, events)
     release_free_memory()
     return derive(events, meta)
+
+
+def from_arrow(table: pa.Table) -> EventTable:
+    """The inverse of :meth:`EventTable.to_arrow`: events, lanes and metadata, flows bound again."""
+    if any(c.num_chunks > 1 for c in table.columns):  # e.g. one chunk per row group
+        table = table.unify_dictionaries().combine_chunks()
+    md = table.schema.metadata or {}
+    if b"ctda.meta" not in md:
+        raise ValueError("not a ctda events table (no ctda metadata)")
+    meta = TraceMeta.from_json(md[b"ctda.meta"].decode())
+    lanes = lanes_frame(md[b"ctda.lanes"])
+    out = EventTable(events=table.replace_schema_metadata(None), lanes=lanes, flows=pd.DataFrame(), meta=meta)
+    out.flows = bind_flows(out)
+    return out
+
+
+def read_parquet(path: Path) -> EventTable:
+    """Read a table written by :meth:`EventTable.write_parquet`."""
+    return from_arrow(pq.read_table(path))
 
 
 def _is_parquet(path: Path) -> bool:

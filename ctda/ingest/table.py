@@ -114,40 +114,21 @@ class EventTable:
 
     # --- persistence ----------------------------------------------------------------
     def to_arrow(self) -> pa.Table:
-        """Events with lanes and metadata embedded as schema metadata (flows re-derive)."""
+        """Events with lanes and metadata embedded as schema metadata; flows are not kept
+        (:func:`ctda.ingest.reader.from_arrow` binds them again, cheaply)."""
         md = {
             b"ctda.meta": self.meta.to_json().encode(),
             b"ctda.lanes": self.lanes.to_json(orient="split").encode(),
         }
         return self.events.replace_schema_metadata({**(self.events.schema.metadata or {}), **md})
 
-    @classmethod
-    def from_arrow(cls, table: pa.Table) -> EventTable:
-        """The inverse of :meth:`to_arrow`; flows are re-derived (cheap)."""
-        from ctda.ingest.derive import bind_flows
-
-        if any(c.num_chunks > 1 for c in table.columns):  # e.g. one chunk per row group
-            table = table.unify_dictionaries().combine_chunks()
-        md = table.schema.metadata or {}
-        if b"ctda.meta" not in md:
-            raise ValueError("not a ctda events table (no ctda metadata)")
-        meta = TraceMeta.from_json(md[b"ctda.meta"].decode())
-        lanes = _frame(md[b"ctda.lanes"])
-        out = cls(events=table.replace_schema_metadata(None), lanes=lanes, flows=pd.DataFrame(), meta=meta)
-        out.flows = bind_flows(out)
-        return out
-
     def write_parquet(self, path: Path) -> None:
         """Write events with lanes, flows and metadata embedded as schema metadata."""
         pq.write_table(self.to_arrow(), path, compression="zstd")
 
-    @classmethod
-    def read_parquet(cls, path: Path) -> EventTable:
-        """Read a table written by :meth:`write_parquet`."""
-        return cls.from_arrow(pq.read_table(path))
 
-
-def _frame(blob: bytes) -> pd.DataFrame:
+def lanes_frame(blob: bytes) -> pd.DataFrame:
+    """The lanes table from its embedded JSON (``to_json(orient="split")``)."""
     payload = json.loads(blob)
     frame = pd.DataFrame(payload["data"], columns=payload["columns"])
     for c in frame.columns:

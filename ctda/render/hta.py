@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import numpy as np
 import pandas as pd
-from rich.console import Console, Group
 from rich.text import Text
 
 from ctda.analysis.hta import HtaResult
 from ctda.ingest.table import EventTable
-from ctda.render.analyze import _table, ms
+from ctda.render.analyze import ms
+from ctda.render.output import Col, Document, Section
 
 
 def hta_dict(r: HtaResult, table: EventTable, top: int) -> dict[str, Any]:
@@ -32,11 +31,9 @@ def hta_dict(r: HtaResult, table: EventTable, top: int) -> dict[str, Any]:
     }
 
 
-def render_hta(r: HtaResult, table: EventTable, console: Console, fmt: str, top: int) -> None:
+def hta_doc(r: HtaResult, table: EventTable, top: int) -> Document:
+    """HTA's path length, the span it covers, its bound-by classes and top events."""
     d = hta_dict(r, table, top)
-    if fmt == "json":
-        console.print_json(json.dumps(d))
-        return
     span = max(d["path_span_ns"], 1)
     head = Text.assemble(
         ("HTA-compatible critical path ", "bold"),
@@ -48,11 +45,16 @@ def render_hta(r: HtaResult, table: EventTable, console: Console, fmt: str, top:
     bound = pd.DataFrame({"class": list(d["bound_by_ns"]), "cp_ns": list(d["bound_by_ns"].values())})
     bound = bound[bound.cp_ns > 0].sort_values("cp_ns", ascending=False)
     tops = pd.DataFrame(d["top"]) if d["top"] else pd.DataFrame({"name": [], "cp_ns": np.zeros(0)})
-    console.print(
-        Group(
+    return Document(
+        f"HTA-compatible critical path of {d['trace']}",
+        [
             head,
-            _table("HTA bound by", bound, [("class", "class", "str"), ("cp_ns", "ms", "ms")]),
-            _table("Top events on HTA's path", tops, [("name", "name", "str"), ("cp_ns", "ms", "ms")]),
+            Section.of("bound_by", "HTA bound by", bound, [Col("class", "class"), Col("cp_ns", "ms", "ms")]),
+            Section.of(
+                "top", "Top events on HTA's path", tops, [Col("name", "name"), Col("cp_ns", "ms", "ms")]
+            ),
             Text("compare: ctda analyze (default mode) gives a path as long as each step", style="dim"),
-        )
+        ],
+        data=d,
+        source=str(d["trace"]),
     )

@@ -1,15 +1,25 @@
-"""Render an in-database what-if (table or JSON)."""
+"""The document of an in-database what-if (see :mod:`ctda.render.output` for the formats)."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-from rich.console import Console
-from rich.text import Text
-
-from ctda.render.analyze import _table, ms
+from ctda.render.output import Col, Document, Section, clip
+from ctda.render.whatif import headline
 from ctda.whatif.indb import InDbResult
+
+STEP_COLS = [
+    Col("label", "window"),
+    Col("base_ns", "base ms", "ms"),
+    Col("predicted_ns", "predicted ms", "ms"),
+    Col("delta_ns", "delta ms", "ms"),
+]
+PATH_COLS = [
+    Col("name", "name"),
+    Col("class", "class"),
+    Col("cp_ns", "CP ms", "ms"),
+    Col("cp_share", "% of CP", "pct"),
+]
 
 
 def indb_dict(r: InDbResult, top: int) -> dict[str, Any]:
@@ -26,41 +36,17 @@ def indb_dict(r: InDbResult, top: int) -> dict[str, Any]:
     }
 
 
-def render_indb(r: InDbResult, console: Console, fmt: str, top: int) -> None:
+def indb_doc(r: InDbResult, top: int) -> Document:
+    """Predicted step times and the re-timed path's hotspots, as the database computed them."""
     d = indb_dict(r, top)
-    if fmt == "json":
-        console.print_json(json.dumps(d, default=int))
-        return
-    console.print(
-        Text.assemble(
-            ("what-if (in the database) ", "bold"),
-            (r.name, "cyan"),
-            f": total {ms(d['base_ns'])} ms -> ",
-            (f"{ms(d['predicted_ns'])} ms", "bold green" if d["delta_ns"] < 0 else "bold red"),
-            f" ({d['delta_ns'] / max(d['base_ns'], 1):+.1%})",
-        )
-    )
-    console.print(
-        _table(
-            "Per window",
-            r.steps,
-            [
-                ("label", "window", "str"),
-                ("base_ns", "base ms", "ms"),
-                ("predicted_ns", "predicted ms", "ms"),
-                ("delta_ns", "delta ms", "ms"),
-            ],
-        )
-    )
-    console.print(
-        _table(
-            "Critical path after the change",
-            r.hotspots(top),
-            [
-                ("name", "name", "str"),
-                ("class", "class", "str"),
-                ("cp_ns", "CP ms", "ms"),
-                ("cp_share", "% of CP", "pct"),
-            ],
-        )
+    head = headline("what-if (in the database) ", r.name, d)
+    return Document(
+        f"What-if {clip(r.name)} (in the database)",
+        [
+            head,
+            Section.of("steps", "Per window", r.steps, STEP_COLS),
+            Section.of("hotspots", "Critical path after the change", r.hotspots(top), PATH_COLS),
+        ],
+        data=d,
+        source=r.name,
     )

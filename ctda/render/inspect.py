@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from rich import box
 from rich.console import Console, Group, RenderableType
@@ -11,6 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ctda.ingest.summary import TraceSummary
+from ctda.render.output import NAME_MAX, PIPE_WIDTH, Block, Col, Document, Section, Shown
 
 #: rows shown per section before "… N more"
 MAX_ROWS = 10
@@ -19,10 +21,118 @@ NAME_WIDTH = 48
 MAX_CELL = 24
 
 
-def render_summary(console: Console, summary: TraceSummary) -> None:
-    """Print one trace's summary, fitted to the console's width."""
-    body = _body(summary, max(console.width - 4, 40))  # 4: the panel's border and padding
-    console.print(Panel(body, title=Text(summary.path, style="bold"), title_align="left"))
+def summary_doc(summary: TraceSummary) -> Document:
+    """One trace's summary: a hand-laid screen for the table format, plain tables for the rest."""
+    s = summary
+    threads = sorted(s.cpu_threads, key=lambda t: -t.n_events)
+    names = Col("top_names", "top names")
+    warnings = sorted(s.warnings.items(), key=lambda kv: -kv[1])
+    blocks: list[Block] = [
+        _header(s),
+        _rows(
+            "categories",
+            "Events by category",
+            [Col("category", "category"), Col("events", "events", "int")],
+            list(s.events_by_category.items()),
+        ),
+        _rows(
+            "sync",
+            "Synchronization",
+            [Col("kind", "kind"), Col("count", "count", "int")],
+            list(s.sync.items()),
+        ),
+        _rows(
+            "nccl",
+            "NCCL and collectives",
+            [Col("where", "where"), Col("name", "name"), Col("count", "count", "int")],
+            [
+                (where, name, n)
+                for where, group in (
+                    ("NCCL kernels", s.nccl_kernels),
+                    ("NCCL CPU ops", s.nccl_cpu_ops),
+                    ("collectives", s.collective_ops),
+                )
+                for name, n in group.items()
+            ],
+        ),
+        _rows(
+            "threads",
+            "CPU threads",
+            [
+                Col("pid", "pid"),
+                Col("tid", "tid"),
+                Col("thread", "thread"),
+                Col("events", "events", "int"),
+                Col("busy_ms", "busy ms", "f3"),
+                names,
+            ],
+            [(t.pid, t.tid, t.name, t.n_events, t.busy_ms, _names(t.top_names)) for t in threads],
+        ),
+        _rows(
+            "streams",
+            "GPU streams",
+            [
+                Col("device", "device"),
+                Col("stream", "stream"),
+                Col("kernels", "kernels", "int"),
+                Col("copies", "copies", "int"),
+                Col("sets", "sets", "int"),
+                Col("syncs", "syncs", "int"),
+                Col("busy_ms", "busy ms", "f3"),
+                names,
+            ],
+            [
+                (
+                    g.device,
+                    g.stream,
+                    g.n_kernels,
+                    g.n_memcpy,
+                    g.n_memset,
+                    g.n_sync,
+                    g.busy_ms,
+                    _names(g.top_names),
+                )
+                for g in s.gpu_streams
+            ],
+        ),
+        _rows(
+            "steps",
+            "ProfilerSteps",
+            [
+                Col("step", "step", "int"),
+                Col("start_ms", "start ms", "f3"),
+                Col("duration_ms", "duration ms", "f3"),
+            ],
+            [(st.step, st.start_ms, st.dur_ms) for st in s.steps],
+        ),
+        _rows(
+            "warnings",
+            "Warnings (odd events, all kept)",
+            [Col("what", "what"), Col("count", "count", "int")],
+            warnings,
+        ),
+    ]
+    return Document(f"Trace {s.path}", blocks, data=s.to_dict(), source=s.path, screen=lambda c: screen(c, s))
+
+
+def _rows(name: str, title: str, cols: list[Col], rows: Sequence[Sequence[Any]]) -> Section:
+    return Section(name, title, cols, rows)
+
+
+def _names(top: Sequence[tuple[str, float]]) -> Shown:
+    text = ", ".join(
+        f"{_short(n, 32)} ({c:,})" if isinstance(c, int) else f"{_short(n, 32)} ({c:,.1f})" for n, c in top
+    )
+    return Shown([[n, c] for n, c in top], text)
+
+
+def screen(console: Console, summary: TraceSummary) -> RenderableType:
+    """One trace's summary on one screen, fitted to the console's width (a terminal's, or
+    unbounded when piped: then the panel is as wide as its content)."""
+    width = console.width if console.is_terminal else PIPE_WIDTH
+    body = _body(summary, max(width - 4, 40))  # 4: the panel's border and padding
+    title = Text(_short(summary.path, NAME_MAX), style="bold")
+    return Panel(body, title=title, title_align="left", expand=console.is_terminal)
 
 
 def _body(s: TraceSummary, width: int) -> RenderableType:
@@ -35,7 +145,7 @@ def _body(s: TraceSummary, width: int) -> RenderableType:
     return Group(*parts)
 
 
-def _header(s: TraceSummary) -> RenderableType:
+def _header(s: TraceSummary) -> Text:
     facts = [
         f"{s.n_events:,} events ({s.n_complete:,} complete, {s.n_flows:,} flow)",
         f"{s.n_bytes / 1e6:,.1f} MB JSON",
@@ -67,13 +177,15 @@ def _section(
 ) -> Group:
     """A titled table. A header starting with "#" is a number (right-aligned). Cells are cut
     with "…" to fit ``width`` (rich would rather drop whole columns): the last column takes
-    what the others leave, the others are capped at ``MAX_CELL``."""
-    cells = [(*(_short(c, MAX_CELL) for c in r[:-1]), r[-1]) for r in rows]
+    what the others leave, the others are capped at ``MAX_CELL`` (``NAME_MAX`` when the
+    width is unbounded: nothing needs to fit)."""
+    cap = NAME_MAX if width >= PIPE_WIDTH // 2 else MAX_CELL
+    cells = [(*(_short(c, cap) for c in r[:-1]), r[-1]) for r in rows]
     headers = [c.lstrip("#") for c in columns]
     widths = [max([len(h), *(len(r[i]) for r in cells)]) for i, h in enumerate(headers)]
     if width:
         # between two columns: a padding cell each side of the box's one-cell divider
-        room = max(width - sum(widths[:-1]) - 3 * (len(widths) - 1), 8)
+        room = min(max(width - sum(widths[:-1]) - 3 * (len(widths) - 1), 8), 2 * NAME_MAX)
         cells = [(*r[:-1], _short(r[-1], room)) for r in cells]
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, padding=(0, 1))
     for header, col in zip(headers, columns, strict=True):

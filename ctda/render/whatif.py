@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import numpy as np
 import pandas as pd
-from rich.console import Console
-from rich.table import Table
 from rich.text import Text
 
 from ctda.analysis.engine import Analysis
 from ctda.analysis.report import build
-from ctda.render.analyze import HOT_COLS, _table, ms, pct
+from ctda.render.analyze import CLASS_COLS, HOT_COLS, ms, pct
+from ctda.render.output import Block, Bullets, Col, Document, Section, Shown, clip
 from ctda.whatif.compare import Comparison, json_ready
 from ctda.whatif.scenario import Scenario
 
@@ -40,97 +38,97 @@ def scenario_dict(sc: Scenario, top: int) -> dict[str, Any]:
     }
 
 
-def render_scenario(sc: Scenario, console: Console, fmt: str, top: int) -> None:
+def headline(kind: str, name: str, d: dict[str, Any], detail: str = "") -> Text:
+    """One line: the scenario, its total before -> after (green when faster) and the change."""
+    speedup = f", {d['speedup']:.2f}x" if "speedup" in d else ""
+    return Text.assemble(
+        (kind, "bold"),
+        (clip(name), "cyan"),
+        f": {detail}total {ms(d['base_ns'])} ms -> ",
+        (f"{ms(d['predicted_ns'])} ms", "bold green" if d["delta_ns"] < 0 else "bold red"),
+        f" ({d['delta_ns'] / max(d['base_ns'], 1):+.1%}{speedup})",
+    )
+
+
+def scenario_doc(sc: Scenario, top: int) -> Document:
+    """The predicted step times, bound-by classes and hotspots of a scenario."""
     d = scenario_dict(sc, top)
-    if fmt == "json":
-        console.print_json(json.dumps(d, default=str))
-        return
-    console.print(
-        Text.assemble(
-            ("what-if ", "bold"),
-            (sc.name, "cyan"),
-            f": {d['events_changed']:,} events changed; total {ms(d['base_ns'])} ms -> ",
-            (f"{ms(d['predicted_ns'])} ms", "bold green" if d["delta_ns"] < 0 else "bold red"),
-            f" ({d['delta_ns'] / max(d['base_ns'], 1):+.1%}, {d['speedup']:.2f}x)",
-        )
-    )
-    steps = pd.DataFrame(d["steps"])
-    console.print(
-        _table(
-            "Per window",
-            steps,
-            [
-                ("window", "window", "str"),
-                ("base_ns", "base ms", "ms"),
-                ("predicted_ns", "predicted ms", "ms"),
-                ("delta_ns", "delta ms", "ms"),
-            ],
-        )
-    )
-    console.print(
-        _table(
-            "Bound by (predicted)",
-            pd.DataFrame(d["bound_by"]),
-            [("class", "class", "str"), ("cp_ns", "CP ms", "ms"), ("share", "% of CP", "pct")],
-        )
-    )
-    console.print(_table("Top hotspots (predicted)", pd.DataFrame(d["hotspots"]), HOT_COLS))
+    head = headline("what-if ", sc.name, d, f"{d['events_changed']:,} events changed; ")
+    step_cols = [
+        Col("window", "window"),
+        Col("base_ns", "base ms", "ms"),
+        Col("predicted_ns", "predicted ms", "ms"),
+        Col("delta_ns", "delta ms", "ms"),
+    ]
+    blocks: list[Block] = [
+        head,
+        Section.of("steps", "Per window", pd.DataFrame(d["steps"]), step_cols),
+        Section.of("bound_by", "Bound by (predicted)", pd.DataFrame(d["bound_by"]), CLASS_COLS),
+        Section.of("hotspots", "Top hotspots (predicted)", pd.DataFrame(d["hotspots"]), HOT_COLS),
+    ]
     if d["moved_onto_path"]:
-        console.print(Text("moved onto the path: " + ", ".join(d["moved_onto_path"]), style="yellow"))
+        blocks.append(Bullets("Moved onto the path", [clip(x) for x in d["moved_onto_path"]]))
     if d["moved_off_path"]:
-        console.print(Text("moved off the path: " + ", ".join(d["moved_off_path"]), style="green"))
+        blocks.append(Bullets("Moved off the path", [clip(x) for x in d["moved_off_path"]]))
+    return Document(f"What-if {clip(sc.name)}", blocks, data=d, source=sc.name)
 
 
-def render_opportunities(df: pd.DataFrame, a: Analysis, console: Console, fmt: str) -> None:
-    if fmt == "json":
-        console.print_json(json.dumps(json_ready(df.to_dict(orient="records")), default=str))
-        return
+OPPORTUNITY_COLS = [
+    Col("group", "by"),
+    Col("name", "name"),
+    Col("events", "events", "int"),
+    Col("saving_2x_ns", "2x faster: ms", "ms"),
+    Col("saving_2x_share", "2x faster: %", "pct"),
+    Col("saving_removed_ns", "removed: ms", "ms"),
+    Col("saving_removed_share", "removed: %", "pct"),
+]
+
+
+def opportunities_doc(df: pd.DataFrame, a: Analysis) -> Document:
+    """What each hotspot group would save at 2x faster, or removed."""
     s, e = a.window_bounds()
-    console.print(
-        Text(f"Opportunities over {len(s)} window(s), {ms(float((e - s).sum()))} ms in all", style="bold")
-    )
-    console.print(
-        _table(
-            "Predicted saving",
-            df,
-            [
-                ("group", "by", "str"),
-                ("name", "name", "str"),
-                ("events", "events", "int"),
-                ("saving_2x_ns", "2x faster: ms", "ms"),
-                ("saving_2x_share", "%", "pct"),
-                ("saving_removed_ns", "removed: ms", "ms"),
-                ("saving_removed_share", "%", "pct"),
-            ],
-        )
+    head = Text(f"Opportunities over {len(s)} window(s), {ms(float((e - s).sum()))} ms in all", style="bold")
+    return Document(
+        "Opportunities",
+        [head, Section.of("opportunities", "Predicted saving", df, OPPORTUNITY_COLS)],
+        data=json_ready(df.to_dict(orient="records")),
     )
 
 
-def render_comparison(c: Comparison, console: Console, fmt: str, top: int) -> None:
-    if fmt == "json":
-        console.print_json(json.dumps(c.to_dict(), default=str))
-        return
-    t = Table(title=f"A = {c.a}   B = {c.b}", title_justify="left", show_edge=False, header_style="bold")
-    for h in ("metric", "A", "B", "delta"):
-        t.add_column(h, justify="left" if h == "metric" else "right")
-    for r in c.summary.to_dict(orient="records"):
-        is_ns = str(r["metric"]).endswith("ns")
-        f = (lambda v: ms(float(v)) + " ms") if is_ns else (lambda v: f"{v:g}")
-        t.add_row(str(r["metric"]).replace(" ns", ""), f(r["a"]), f(r["b"]), f(r["delta"]))
-    console.print(t)
-    cols = [("a_ns", "A ms", "ms"), ("b_ns", "B ms", "ms"), ("delta_ns", "delta ms", "ms")]
-    console.print(_table("Bound by", c.by_class, [("class", "class", "str"), *cols]))
-    console.print(
-        _table("Hotspots (largest changes)", c.hotspots.head(top), [("name", "name", "str"), *cols])
-    )
-    console.print(
-        _table(
-            "Call paths (largest changes)", c.call_paths.head(top), [("call_path", "call path", "str"), *cols]
+def comparison_doc(c: Comparison, top: int) -> Document:
+    """Two results side by side; the prediction error when one side is a prediction."""
+    summary = [
+        (
+            Shown(r["metric"], str(r["metric"]).replace(" ns", "")),
+            *(_metric(r["metric"], r[k]) for k in "ab"),
+            _metric(r["metric"], r["delta"]),
         )
-    )
+        for r in c.summary.to_dict(orient="records")
+    ]
+    metric_cols = [
+        Col("metric", "metric"),
+        Col("a", "A", "num"),
+        Col("b", "B", "num"),
+        Col("delta", "delta", "num"),
+    ]
+    cols = [Col("a_ns", "A ms", "ms"), Col("b_ns", "B ms", "ms"), Col("delta_ns", "delta ms", "ms")]
+    blocks: list[Block] = [
+        Text(f"A = {clip(c.a)}   B = {clip(c.b)}", style="bold"),
+        Section("summary", "Summary", metric_cols, summary),
+        Section.of("bound_by", "Bound by", c.by_class, [Col("class", "class"), *cols]),
+        Section.of(
+            "hotspots", "Hotspots (largest changes)", c.hotspots.head(top), [Col("name", "name"), *cols]
+        ),
+        Section.of(
+            "call_paths",
+            "Call paths (largest changes)",
+            c.call_paths.head(top),
+            [Col("call_path", "call path"), *cols],
+        ),
+    ]
     if c.prediction_error:
         pe = c.prediction_error
-        console.print(
+        blocks.append(
             Text(
                 f"prediction: {ms(pe['predicted_mean_step_ns'])} ms per step vs measured "
                 f"{ms(pe['measured_mean_step_ns'])} ms "
@@ -138,6 +136,9 @@ def render_comparison(c: Comparison, console: Console, fmt: str, top: int) -> No
                 style="bold",
             )
         )
+    return Document(f"Comparison of {clip(c.a)} and {clip(c.b)}", blocks, data=c.to_dict())
 
 
-__all__ = ["np", "render_comparison", "render_opportunities", "render_scenario", "scenario_dict"]
+def _metric(metric: object, value: Any) -> Shown:
+    text = f"{ms(float(value))} ms" if str(metric).endswith("ns") else f"{value:g}"
+    return Shown(value.item() if isinstance(value, np.generic) else value, text)

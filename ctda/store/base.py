@@ -23,7 +23,6 @@ from typing import Any, ClassVar, TypeVar
 from ctda.errors import CtdaError
 from ctda.queries.errors import QueryError
 from ctda.store import schema
-from ctda.store.config import Target
 from ctda.store.model import RunData
 from ctda.store.schema import COMPLETE, DELETING, META_KEY, PENDING
 
@@ -174,8 +173,9 @@ class Store(ABC):
 
     @classmethod
     @abstractmethod
-    def from_target(cls, target: Target, *, read_only: bool = False) -> Store:
-        """Open the store at ``target`` (a resolved ``--db``)."""
+    def from_target(cls, target: Any, *, read_only: bool = False) -> Store:
+        """Open the store at ``target`` (a resolved ``--db``: a :class:`ctda.store.config.Target`;
+        not imported here, as the config module finds backends through the registry)."""
 
     @property
     @abstractmethod
@@ -208,7 +208,6 @@ class Store(ABC):
     def _delete_ids(self, ids: list[int]) -> None:
         """Remove the runs ``ids`` and everything they own (already invisible to readers)."""
 
-    @abstractmethod
     def query(
         self,
         text: str,
@@ -223,6 +222,14 @@ class Store(ABC):
         only, or with ``write`` data changes too; ``write`` and ``allow_files`` together send
         it unchecked.
         """
+        self._gate(text, write, allow_files)
+        if write and self.read_only:
+            raise StoreError("store opened read-only")
+        return self._query(text, params or {}, write)
+
+    @abstractmethod
+    def _query(self, text: str, params: dict[str, Any], write: bool) -> QueryResult:
+        """A user's query, already through the gate, in a read or a write transaction."""
 
     @abstractmethod
     def close(self) -> None:

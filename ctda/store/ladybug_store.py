@@ -173,19 +173,9 @@ class LadybugStore(Store):
         ]
         return tables + added
 
-    def query(
-        self,
-        text: str,
-        params: dict[str, Any] | None = None,
-        *,
-        write: bool = False,
-        allow_files: bool = False,
-    ) -> QueryResult:
-        self._gate(text, write, allow_files)
+    def _query(self, text: str, params: dict[str, Any], write: bool) -> QueryResult:
         if self._conn is None:
             raise StoreError(f"no store at {self.path} yet: ingest a trace first (ctda ingest TRACE)")
-        if write and self.read_only:
-            raise StoreError("store opened read-only")
         return self._rows(text, params)
 
     # --- bulk writes and removal -------------------------------------------------------

@@ -234,20 +234,9 @@ class Neo4jStore(Store):
             run.status == PENDING and run.heartbeat <= time.time() - stale_after_s
         )
 
-    def query(
-        self,
-        text: str,
-        params: dict[str, Any] | None = None,
-        *,
-        write: bool = False,
-        allow_files: bool = False,
-    ) -> QueryResult:
-        self._gate(text, write, allow_files)
-        if write and self.read_only:
-            raise StoreError("store opened read-only")
-
+    def _query(self, text: str, params: dict[str, Any], write: bool) -> QueryResult:
         def work(tx: Any) -> QueryResult:
-            res = tx.run(text, params or {})
+            res = tx.run(text, params)
             cols = list(res.keys())
             return QueryResult(cols, [[plain(v) for v in rec.values()] for rec in res])
 
