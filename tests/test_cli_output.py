@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from tests.conftest import DATA
+from tests.conftest import CORPUS, DATA
 
 TRACE = DATA / "hta" / "rocm62_mi250_minitoy_train.json.gz"
 BASE = DATA / "hta" / "trace_compare_base_tiny.json.gz"
@@ -104,6 +104,24 @@ CASES = [
         "call_paths",
     ),
 ]
+if CORPUS is not None:  # a real job: the shared corpus's multi-rank traces (none ship with the tests)
+    JOB = CORPUS / "generated" / "multirank" / "g_ddp_ws2_sleep40_r1"
+    CASES += [
+        Case(
+            "analyze-job",
+            ("analyze", str(JOB), "--executor", "serial", "--top", "3"),
+            ("step", "job step ms", "slowest", "straggler", "late ms", "path by rank", "top item on straggler"),
+            ("table", "step", "job_step_ns", "straggler", "rank", "offset_ns"),
+            "steps",
+        ),
+        Case(
+            "whatif-job",
+            ("whatif-job", str(JOB), "--straggler-median", "--executor", "serial"),
+            ("step", "base ms", "predicted ms", "change ms", "slowest before", "slowest after"),
+            ("label", "base_ns", "predicted_ns", "delta_ns"),
+            "steps",
+        ),
+    ]
 INGEST = Case(
     "ingest",
     ("ingest", str(TRACE), "--top", "4"),

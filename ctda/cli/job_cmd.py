@@ -7,7 +7,8 @@ from pathlib import Path
 import typer
 
 from ctda.analysis.engine import AnalysisOptions
-from ctda.cli.common import app, console, fail, guarded
+from ctda.cli.common import FormatOption, app, guarded
+from ctda.render.output import Format, emit
 
 
 def is_job(traces: list[Path], job: str | None) -> bool:
@@ -16,24 +17,15 @@ def is_job(traces: list[Path], job: str | None) -> bool:
 
 
 def analyze_job_cmd(
-    traces: list[Path], job: str | None, options: AnalysisOptions, fmt: str, top: int, executor: str | None
+    traces: list[Path], job: str | None, options: AnalysisOptions, fmt: Format, top: int, executor: str | None
 ) -> None:
     """Analyse a job and print its path, stragglers, clock offsets and matching summary."""
-    from ctda.job.executor import ExecutorError
-    from ctda.job.load import JobError
     from ctda.job.report import job_report
     from ctda.job.run import analyze_job
-    from ctda.render.job import render_job_json, render_job_table
+    from ctda.render.job import job_doc
 
-    try:
-        result = analyze_job(traces, options, name=job, executor=executor, full=False)
-    except (JobError, ExecutorError) as exc:
-        fail(str(exc))
-    rep = job_report(result, top=top)
-    if fmt == "json":
-        typer.echo(render_job_json(rep))
-    else:
-        render_job_table(rep, console)
+    result = analyze_job(traces, options, name=job, executor=executor, full=False)
+    emit(job_doc(job_report(result, top=top)), fmt)
 
 
 @app.command("whatif-job")
@@ -52,21 +44,16 @@ def whatif_job_cmd(
     executor: str | None = typer.Option(
         None, "--executor", help="local (default), serial, dask-local, tcp://HOST:PORT."
     ),
-    fmt: str = typer.Option("table", "--format", help="table or json."),
+    fmt: FormatOption = Format.table,
 ) -> None:
     """Predicted job step if some ranks' events took a different time (re-timed job graph)."""
-    from ctda.job.executor import ExecutorError
-    from ctda.job.load import JobError
     from ctda.job.run import analyze_job
     from ctda.job.whatif import job_scenario
-    from ctda.render.job import render_job_whatif
+    from ctda.render.job import job_whatif_doc
 
     def run() -> None:
-        try:
-            result = analyze_job(traces, AnalysisOptions(), name=job, executor=executor)
-        except (JobError, ExecutorError) as exc:
-            fail(str(exc))
+        result = analyze_job(traces, AnalysisOptions(), name=job, executor=executor)
         scn = job_scenario(result, list(scale), straggler_median)
-        render_job_whatif(result.name, scn.name, scn.steps, console, fmt)
+        emit(job_whatif_doc(result.name, scn.name, scn.steps), fmt)
 
     guarded(run)

@@ -1,175 +1,165 @@
-"""Render a :class:`ctda.job.report.JobReport` as rich tables or JSON (no analysis here)."""
+"""The documents of a job's analysis and of a job what-if (see :mod:`ctda.render.output`)."""
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterator
 from typing import Any
 
 import pandas as pd
-from rich.console import Console
-from rich.table import Table
+from rich.text import Text
 
 from ctda.job.report import JobReport
+from ctda.render.output import Col, Document, Section
+
+STEP_COLS = [
+    Col("step", "step"),
+    Col("job_step_ns", "job step ms", "ms"),
+    Col("slowest", "slowest"),
+    Col("straggler", "straggler"),
+    Col("late_ns", "late ms", "ms"),
+    Col("path_by_rank", "path by rank"),
+    Col("straggler_top", "top item on straggler"),
+]
+PATH_COLS = [
+    Col("rank", "rank"),
+    Col("name", "name"),
+    Col("class", "class"),
+    Col("cp_ns", "CP ms", "ms"),
+    Col("share", "share", "pct"),
+]
+WAIT_COLS = [
+    Col("label", "step"),
+    Col("op", "op"),
+    Col("rank", "on rank"),
+    Col("waited_for", "waited for"),
+    Col("wait_ns", "wait ms", "ms"),
+    Col("transfer_ns", "transfer ms", "ms"),
+]
+CLOCK_COLS = [
+    Col("rank", "rank"),
+    Col("host", "host"),
+    Col("rank_from", "rank from"),
+    Col("offset_ns", "offset ms", "ms"),
+    Col("how", "how"),
+]
+WHATIF_COLS = [
+    Col("label", "step"),
+    Col("base_ns", "base ms", "ms"),
+    Col("predicted_ns", "predicted ms", "ms"),
+    Col("delta_ns", "change ms", "ms"),
+    Col("slowest_before", "slowest before"),
+    Col("slowest_after", "slowest after"),
+]
+
+
+def _r(rank: Any) -> str:
+    return f"r{int(rank)}" if int(rank) >= 0 else "-"
 
 
 def _ms(ns: float) -> str:
     return f"{ns / 1e6:,.3f}"
 
 
-LEFT = {"step", "host", "how", "name", "class", "path by rank", "top item on straggler", "op", "rank from"}
-
-
-def _table(title: str, headers: list[str], rows: list[list[str]]) -> Table:
-    t = Table(title=title, title_justify="left", show_edge=False, header_style="bold")
-    for h in headers:
-        t.add_column(h, justify="left" if h in LEFT else "right", overflow="fold")
-    for r in rows:
-        t.add_row(*r)
-    return t
-
-
-def _rows(df: pd.DataFrame) -> Iterator[Any]:
-    """Rows as attribute records with loose types (the frames' columns are known here)."""
-    yield from df.itertuples()
-
-
-def render_job_table(rep: JobReport, console: Console) -> None:
+def job_doc(rep: JobReport) -> Document:
+    """A job's steps, stragglers, path, waits at collectives, lateness, clocks and matching."""
     present = f"{len(rep.ranks)} of {rep.world_size} ranks"
     if rep.missing:
         present += f" (missing {', '.join(map(str, rep.missing))})"
-    total = sum(int(s["job_step_ns"]) for s in rep.steps.to_dict(orient="records"))
-    console.print(f"job {rep.name}: {present}, {len(rep.steps)} step(s), job critical path {_ms(total)} ms")
-    for n in rep.notes:
-        console.print(f"note: {n}")
-    console.print(
-        _table(
+    steps = rep.steps.copy()
+    total = int(steps.job_step_ns.sum()) if len(steps) else 0
+    steps["slowest"] = [_r(x) for x in steps.get("slowest_rank", [])]
+    steps["straggler"] = [_r(x) for x in steps.get("straggler", [])]
+    blocks: list[Any] = [
+        Text(
+            f"job {rep.name}: {present}, {len(steps)} step(s), job critical path {_ms(total)} ms",
+            style="bold",
+        ),
+        *(Text(f"note: {n}") for n in rep.notes),
+        Section.of(
+            "steps",
             "Per step (job step: the slowest rank's; straggler: the latest to arrive at its collectives)",
-            [
-                "step",
-                "job step ms",
-                "slowest",
-                "straggler",
-                "late ms",
-                "path by rank",
-                "top item on straggler",
-            ],
-            [
-                [
-                    s["step"],
-                    _ms(s["job_step_ns"]),
-                    f"r{s['slowest_rank']}",
-                    f"r{s['straggler']}" if s["straggler"] >= 0 else "-",
-                    _ms(s["late_ns"]),
-                    s["path_by_rank"],
-                    s["straggler_top"],
-                ]
-                for s in rep.steps.to_dict(orient="records")
-            ],
-        )
-    )
-    console.print(
-        _table(
-            "Job critical path (all steps)",
-            ["rank", "name", "class", "CP ms", "share"],
-            [
-                [f"r{r['rank']}", str(r["name"]), str(r["class"]), _ms(r["cp_ns"]), f"{r['share']:.1%}"]
-                for r in rep.path_items.to_dict(orient="records")
-            ],
-        )
-    )
+            steps,
+            STEP_COLS,
+        ),
+        Section.of("path", "Job critical path (all steps)", _ranked(rep.path_items), PATH_COLS),
+    ]
     if len(rep.waits):
-        console.print(
-            _table(
+        waits = _ranked(rep.waits, "rank", "waited_for")
+        blocks.append(
+            Section.of(
+                "waits",
                 "Collectives on the path: waiting for the last rank vs the transfer",
-                ["step", "op", "on rank", "waited for", "wait ms", "transfer ms"],
-                [
-                    [
-                        str(w.label),
-                        str(w.op),
-                        f"r{w.rank}",
-                        f"r{w.waited_for}",
-                        _ms(w.wait_ns),
-                        _ms(w.transfer_ns),
-                    ]
-                    for w in _rows(rep.waits)
-                ],
+                waits,
+                WAIT_COLS,
             )
         )
-    steps = rep.steps.to_dict(orient="records")
-    if steps and rep.ranks:
-        console.print(
-            _table(
+    if len(steps) and rep.ranks:
+        late = pd.DataFrame(
+            {"step": steps.step, **{f"r{r}": [s.get(r, 0) for s in steps.late_by_rank] for r in rep.ranks}}
+        )
+        cols = [Col("step", "step"), *(Col(f"r{r}", f"r{r}", "ms") for r in rep.ranks)]
+        blocks.append(
+            Section.of(
+                "lateness",
                 "Lateness per step and rank, ms (arrival at the step's collectives minus the median)",
-                ["step", *[f"r{r}" for r in rep.ranks]],
-                [[s["step"], *[_ms(s["late_by_rank"].get(r, 0)) for r in rep.ranks]] for s in steps],
+                late,
+                cols,
             )
         )
-    console.print(
-        _table(
-            "Clock offsets",
-            ["rank", "host", "rank from", "offset ms", "how"],
-            [
-                [f"r{c.rank}", str(c.host), str(c.rank_from), _ms(c.offset_ns), str(c.how)]
-                for c in _rows(rep.clocks)
-            ],
+    blocks.append(Section.of("clocks", "Clock offsets", _ranked(rep.clocks), CLOCK_COLS))
+    m, c = rep.matching, rep.checks
+    blocks.append(
+        Text(
+            f"collectives: {m['collectives']} matched"
+            f" ({', '.join(f'{n} on {k} ranks' for k, n in m['by_ranks'].items())});"
+            f" unmatched {sum(m['unmatched'].values())} {m['unmatched']};"
+            f" inconsistent {sum(m['inconsistent'].values())}; keys {m['method']}"
         )
     )
-    m = rep.matching
-    console.print(
-        f"collectives: {m['collectives']} matched"
-        f" ({', '.join(f'{n} on {k} ranks' for k, n in m['by_ranks'].items())});"
-        f" unmatched {sum(m['unmatched'].values())} {m['unmatched']};"
-        f" inconsistent {sum(m['inconsistent'].values())}; keys {m['method']}"
+    blocks.append(
+        Text(
+            f"checks: every rank replays exactly: {c['replay_exact']}; CP vs job step max error"
+            f" {c['cp_vs_job_step_max_error_ns']} ns; cross-rank edges {c['cross_rank_edges']}",
+            style="dim",
+        )
     )
-    c = rep.checks
-    console.print(
-        f"checks: every rank replays exactly: {c['replay_exact']}; CP vs job step max error"
-        f" {c['cp_vs_job_step_max_error_ns']} ns; cross-rank edges {c['cross_rank_edges']}"
-    )
+    return Document(f"Job {rep.name}", blocks, data=rep.to_json(), source=rep.name)
 
 
-def render_job_json(rep: JobReport) -> str:
-    return json.dumps(rep.to_json(), indent=2)
-
-
-def render_job_whatif(
-    name: str, scenario: str, steps: pd.DataFrame, console: Console, fmt: str = "table"
-) -> None:
+def job_whatif_doc(name: str, scenario: str, steps: pd.DataFrame) -> Document:
     """Base vs predicted job step per step (``steps`` from ``ctda.job.whatif.predicted_steps``)."""
     base, pred = float(steps.base_ns.mean()), float(steps.predicted_ns.mean())
-    if fmt == "json":
-        console.print_json(
-            json.dumps(
-                {
-                    "job": name,
-                    "scenario": scenario,
-                    "mean_base_ns": base,
-                    "mean_predicted_ns": pred,
-                    "steps": [
-                        {k: (v if isinstance(v, str) else int(v)) for k, v in r.items()}
-                        for r in steps.to_dict(orient="records")
-                    ],
-                }
-            )
-        )
-        return
-    console.print(f"job {name}, what-if: {scenario}")
-    console.print(
-        _table(
-            "Predicted job step (the slowest rank's step in the re-timed job graph)",
-            ["step", "base ms", "predicted ms", "change ms", "slowest before", "slowest after"],
-            [
-                [
-                    str(r.label),
-                    _ms(r.base_ns),
-                    _ms(r.predicted_ns),
-                    _ms(r.delta_ns),
-                    f"r{r.slowest_before}",
-                    f"r{r.slowest_after}",
-                ]
-                for r in _rows(steps)
-            ],
-        )
+    shown = _ranked(steps, "slowest_before", "slowest_after")
+    data = {
+        "job": name,
+        "scenario": scenario,
+        "mean_base_ns": base,
+        "mean_predicted_ns": pred,
+        "steps": [
+            {k: (v if isinstance(v, str) else int(v)) for k, v in r.items()}
+            for r in steps.to_dict(orient="records")
+        ],
+    }
+    return Document(
+        f"Job {name}: what-if {scenario}",
+        [
+            Text(f"job {name}, what-if: {scenario}", style="bold"),
+            Section.of(
+                "steps",
+                "Predicted job step (the slowest rank's step in the re-timed job graph)",
+                shown,
+                WHATIF_COLS,
+            ),
+            Text(f"mean job step: {_ms(base)} ms -> {_ms(pred)} ms ({pred / base - 1:+.1%})"),
+        ],
+        data=data,
+        source=name,
     )
-    console.print(f"mean job step: {_ms(base)} ms -> {_ms(pred)} ms ({pred / base - 1:+.1%})")
+
+
+def _ranked(df: pd.DataFrame, *cols: str) -> pd.DataFrame:
+    """``df`` with its rank columns shown as ``rN`` (``rank`` when none are named)."""
+    out = df.copy()
+    for c in cols or ("rank",):
+        if c in out:
+            out[c] = [_r(x) for x in out[c]]
+    return out
