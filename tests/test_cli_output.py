@@ -110,7 +110,7 @@ if CORPUS is not None:  # a real job: the shared corpus's multi-rank traces (non
         Case(
             "analyze-job",
             ("analyze", str(JOB), "--executor", "serial", "--top", "3"),
-            ("step", "job step ms", "slowest", "straggler", "late ms", "path by rank", "top item on straggler"),
+            ("step", "job step ms", "slowest", "straggler", "late ms", "path by rank"),
             ("table", "step", "job_step_ns", "straggler", "rank", "offset_ns"),
             "steps",
         ),
