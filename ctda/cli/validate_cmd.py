@@ -2,26 +2,30 @@
 
 from __future__ import annotations
 
-import json
-from enum import Enum
-
 import typer
-from rich.table import Table
+from rich.text import Text
 
 from ctda import api
-from ctda.cli.common import app, console, guarded, read
+from ctda.cli.common import FormatOption, app, guarded, read
+from ctda.render.output import Block, Col, Document, Format, Section, emit
 
-
-class Format(str, Enum):
-    table = "table"
-    json = "json"
+PAIR_COLS = [
+    Col("i", "step i"),
+    Col("j", "step j"),
+    Col("base_ns", "i ms", "ms"),
+    Col("observed_ns", "j ms", "ms"),
+    Col("predicted_ns", "predicted ms", "ms"),
+    Col("error", "error", "pct"),
+    Col("naive_error", "naive", "pct"),
+    Col("matched", "matched", "pct"),
+]
 
 
 @app.command("validate")
 def validate_cmd(
     run_or_trace: str = typer.Argument(..., help="A stored run name, or a trace file to analyse on the fly."),
     db: str | None = typer.Option(None, "--db", envvar="CTDA_DB", help="Store path or bolt:// URI."),
-    fmt: Format = typer.Option(Format.table, "--format"),
+    fmt: FormatOption = Format.table,
     pairs: bool = typer.Option(False, "--pairs", help="Also list every step pair."),
 ) -> None:
     """Give each step the times another step's events really had; does the model predict that step?"""
@@ -29,24 +33,10 @@ def validate_cmd(
     def go() -> None:
         with api.open_store(db, reader=read) as store:
             sc = api.validate(store.analysis(run_or_trace))
-        if fmt is Format.json:
-            out = {"summary": sc.summary(), "pairs": sc.pairs.to_dict(orient="records") if pairs else None}
-            typer.echo(json.dumps(out, default=float))
-            return
-        console.print(sc.line(), highlight=False)
+        blocks: list[Block] = [Text(sc.line())]
         if pairs and len(sc):
-            t = Table("step i", "step j", "i ms", "j ms", "predicted ms", "error", "naive", "matched")
-            for r in sc.pairs.to_dict(orient="records"):
-                t.add_row(
-                    str(r["i"]).replace("ProfilerStep", ""),
-                    str(r["j"]).replace("ProfilerStep", ""),
-                    f"{r['base_ns'] / 1e6:.3f}",
-                    f"{r['observed_ns'] / 1e6:.3f}",
-                    f"{r['predicted_ns'] / 1e6:.3f}",
-                    f"{100 * r['error']:+.2f}%",
-                    f"{100 * r['naive_error']:+.2f}%",
-                    f"{100 * r['matched']:.0f}%",
-                )
-            console.print(t)
+            blocks.append(Section.of("pairs", "Step pairs", sc.pairs, PAIR_COLS))
+        data = {"summary": sc.summary(), "pairs": sc.pairs.to_dict(orient="records") if pairs else None}
+        emit(Document(f"Self-check of {run_or_trace}", blocks, data=data, source=run_or_trace), fmt)
 
     guarded(go)
