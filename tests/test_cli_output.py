@@ -122,6 +122,15 @@ if CORPUS is not None:  # a real job: the shared corpus's multi-rank traces (non
             "steps",
         ),
     ]
+CASES.append(
+    Case(
+        "validate",
+        ("validate", str(DATA / "kineto" / "resnet50_nw0_2020_bare_list.json.gz"), "--pairs"),
+        ("step i", "step j", "i ms", "j ms", "predicted ms", "error", "naive", "matched"),
+        ("i", "j", "base_ns", "observed_ns", "predicted_ns", "error"),
+        "summary",
+    )
+)
 INGEST = Case(
     "ingest",
     ("ingest", str(TRACE), "--top", "4"),

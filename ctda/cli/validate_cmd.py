@@ -3,22 +3,11 @@
 from __future__ import annotations
 
 import typer
-from rich.text import Text
 
 from ctda import api
 from ctda.cli.common import FormatOption, app, guarded, read
-from ctda.render.output import Block, Col, Document, Format, Section, emit
-
-PAIR_COLS = [
-    Col("i", "step i"),
-    Col("j", "step j"),
-    Col("base_ns", "i ms", "ms"),
-    Col("observed_ns", "j ms", "ms"),
-    Col("predicted_ns", "predicted ms", "ms"),
-    Col("error", "error", "pct"),
-    Col("naive_error", "naive", "pct"),
-    Col("matched", "matched", "pct"),
-]
+from ctda.render.output import Format, emit
+from ctda.render.validate import validate_doc
 
 
 @app.command("validate")
@@ -33,10 +22,6 @@ def validate_cmd(
     def go() -> None:
         with api.open_store(db, reader=read) as store:
             sc = api.validate(store.analysis(run_or_trace))
-        blocks: list[Block] = [Text(sc.line())]
-        if pairs and len(sc):
-            blocks.append(Section.of("pairs", "Step pairs", sc.pairs, PAIR_COLS))
-        data = {"summary": sc.summary(), "pairs": sc.pairs.to_dict(orient="records") if pairs else None}
-        emit(Document(f"Self-check of {run_or_trace}", blocks, data=data, source=run_or_trace), fmt)
+        emit(validate_doc(sc, run_or_trace, pairs), fmt)
 
     guarded(go)
