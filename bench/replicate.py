@@ -79,7 +79,6 @@ _FAM = {name: i for i, name in enumerate(FAMILIES)}
 TS_ARGS = ("external ts",)
 
 
-
 # --- templates: one %-format text per window, holes filled per copy ---------------------
 @dataclass
 class Template:

@@ -33,6 +33,7 @@ def write_table(rows: list[Row]) -> str:
             _speed(r, "all_rows_per_s"),
             fmt_num(r.get("server_cpu_s"), 1),
             fmt_num(r.get("report_s"), 2),
+            fmt_num(r.get("delete_s"), 2),
         ]
         for r in rows
     ]
@@ -48,8 +49,9 @@ def write_table(rows: list[Row]) -> str:
         "all rows/s",
         "server CPU s",
         "report s",
+        "delete a run s",
     ]
-    return markdown_table(header, body, align="lllrrrrrrrr")
+    return markdown_table(header, body, align="lllrrrrrrrrr")
 
 
 def floor_table(floors: list[Row], writes: list[Row]) -> str:

@@ -242,4 +242,3 @@ def _spread(n: int, k: int) -> list[int]:
     if n <= 1:
         return []
     return sorted({1 + round(i * (n - 2) / max(k - 1, 1)) for i in range(k)})
-

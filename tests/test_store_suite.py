@@ -67,8 +67,8 @@ def store_ingest(target: Target, path: Path, **kw: Any) -> Ingested:
 
 def counts(target: Target) -> dict[str, int]:
     """Nodes per label and relationships per type: what 'store unchanged' compares."""
-    labels = ("Run", "Event", "Window", "Scenario", "Blob")
-    rels = ("DEP", "CP", "HAS_WINDOW", "HAS_SCENARIO")
+    labels = ("Run", "Event", "Window", "Segment", "Scenario", "Blob")
+    rels = ("DEP", "CP", "HAS_WINDOW", "HAS_SEGMENT", "HAS_SCENARIO")
     if target.kind == "ladybug" and not Path(target.location).exists():
         return dict.fromkeys(labels + rels, 0)
     with open_store(target, read_only=True) as s:

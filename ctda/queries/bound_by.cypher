@@ -5,7 +5,7 @@
 // @param scenario string = baseline  scenario (baseline = the observed trace)
 MATCH (r:Run {name: $run, status: 'complete'})-[:HAS_SCENARIO]->(s:Scenario {name: $scenario})-[:HAS_WINDOW]->(w:Window)
 WHERE $step < 0 OR w.step = $step
-MATCH (w)-[c:CP]->(:Event)
+MATCH (w)-[:HAS_SEGMENT]->(:Segment)-[c:CP]->(:Event)
 WITH w, c.class AS class, sum(c.ns) AS cp_ns
 RETURN w.idx AS idx, w.label AS window, class, cp_ns,
        1.0 * cp_ns / CASE WHEN w.cp_ns > 0 THEN w.cp_ns ELSE 1 END AS share

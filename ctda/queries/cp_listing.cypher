@@ -7,7 +7,7 @@
 // @param top int = 1000000  rows to return
 MATCH (r:Run {name: $run, status: 'complete'})-[:HAS_SCENARIO]->(s:Scenario {name: $scenario})-[:HAS_WINDOW]->(w:Window)
 WHERE $step < 0 OR w.step = $step
-MATCH (w)-[c:CP]->(e:Event)
+MATCH (w)-[:HAS_SEGMENT]->(:Segment)-[c:CP]->(e:Event)
 RETURN w.idx AS idx, w.label AS window, c.pos AS pos, 1.0 * (c.t0 - r.t0_ns) / 1000000.0 AS start_ms,
        c.ns AS ns, c.class AS class, c.rule AS rule, c.wait AS wait,
        e.idx AS event, e.name AS name, e.lane_label AS lane, c.edge AS edge

@@ -6,7 +6,7 @@
 MATCH (r:Run {name: $run, status: 'complete'})-[:HAS_SCENARIO]->(s:Scenario {name: $scenario})-[:HAS_WINDOW]->(w:Window)
 WHERE $step < 0 OR w.step = $step
 WITH s, collect(w.idx) AS wins, sum(w.cp_ns) AS cp_total
-MATCH (s)-[:HAS_WINDOW]->(w:Window)-[c:CP]->(:Event)
+MATCH (s)-[:HAS_WINDOW]->(w:Window)-[:HAS_SEGMENT]->(:Segment)-[c:CP]->(:Event)
 WHERE w.idx IN wins
 WITH cp_total, c.class AS class, sum(c.ns) AS cp_ns
 RETURN class, cp_ns, 1.0 * cp_ns / CASE WHEN cp_total > 0 THEN cp_total ELSE 1 END AS share

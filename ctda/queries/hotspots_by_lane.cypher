@@ -5,7 +5,7 @@
 MATCH (r:Run {name: $run, status: 'complete'})-[:HAS_SCENARIO]->(s:Scenario {name: $scenario})-[:HAS_WINDOW]->(w:Window)
 WHERE $step < 0 OR w.step = $step
 WITH s, collect(w.idx) AS wins, sum(w.cp_ns) AS cp_total
-MATCH (s)-[:HAS_WINDOW]->(w:Window)-[c:CP]->(e:Event)
+MATCH (s)-[:HAS_WINDOW]->(w:Window)-[:HAS_SEGMENT]->(:Segment)-[c:CP]->(e:Event)
 WHERE w.idx IN wins
 WITH cp_total, e.lane_label AS lane, sum(c.ns) AS cp_ns
 RETURN lane, cp_ns, 1.0 * cp_ns / CASE WHEN cp_total > 0 THEN cp_total ELSE 1 END AS share

@@ -11,13 +11,13 @@ WHERE $step < 0 OR w.step = $step
 WITH r, s, collect(w.idx) AS wins, sum(w.cp_ns) AS cp_total, sum(w.self_ns) AS self_total
 MATCH (e:Event)
 WHERE e.run_id = r.id
-// (the window is not re-anchored at s: Ladybug's OPTIONAL MATCH then yields one row per e;
+// (the segment is not re-anchored at s: Ladybug's OPTIONAL MATCH then yields one row per e;
 // and the window filter sits in the sums, not in a WHERE on the OPTIONAL MATCH, which
 // Ladybug evaluates about 4x slower)
-OPTIONAL MATCH (x:Window)-[c:CP]->(e)
+OPTIONAL MATCH (x:Segment)-[c:CP]->(e)
 WITH r, cp_total, self_total, e, coalesce(e.window IN wins, false) AS inside,
-     sum(CASE WHEN x.scenario = $scenario AND x.idx IN wins AND NOT c.wait THEN c.ns ELSE 0 END) AS cp,
-     sum(CASE WHEN x.scenario = $scenario AND x.idx IN wins AND NOT c.wait THEN 1 ELSE 0 END) AS charged
+     sum(CASE WHEN x.scenario = $scenario AND x.window IN wins AND NOT c.wait THEN c.ns ELSE 0 END) AS cp,
+     sum(CASE WHEN x.scenario = $scenario AND x.window IN wins AND NOT c.wait THEN 1 ELSE 0 END) AS charged
 WHERE inside OR charged > 0
 WITH r, cp_total, self_total, e.display_name AS name,
      sum(cp) AS cp_ns,

@@ -307,11 +307,32 @@ class Store(ABC):
             "RETURN m.schema_version AS v",
             {"k": META_KEY, "v": schema.SCHEMA_VERSION},
         )
-        if have[0]["v"] != schema.SCHEMA_VERSION:
+        version = int(have[0]["v"])
+        if version > schema.SCHEMA_VERSION:
             raise StoreError(
-                f"store {self.location} has schema version {have[0]['v']}, "
-                f"this ctda writes {schema.SCHEMA_VERSION}"
+                f"store {self.location} has schema version {version}, written by a newer ctda "
+                f"(this one reads {schema.SCHEMA_VERSION}): upgrade ctda"
             )
+        if version < schema.SCHEMA_VERSION:
+            self._upgrade(version)
+            self._write(
+                "MATCH (m:Meta {key: $k}) SET m.schema_version = $v",
+                {"k": META_KEY, "v": schema.SCHEMA_VERSION},
+            )
+
+    def _upgrade(self, version: int) -> None:
+        """Migrate a store of an older schema ``version`` (see :mod:`ctda.store.migrate`)."""
+        raise StoreError(
+            f"store {self.location} has schema version {version}, which this ctda cannot migrate"
+        )
+
+    def _outdated(self) -> bool:
+        """The store was written by an older schema: a reader must have it migrated first."""
+        try:
+            have = self._read("MATCH (m:Meta {key: $k}) RETURN m.schema_version AS v", {"k": META_KEY})
+        except StoreError:  # no schema at all yet: nothing to migrate
+            return False
+        return bool(have) and have[0]["v"] is not None and int(have[0]["v"]) < schema.SCHEMA_VERSION
 
     def write_run(
         self,

@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 
 import pyarrow as pa
 
-from ctda.store import schema
+from ctda.store import migrate, schema
 from ctda.store.backends import register
 from ctda.store.base import FaultCounter, Progress, QueryResult, Run, Store, StoreError
 from ctda.store.config import Target
@@ -118,6 +118,12 @@ class LadybugStore(Store):
         self._conn = ladybug.Connection(self._db)
         if not read_only:
             self._ensure_schema()
+        elif self._outdated():
+            # written by an older release: a writer migrates it once, then read on
+            self.close()
+            LadybugStore(self.path).close()
+            self._db = _open(self.path, read_only)
+            self._conn = ladybug.Connection(self._db)
 
     @classmethod
     def from_target(cls, target: Target, *, read_only: bool = False) -> LadybugStore:
@@ -173,6 +179,22 @@ class LadybugStore(Store):
         ]
         return tables + added
 
+    def _upgrade(self, version: int) -> None:
+        if version != 1:
+            super()._upgrade(version)
+        moved = migrate.v1_segments(self._exec(migrate.V1_PATHS).get_as_arrow())
+
+        def work(run: Run) -> None:
+            # CP's endpoints changed, so its table is made again; one transaction, so a
+            # kill leaves schema 1 intact for the next writer
+            run("DROP TABLE CP", {})
+            run(ddl(schema.CP), {})
+            for table in ("Segment", "HAS_SEGMENT", "CP"):
+                if table in moved and moved[table].num_rows:
+                    self._exec(f"COPY {table} FROM $rows", {"rows": moved[table]})
+
+        self._transaction(work)
+
     def _query(self, text: str, params: dict[str, Any], write: bool) -> QueryResult:
         if self._conn is None:
             raise StoreError(f"no store at {self.path} yet: ingest a trace first (ctda ingest TRACE)")
@@ -181,7 +203,9 @@ class LadybugStore(Store):
     # --- bulk writes and removal -------------------------------------------------------
     def _delete_ids(self, ids: list[int]) -> None:
         for rid in ids:
-            # windows first: their CP relationships point into the run's events
+            # paths first, from their segments: a node holding fewer relationships loses
+            # each one faster (see schema.SEGMENT_SIZE)
+            self._exec("MATCH (g:Segment) WHERE g.run_id = $r DETACH DELETE g", {"r": rid})
             self._exec("MATCH (w:Window) WHERE w.run_id = $r DETACH DELETE w", {"r": rid})
             self._exec("MATCH (s:Scenario) WHERE s.run_id = $r DETACH DELETE s", {"r": rid})
             self._exec("MATCH (e:Event) WHERE e.run_id = $r DETACH DELETE e", {"r": rid})
@@ -216,6 +240,8 @@ class LadybugStore(Store):
             {"from": pa.array([scen.column("key")[0].as_py()] * len(wkeys), pa.string()), "to": wkeys}
         )
         self._copy("HAS_WINDOW", links, faults)
+        self._copy("Segment", tables["Segment"], faults)
+        self._copy("HAS_SEGMENT", tables["HAS_SEGMENT"], faults)
         self._copy("CP", tables["CP"], faults)
 
     def close(self) -> None:

@@ -11,7 +11,7 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -79,11 +79,65 @@ class RunData:
             {"key": wkeys, "run_id": np.full(len(w_idx), run_id, np.int64), "scenario": [scen] * len(w_idx)}
             | {c: self.windows.column(c) for c in schema.WINDOW.columns[3:]}
         )
+        segs = path_segments(
+            run_id, scen, int_column(self.cp, "window"), wkeys, w_idx, int_column(self.cp, "pos")
+        )
         cp = pa.table(
-            {"from": _coded(int_column(self.cp, "window"), wkeys), "to": int_column(self.cp, "target") + base}
+            {"from": segs.cp_from(), "to": int_column(self.cp, "target") + base}
             | {c: self.cp.column(c) for c in schema.CP.columns}
         )
-        return {"Event": events.select(schema.EVENT.columns), "DEP": dep, "Window": windows, "CP": cp}
+        return {
+            "Event": events.select(schema.EVENT.columns),
+            "DEP": dep,
+            "Window": windows,
+            "Segment": segs.rows,
+            "HAS_SEGMENT": segs.links,
+            "CP": cp,
+        }
+
+
+class Segments(NamedTuple):
+    """Critical paths cut into Segment nodes (see :data:`schema.SEGMENT_SIZE`)."""
+
+    rows: pa.Table  # schema.SEGMENT columns
+    links: pa.Table  # HAS_SEGMENT: from (window key), to (segment key)
+    window: I64  # per segment: its window's index into the window keys
+    of_cp: I64  # per CP row: its segment's row
+
+    def cp_from(self) -> pa.Array:
+        """Each CP row's segment key (the relationship's FROM end)."""
+        return _coded(self.of_cp, self.rows.column("key").to_pylist())
+
+
+def path_segments(
+    run_id: int,
+    scenario: str,
+    window: npt.ArrayLike,
+    wkeys: list[str],
+    widx: npt.ArrayLike,
+    pos: npt.ArrayLike,
+) -> Segments:
+    """The segments of the paths whose CP rows are given by ``window`` (an index into
+    ``wkeys`` and ``widx``, the windows' keys and idx) and ``pos`` (the place on that
+    window's path); rows in any order."""
+    window_idx = np.asarray(widx, dtype=np.int64)
+    w = np.asarray(window, dtype=np.int64)
+    seg = np.asarray(pos, dtype=np.int64) // schema.SEGMENT_SIZE
+    pairs, code = np.unique(np.stack([w, seg], axis=1), axis=0, return_inverse=True)
+    pairs = pairs.reshape(-1, 2).astype(np.int64)
+    keys = [schema.segment_key(wkeys[int(a)], int(b)) for a, b in pairs]
+    rows = pa.table(
+        {
+            "key": pa.array(keys, pa.string()),
+            "run_id": pa.array(np.full(len(keys), run_id, np.int64)),
+            "scenario": pa.array([scenario] * len(keys), pa.string()),
+            "window": pa.array(window_idx[pairs[:, 0]] if len(keys) else np.zeros(0, np.int64)),
+            "idx": pa.array(pairs[:, 1]),
+            "pos": pa.array(pairs[:, 1] * schema.SEGMENT_SIZE),
+        }
+    )
+    links = pa.table({"from": _coded(pairs[:, 0], wkeys), "to": rows.column("key")})
+    return Segments(rows, links, pairs[:, 0], np.asarray(code, dtype=np.int64).reshape(-1))
 
 
 def int_column(t: pa.Table, name: str) -> I64:

@@ -26,11 +26,11 @@ from typing import Any, TypeVar
 import numpy as np
 import pyarrow as pa
 
-from ctda.store import schema
+from ctda.store import migrate, schema
 from ctda.store.backends import register
 from ctda.store.base import FaultCounter, Progress, QueryResult, Run, RunInfo, Store, StoreError
 from ctda.store.config import Target
-from ctda.store.model import RunData, int_column
+from ctda.store.model import RunData, Segments, int_column, path_segments
 from ctda.store.schema import DELETING, PENDING
 
 T = TypeVar("T")
@@ -47,7 +47,8 @@ REL_BATCH = int(os.environ.get("CTDA_NEO4J_REL_BATCH", "3000"))
 DELETE_BATCH = 5000
 #: what a run still owns after the parallel delete pass, removed a batch at a time
 _DELETE_STEPS = (
-    "MATCH (w:Window)-[c:CP]->() WHERE w.run_id = $rid WITH c LIMIT $n DELETE c RETURN count(*) AS n",
+    "MATCH (g:Segment)-[c:CP]->() WHERE g.run_id = $rid WITH c LIMIT $n DELETE c RETURN count(*) AS n",
+    "MATCH (g:Segment) WHERE g.run_id = $rid WITH g LIMIT $n DETACH DELETE g RETURN count(*) AS n",
     "MATCH (e:Event) WHERE e.run_id = $rid WITH e LIMIT $n DETACH DELETE e RETURN count(*) AS n",
     "MATCH (w:Window) WHERE w.run_id = $rid WITH w LIMIT $n DETACH DELETE w RETURN count(*) AS n",
     "MATCH (s:Scenario) WHERE s.run_id = $rid WITH s LIMIT $n DETACH DELETE s RETURN count(*) AS n",
@@ -180,6 +181,14 @@ class Neo4jStore(Store):
             raise StoreError(f"cannot reach Neo4j at {uri}: {_first_line(exc)}") from None
         if not read_only:
             self._ensure_schema()
+        elif self._outdated():  # written by an older release: migrated once by a writer
+            Neo4jStore(uri, auth, database=database, writers=writers).close()
+
+    def _upgrade(self, version: int) -> None:
+        if version != 1:
+            super()._upgrade(version)
+        # in batches, each its own transaction: a cut-short migration resumes where it was
+        self._until_empty(migrate.V1_TO_V2_NEO4J, {"n": DELETE_BATCH, "size": schema.SEGMENT_SIZE})
 
     @classmethod
     def from_target(cls, target: Target, *, read_only: bool = False) -> Neo4jStore:
@@ -268,10 +277,33 @@ class Neo4jStore(Store):
             tick,
         )
         win_ids = self._scenario(rid, data, tables["Window"])
-        cp = tables["CP"]
-        self._rels(
-            schema.CP, cp, win_ids[int_column(data.cp, "window")], ev_ids[int_column(data.cp, "target")], tick
+        win = tables["Window"]
+        segs = path_segments(
+            rid,
+            data.scenario["name"],
+            int_column(data.cp, "window"),
+            win.column("key").to_pylist(),
+            int_column(win, "idx"),
+            int_column(data.cp, "pos"),
         )
+        seg_ids = self._segments(segs, win_ids)
+        self._rels(schema.CP, tables["CP"], seg_ids[segs.of_cp], ev_ids[int_column(data.cp, "target")], tick)
+
+    def _segments(self, segs: Segments, win_ids: np.ndarray) -> np.ndarray:
+        """Segment nodes under their windows, in batches; their internal ids, in row order."""
+        rows = segs.rows.to_pylist()
+        ids = np.zeros(len(rows), dtype=np.int64)
+        for lo in range(0, len(rows), NODE_BATCH):
+            hi = min(lo + NODE_BATCH, len(rows))
+            got = self._write(
+                "UNWIND $segs AS g MATCH (w:Window) WHERE id(w) = g.w "
+                "CREATE (w)-[:HAS_SEGMENT]->(x:Segment) SET x = g.p RETURN collect(id(x)) AS ids",
+                {"segs": [{"w": int(win_ids[segs.window[i]]), "p": rows[i]} for i in range(lo, hi)]},
+            )[0]["ids"]
+            if len(got) != hi - lo:  # pragma: no cover - would mean a window vanished mid-write
+                raise StoreError("Neo4j returned a short segment id batch")
+            ids[lo:hi] = got
+        return ids
 
     def _nodes(
         self,
@@ -373,21 +405,21 @@ class Neo4jStore(Store):
     def _delete_parallel(self, rid: int) -> None:
         """Delete a run's paths and events on several sessions, in disjoint batches.
 
-        Each window's CP relationships go in one job (the window node is shared by all of
-        them); events go by ranges of ``Event.key``, which its unique index seeks. Batches
+        Each segment's CP relationships go in one job (they share the segment node); events
+        go by ranges of ``Event.key``, which its unique index seeks. Batches
         that meet on an edge between two ranges may deadlock: the driver retries them.
         """
-        windows = [
+        segments = [
             r["k"]
-            for r in self._read("MATCH (w:Window) WHERE w.run_id = $rid RETURN w.key AS k", {"rid": rid})
+            for r in self._read("MATCH (g:Segment) WHERE g.run_id = $rid RETURN g.key AS k", {"rid": rid})
         ]
         found = self._read("MATCH (r:Run {id: $rid}) RETURN r.events AS n", {"rid": rid})
         n = int(found[0]["n"] or 0) + 2 if found else 0  # + SOURCE and SINK
         base = rid * schema.KEY_SPAN
 
-        def window_paths(key: str) -> Callable[[], None]:
-            q = "MATCH (w:Window {key: $k})-[c:CP]->() WITH c LIMIT $n DELETE c RETURN count(*) AS n"
-            return functools.partial(self._until_empty, q, {"k": key, "n": DELETE_BATCH})
+        def segment_paths(key: str) -> Callable[[], None]:
+            q = "MATCH (g:Segment {key: $k}) DETACH DELETE g"
+            return functools.partial(self._write_none, q, {"k": key})
 
         def events(lo: int) -> Callable[[], None]:
             q = "MATCH (e:Event) WHERE e.key >= $lo AND e.key < $hi DETACH DELETE e"
@@ -395,7 +427,7 @@ class Neo4jStore(Store):
                 self._write_none, q, {"lo": base + lo, "hi": base + min(lo + NODE_BATCH, n)}
             )
 
-        self._parallel(((0, window_paths(k)) for k in windows), lambda rows: None)
+        self._parallel(((0, segment_paths(k)) for k in segments), lambda rows: None)
         self._parallel(((0, events(lo)) for lo in range(0, n, NODE_BATCH)), lambda rows: None)
 
     def _until_empty(self, query: str, params: dict[str, Any]) -> None:

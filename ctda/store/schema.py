@@ -8,7 +8,8 @@ each ``indexed`` property::
     (:Run {id, name, status, file, sha256, ...})         one per ingested trace
       -[:HAS_SCENARIO]->(:Scenario {name: 'baseline'})   the observed replay (later: what-ifs)
         -[:HAS_WINDOW]->(:Window {idx, label, step, ...}) one per analysis window
-          -[:CP {pos, ns, class, ...}]->(:Event)          the window's critical path, in order
+          -[:HAS_SEGMENT]->(:Segment {idx, pos})        its path, cut in pieces of SEGMENT_SIZE
+            -[:CP {pos, ns, class, ...}]->(:Event)      the window's critical path, in order
     (:Event {key, run_id, idx, name, ...})-[:DEP {type, rule, weight, ...}]->(:Event)
     (:Rule {name, doc})                                   what each edge rule reads and why
     (:Meta {key: 'ctda', schema_version, next_run_id})    run ids are never reused
@@ -19,15 +20,22 @@ An ``Event`` is one analysed trace event (plus a SOURCE and a SINK pseudo event 
 ``run_id * KEY_SPAN + idx``: globally unique, so Ladybug can use it as the primary key.
 A CP relationship points at the event whose own time it charges, or, for a wait or gap
 (``wait = true``), at the event that waited (the edge's destination); either way the
-target's ``lane_label`` is the lane the time is spent on. Absent values are nulls (a
-top-level event's ``parent``, a wait edge's ``owner``): Neo4j does not store them.
+target's ``lane_label`` is the lane the time is spent on. A window's path hangs off
+``Segment`` nodes of at most :data:`SEGMENT_SIZE` relationships rather than off the window
+itself: the embedded engine deletes a relationship in time growing with the number its
+node holds, and one 380k-stretch path took 84 s to delete from a single window node (3 s
+from segments of 256). ``(w:Window)-[:HAS_SEGMENT]->()-[c:CP]->(e)`` reads the whole path.
+Absent values are nulls (a top-level event's ``parent``, a wait edge's ``owner``): Neo4j does not store them.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-SCHEMA_VERSION = 1
+#: 2: critical paths hang off Segment nodes (1: off the Window; migrated on first write)
+SCHEMA_VERSION = 2
+#: CP relationships per Segment node
+SEGMENT_SIZE = 256
 #: analysed-event index space of one run inside ``Event.key``
 KEY_SPAN = 1 << 40
 BASELINE = "baseline"
@@ -146,6 +154,18 @@ SCENARIO = Label(
     ),
     indexed=("run_id",),
 )
+SEGMENT = Label(
+    "Segment",
+    (
+        ("key", "STRING"),  # <window key>/<idx>
+        ("run_id", "INT64"),
+        ("scenario", "STRING"),  # its window's (so a query from an event needs one hop)
+        ("window", "INT64"),  # its window's idx
+        ("idx", "INT64"),  # order within the window's path, from 0
+        ("pos", "INT64"),  # CP.pos of its first stretch (idx * SEGMENT_SIZE)
+    ),
+    indexed=("run_id",),
+)
 RULE = Label("Rule", (("name", "STRING"), ("doc", "STRING")))
 #: opaque per-run payloads, cut in chunks (the what-if engine's columnar snapshot)
 BLOB = Label(
@@ -187,13 +207,14 @@ CP = Label(
         ("class", "STRING"),  # bound-by class of this stretch of the path
         ("wait", "BOOL"),  # a wait or gap: points at the waiting event, not a charged one
     ),
-    ("Window", "Event"),
+    ("Segment", "Event"),
 )
 HAS_SCENARIO = Label("HAS_SCENARIO", (), ("Run", "Scenario"))
 HAS_WINDOW = Label("HAS_WINDOW", (), ("Scenario", "Window"))
+HAS_SEGMENT = Label("HAS_SEGMENT", (), ("Window", "Segment"))
 
-NODES = (RUN, EVENT, WINDOW, SCENARIO, RULE, META, BLOB)
-RELS = (DEP, CP, HAS_SCENARIO, HAS_WINDOW)
+NODES = (RUN, EVENT, WINDOW, SEGMENT, SCENARIO, RULE, META, BLOB)
+RELS = (DEP, CP, HAS_SCENARIO, HAS_WINDOW, HAS_SEGMENT)
 
 
 def event_key(run_id: int, idx: int) -> int:
@@ -203,6 +224,10 @@ def event_key(run_id: int, idx: int) -> int:
 
 def window_key(run_id: int, scenario: str, idx: int) -> str:
     return f"{run_id}/{scenario}/{idx}"
+
+
+def segment_key(window: str, idx: int) -> str:
+    return f"{window}/{idx}"
 
 
 def scenario_key(run_id: int, scenario: str) -> str:
