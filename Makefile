@@ -8,13 +8,14 @@ DEMO_TRACE ?= tests/data/hta/rocm62_mi250_minitoy_train.json.gz
 DEMO_DB    ?= .demo/store
 PYTEST_ARGS ?=
 
-.PHONY: demo test lint bench clean help
+.PHONY: demo test lint bench hta-breakdowns clean help
 
 help:
 	@echo "make demo   - create .venv, install ctda, analyse a small example trace"
 	@echo "make test   - install dev dependencies and run the whole test suite"
 	@echo "make lint   - ruff and mypy"
 	@echo "make bench  - speed and memory figures into bench/results/"
+	@echo "make hta-breakdowns - regenerate tests/data/hta_breakdowns.json with HTA 0.5.0 (needs the corpus)"
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -42,6 +43,9 @@ lint: $(DEV_STAMP)
 
 bench: $(DEV_STAMP)
 	$(PY) -m bench.run
+
+hta-breakdowns: $(DEV_STAMP)
+	$(PY) -m bench.hta_reference
 
 clean:
 	rm -rf $(VENV) .demo .pytest_cache .mypy_cache .ruff_cache

@@ -123,6 +123,13 @@ def measure_analysis(path: Path) -> tuple[Any, dict[str, Any]]:
     t0, c0 = time.perf_counter(), time.process_time()
     rep = report.build(a)
     st["report"], cpu["report"] = time.perf_counter() - t0, time.process_time() - c0
+    from ctda.analysis.breakdown import KINDS, Breakdowns
+
+    t0 = time.perf_counter()
+    every = Breakdowns(a)
+    for kind in KINDS:
+        every.table(kind)
+    breakdowns_s = time.perf_counter() - t0
     cp_s = st.get("replay", 0.0) + st.get("window_paths", 0.0) + st["report"]
     analyze_s = st["graph"] + st.get("calibrate", 0.0) + cp_s
     out = {
@@ -138,6 +145,7 @@ def measure_analysis(path: Path) -> tuple[Any, dict[str, Any]]:
         "cp_s": cp_s,
         "analyze_s": analyze_s,
         "total_s": read_s + analyze_s,
+        "breakdowns_s": breakdowns_s,  #: every `ctda breakdown` table (goal <= 2 s at 1M events)
         "read_cpu_s": read_cpu_s,  #: this process only (a forked decode worker is not counted)
         "analyze_cpu_s": cpu["total"] + cpu["report"],
         "stages": {k: round(v, 6) for k, v in st.items()},
@@ -251,12 +259,13 @@ def _table(rows: list[dict[str, Any]]) -> str:
         "analyze s",
         "analyze CPU s",
         "total s",
+        "breakdowns s",
         "peak RSS MB",
     ]
     body = []
     for r in rows:
         if "error" in r:
-            body.append([f"`{r['trace']}`", *[""] * 11, f"**{r['error']}**"])
+            body.append([f"`{r['trace']}`", *[""] * 12, f"**{r['error']}**"])
             continue
         body.append(
             [
@@ -272,10 +281,11 @@ def _table(rows: list[dict[str, Any]]) -> str:
                 fmt_num(r["analyze_s"], 2),
                 fmt_num(r.get("analyze_cpu_s"), 2),
                 fmt_num(r["total_s"], 2),
+                fmt_num(r.get("breakdowns_s"), 2),
                 fmt_num(r["peak_rss_mb"], 0),
             ]
         )
-    return markdown_table(header, body, align="lrrrrrrrrrrrr")
+    return markdown_table(header, body, align="lrrrrrrrrrrrrr")
 
 
 def _section(rows: list[dict[str, Any]], notes: list[str], quick: bool) -> str:
@@ -287,6 +297,7 @@ def _section(rows: list[dict[str, Any]], notes: list[str], quick: bool) -> str:
         "per-window critical paths and charges + report tables; *analyze* = graph + calibrate + CP "
         "(everything after the read); *analyze CPU s*: the same in CPU seconds of the process (on a "
         "shared machine wall time also counts waiting for a core); *total* = read + analyze. "
+        "*breakdowns* = every `ctda breakdown` table after the analysis (goal <= 2 s at 1M events). "
         "*read MB/s* is uncompressed JSON. *peak RSS* is the measuring process's VmHWM right after "
         "the report (or the reader's forked decode worker's peak, if larger).",
         f"Goal: 1e7 events analysed without running out of memory ({GOAL_RSS_GB_1E7:.0f} GB).",

@@ -124,6 +124,15 @@ if CORPUS is not None:  # a real job: the shared corpus's multi-rank traces (non
     ]
 CASES.append(
     Case(
+        "breakdown",
+        ("breakdown", str(TRACE), "--top", "3"),
+        ("window", "device", "span ms", "compute", "idle kind", "on the path ms", "class", "kernels"),
+        ("table", "label", "span_ns", "compute_share", "idle", "cp_ns", "class", "total_ns", "p95_ns"),
+        "temporal",
+    )
+)
+CASES.append(
+    Case(
         "validate",
         ("validate", str(DATA / "kineto" / "resnet50_nw0_2020_bare_list.json.gz"), "--pairs"),
         ("step i", "step j", "i ms", "j ms", "predicted ms", "error", "naive", "matched"),

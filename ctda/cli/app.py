@@ -16,6 +16,7 @@ COMMAND_MODULES = (
     "ui_cmd",
     "validate_cmd",
     "job_cmd",
+    "breakdown_cmd",
 )
 
 

@@ -1,0 +1,75 @@
+"""The documents of ``ctda breakdown``: one section per breakdown kind."""
+
+from __future__ import annotations
+
+from rich.text import Text
+
+from ctda.analysis.breakdown import Breakdowns
+from ctda.render.output import Block, Col, Document, Section
+
+TEMPORAL_COLS = [
+    Col("label", "window"),
+    Col("device", "device", "int"),
+    Col("span_ns", "span ms", "ms"),
+    Col("compute_ns", "compute ms", "ms"),
+    Col("compute_share", "compute", "pct"),
+    Col("communication_ns", "comm ms", "ms"),
+    Col("communication_share", "comm", "pct"),
+    Col("memory_ns", "memory ms", "ms"),
+    Col("memory_share", "memory", "pct"),
+    Col("idle_ns", "idle ms", "ms"),
+    Col("idle_share", "idle", "pct"),
+]
+IDLE_COLS = [
+    Col("label", "window"),
+    Col("device", "device", "int"),
+    Col("stream", "stream", "int"),
+    Col("idle", "idle kind"),
+    Col("idle_ns", "idle ms", "ms"),
+    Col("cp_ns", "on the path ms", "ms"),
+]
+CLASS_COLS = [
+    Col("class", "class"),
+    Col("count", "kernels", "int"),
+    Col("total_ns", "time ms", "ms"),
+    Col("share", "share", "pct"),
+    Col("cp_ns", "on the path ms", "ms"),
+]
+KERNEL_COLS = [
+    Col("name", "kernel"),
+    Col("class", "class"),
+    Col("count", "count", "int"),
+    Col("total_ns", "time ms", "ms"),
+    Col("mean_ns", "mean ms", "ms"),
+    Col("p50_ns", "p50 ms", "ms"),
+    Col("p95_ns", "p95 ms", "ms"),
+    Col("cp_ns", "on the path ms", "ms"),
+]
+#: kind -> (title, columns)
+SECTIONS = {
+    "temporal": ("Temporal breakdown per window and device", TEMPORAL_COLS),
+    "idle": ("Device idle time per stream, and how much of it is on the critical path", IDLE_COLS),
+    "classes": ("Kernel classes", CLASS_COLS),
+    "kernels": ("Kernels by total time", KERNEL_COLS),
+}
+
+
+def breakdown_doc(b: Breakdowns, label: str, kinds: list[str], top: int) -> Document:
+    """The chosen breakdowns of one analysis; ``top`` bounds the kernel list."""
+    if not b.device.any:
+        return Document(
+            f"Breakdowns of {label}",
+            [Text("no device activity: the trace has no GPU work")],
+            data={"device": False},
+            source=label,
+        )
+    blocks: list[Block] = []
+    data: dict[str, object] = {"device": True}
+    for kind in kinds:
+        frame = b.table(kind)
+        if kind == "kernels":
+            frame = frame.head(top)
+        title, cols = SECTIONS[kind]
+        blocks.append(Section.of(kind, title, frame, cols))
+        data[kind] = frame.to_dict(orient="records")
+    return Document(f"Breakdowns of {label}", blocks, data=data, source=label)
