@@ -67,7 +67,17 @@ def store_ingest(target: Target, path: Path, **kw: Any) -> Ingested:
 
 def counts(target: Target) -> dict[str, int]:
     """Nodes per label and relationships per type: what 'store unchanged' compares."""
-    labels = ("Run", "Event", "Window", "Segment", "Scenario", "Blob")
+    labels = (
+        "Run",
+        "Event",
+        "Window",
+        "Segment",
+        "Scenario",
+        "Blob",
+        "DeviceTime",
+        "StreamIdle",
+        "KernelStat",
+    )
     rels = ("DEP", "CP", "HAS_WINDOW", "HAS_SEGMENT", "HAS_SCENARIO")
     if target.kind == "ladybug" and not Path(target.location).exists():
         return dict.fromkeys(labels + rels, 0)
@@ -228,8 +238,8 @@ def test_named_queries_answer(target: Target) -> None:
     event = int(ch.event[ch.event >= 0].iloc[len(ch) // 3])
     with open_store(target, read_only=True) as s:
         for q in loader.load_all().values():
-            if q.name.startswith(("whatif_", "replay_")) or q.writes:
-                continue  # what-if selections and in-database what-ifs: tested with them
+            if q.name.startswith(("whatif_", "replay_", "breakdown_")) or q.writes:
+                continue  # what-ifs, in-database what-ifs, breakdowns (a CPU-only trace): tested with them
             params: dict[str, Any] = {"run": "r", "edge": edge, "event": event}
             res = loader.run(
                 s, q.name, **{k: v for k, v in params.items() if k in {p.name for p in q.params}}
@@ -251,6 +261,42 @@ def test_named_queries_answer(target: Target) -> None:
         by = loader.run(s, "bound_by", run="r").records()
         for w in range(len(a.windows)):
             assert sum(r["cp_ns"] for r in by if r["idx"] == w) == int(ch[ch.window == w].ns.sum())
+
+
+def test_breakdowns_are_stored_and_queried(target: Target) -> None:
+    """The breakdown queries answer what `ctda breakdown` computes; they leave with the run."""
+    from ctda.analysis.breakdown import Breakdowns
+
+    trace = DATA / "hta" / "rocm62_mi250_minitoy_train.json.gz"
+    a = store_ingest(target, trace, name="r").analysis
+    assert a is not None
+    b = Breakdowns(a)
+    with open_store(target, read_only=True) as s:
+        temporal = loader.run(s, "breakdown_temporal", run="r").records()
+        idle = loader.run(s, "breakdown_idle", run="r").records()
+        kernels = loader.run(s, "breakdown_kernels", run="r", top=ALL).records()
+    want = b.temporal.sort_values(
+        ["window", "device"], key=lambda c: c.where(c >= 0, 10**9) if c.name == "window" else c
+    )
+    assert [(r["window"], r["device"], r["span_ns"], r["compute_ns"], r["idle_ns"]) for r in temporal] == [
+        (int(w), int(d), int(sp), int(c), int(i))
+        for w, d, sp, c, i in want[["window", "device", "span_ns", "compute_ns", "idle_ns"]].itertuples(
+            index=False
+        )
+    ]
+    assert sorted((r["window"], r["stream"], r["idle"], r["idle_ns"], r["cp_ns"]) for r in idle) == sorted(
+        (int(w), int(st), k, int(n), int(c))
+        for w, st, k, n, c in b.idle[["window", "stream", "idle", "idle_ns", "cp_ns"]].itertuples(index=False)
+    )
+    assert idle and sum(r["cp_ns"] for r in idle if r["window"] >= 0) > 0
+    assert sorted((r["name"], r["count"], r["total_ns"], r["cp_ns"]) for r in kernels) == sorted(
+        (n, int(c), int(t), int(cp))
+        for n, c, t, cp in b.kernels[["name", "count", "total_ns", "cp_ns"]].itertuples(index=False)
+    )
+    with open_store(target) as s:
+        assert s.delete_run("r")
+    left = counts(target)
+    assert left["DeviceTime"] == left["StreamIdle"] == left["KernelStat"] == 0
 
 
 def test_idempotent_ingest(target: Target) -> None:

@@ -210,6 +210,25 @@ def test_critical_path_page(env: Path) -> None:
     assert figures(at)[1]["layout"]["title"]["text"].startswith("ProfilerStep#2")
 
 
+def test_breakdowns_page(env: Path) -> None:
+    """The same tables as ``ctda breakdown``, drawn and listed for the picked run."""
+    from ctda.analysis.breakdown import Breakdowns
+    from ctda.api import analyze
+
+    at = app("breakdowns")
+    b = Breakdowns(analyze(DATA / f"{MINITOY}.json.gz"))
+    whole = b.temporal[b.temporal.window < 0].iloc[0]
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["idle (whole trace)"] == f"{whole.idle_share:.1%}"
+    (temporal,) = figures(at)
+    assert trace_names(temporal) == ["compute", "communication", "memory", "idle"]
+    assert values(temporal["data"][3]["x"]) == pytest.approx(b.temporal.idle_share.tolist())
+    idle, classes, kernels = (d.value for d in at.dataframe)
+    assert idle.on_path_ms.sum() == pytest.approx(b.idle.cp_ns.sum() / 1e6)
+    assert classes["class"].tolist() == ["compute", "communication", "memory"]
+    assert kernels.total_ms.sum() == pytest.approx(b.kernels.total_ns.sum() / 1e6)
+
+
 def test_critical_path_caps_drawn_events(env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CTDA_UI_MAX_EVENTS", "100")
     at = app("critical_path", run=SIMPLE)

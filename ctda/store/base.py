@@ -22,7 +22,7 @@ from typing import Any, ClassVar, TypeVar
 
 from ctda.errors import CtdaError
 from ctda.queries.errors import QueryError
-from ctda.store import schema
+from ctda.store import migrate, schema
 from ctda.store.model import RunData
 from ctda.store.schema import COMPLETE, DELETING, META_KEY, PENDING
 
@@ -315,24 +315,22 @@ class Store(ABC):
             )
         if version < schema.SCHEMA_VERSION:
             self._upgrade(version)
+            if version < 2:  # the breakdown tables arrived with schema 2
+                migrate.backfill_breakdowns(self)
             self._write(
                 "MATCH (m:Meta {key: $k}) SET m.schema_version = $v",
                 {"k": META_KEY, "v": schema.SCHEMA_VERSION},
             )
+
+    def _add_nodes(self, label: schema.Label, rows: Any) -> None:
+        """Create ``label`` nodes from ``rows`` (an Arrow table: the label's columns, in order)."""
+        raise NotImplementedError
 
     def _upgrade(self, version: int) -> None:
         """Migrate a store of an older schema ``version`` (see :mod:`ctda.store.migrate`)."""
         raise StoreError(
             f"store {self.location} has schema version {version}, which this ctda cannot migrate"
         )
-
-    def _outdated(self) -> bool:
-        """The store was written by an older schema: a reader must have it migrated first."""
-        try:
-            have = self._read("MATCH (m:Meta {key: $k}) RETURN m.schema_version AS v", {"k": META_KEY})
-        except StoreError:  # no schema at all yet: nothing to migrate
-            return False
-        return bool(have) and have[0]["v"] is not None and int(have[0]["v"]) < schema.SCHEMA_VERSION
 
     def write_run(
         self,

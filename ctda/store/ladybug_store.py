@@ -118,7 +118,7 @@ class LadybugStore(Store):
         self._conn = ladybug.Connection(self._db)
         if not read_only:
             self._ensure_schema()
-        elif self._outdated():
+        elif migrate.outdated(self):
             # written by an older release: a writer migrates it once, then read on
             self.close()
             LadybugStore(self.path).close()
@@ -210,6 +210,8 @@ class LadybugStore(Store):
             self._exec("MATCH (s:Scenario) WHERE s.run_id = $r DETACH DELETE s", {"r": rid})
             self._exec("MATCH (e:Event) WHERE e.run_id = $r DETACH DELETE e", {"r": rid})
             self._exec("MATCH (b:Blob) WHERE b.run_id = $r DELETE b", {"r": rid})
+            for label in schema.BREAKDOWN_LABELS.values():
+                self._exec(f"MATCH (x:{label.name}) WHERE x.run_id = $r DELETE x", {"r": rid})
             self._exec("MATCH (r:Run) WHERE r.id = $r DETACH DELETE r", {"r": rid})
 
     def _copy(self, table: str, rows: pa.Table, faults: FaultCounter) -> None:
@@ -243,6 +245,14 @@ class LadybugStore(Store):
         self._copy("Segment", tables["Segment"], faults)
         self._copy("HAS_SEGMENT", tables["HAS_SEGMENT"], faults)
         self._copy("CP", tables["CP"], faults)
+        for label in schema.BREAKDOWN_LABELS.values():
+            if label.name in tables:
+                self._add_nodes(label, tables[label.name])
+                faults.tick()
+
+    def _add_nodes(self, label: schema.Label, rows: pa.Table) -> None:
+        if rows.num_rows:
+            self._exec(f"COPY {label.name} FROM $rows", {"rows": rows})
 
     def close(self) -> None:
         if self._conn is not None:

@@ -11,11 +11,14 @@ Schema 1 -> 2: critical paths hung off their ``Window`` node; they now hang off
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pyarrow as pa
 
+from ctda.errors import CtdaError
 from ctda.store import schema
-from ctda.store.model import path_segments
+from ctda.store.model import breakdown_rows, keyed_rows, path_segments
 
 #: schema 1's paths with what a segment needs of its window (Ladybug returns Arrow)
 V1_PATHS = (
@@ -64,3 +67,28 @@ V1_TO_V2_NEO4J = (
     "CREATE (g)-[x:CP]->(e) SET x = properties(c) "
     "DELETE c RETURN count(*) AS n"
 )
+
+
+def outdated(store: Any) -> bool:
+    """The store was written by an older schema: a reader must have it migrated first."""
+    try:
+        have = store._read("MATCH (m:Meta {key: $k}) RETURN m.schema_version AS v", {"k": schema.META_KEY})
+    except CtdaError:  # no schema at all yet: nothing to migrate
+        return False
+    return bool(have) and have[0]["v"] is not None and int(have[0]["v"]) < schema.SCHEMA_VERSION
+
+
+def backfill_breakdowns(store: Any) -> None:
+    """Give every run of a store older than the breakdown tables its rows, computed from the
+    analysis snapshot stored with it (a run without one keeps none: re-ingest it)."""
+    from ctda.analysis import snapshot
+
+    for run in store.runs(include_incomplete=True):
+        blob = store.get_blob(run.id, "snapshot")
+        if blob is None:
+            continue
+        for name, rows in breakdown_rows(snapshot.load(blob)).items():
+            # a backfill cut short left some: start the run's rows afresh
+            store._write(f"MATCH (x:{name}) WHERE x.run_id = $r DELETE x", {"r": run.id})
+            label = next(x for x in schema.BREAKDOWN_LABELS.values() if x.name == name)
+            store._add_nodes(label, keyed_rows(run.id, rows))

@@ -19,7 +19,7 @@ import pandas as pd
 import pyarrow as pa
 
 from ctda import __version__
-from ctda.analysis import report, tables
+from ctda.analysis import breakdown, report, tables
 from ctda.analysis.classify import CLASSES
 from ctda.analysis.edges import EdgeType
 from ctda.analysis.engine import Analysis
@@ -46,6 +46,8 @@ class RunData:
     scenario: dict[str, Any]  # schema.SCENARIO properties except key/run_id
     rules: dict[str, str] = field(default_factory=dict)
     blobs: dict[str, bytes] = field(default_factory=dict)  # e.g. "snapshot": the analysis
+    #: label name (schema.BREAKDOWN_LABELS) -> its rows, columns except key/run_id
+    breakdowns: dict[str, pa.Table] = field(default_factory=dict)
 
     @property
     def n_rows(self) -> int:
@@ -86,7 +88,8 @@ class RunData:
             {"from": segs.cp_from(), "to": int_column(self.cp, "target") + base}
             | {c: self.cp.column(c) for c in schema.CP.columns}
         )
-        return {
+        side = {label: keyed_rows(run_id, t) for label, t in self.breakdowns.items()}
+        return side | {
             "Event": events.select(schema.EVENT.columns),
             "DEP": dep,
             "Window": windows,
@@ -256,7 +259,31 @@ def build(a: Analysis, name: str, file: str, sha256: str) -> RunData:
         "created_at": now,
         "data_json": "",
     }
-    return RunData(name, run, events, deps, windows, cp, scenario, tables.rule_docs())
+    return RunData(
+        name, run, events, deps, windows, cp, scenario, tables.rule_docs(), breakdowns=breakdown_rows(a)
+    )
+
+
+def keyed_rows(run_id: int, rows: pa.Table) -> pa.Table:
+    """A per-run table with its ``key`` (``<run id>/<row>``) and ``run_id`` columns first."""
+    with_run = rows.add_column(0, "run_id", pa.array(np.full(rows.num_rows, run_id, np.int64)))
+    return with_run.add_column(
+        0, "key", pa.array([f"{run_id}/{i}" for i in range(rows.num_rows)], pa.string())
+    )
+
+
+def breakdown_rows(a: Analysis) -> dict[str, pa.Table]:
+    """The stored breakdowns (label name -> rows in schema order, without key/run_id)."""
+    every = breakdown.Breakdowns(a)
+    out = {}
+    for kind, label in schema.BREAKDOWN_LABELS.items():
+        frame = every.table(kind)
+        types = dict(label.props)
+        cols = label.columns[2:]
+        out[label.name] = pa.table(
+            {c: pa.array(frame[c].to_numpy() if len(frame) else [], _arrow_type(types[c])) for c in cols}
+        )
+    return out
 
 
 def _factorized(values: npt.NDArray[np.object_]) -> pa.Array:

@@ -53,6 +53,10 @@ _DELETE_STEPS = (
     "MATCH (w:Window) WHERE w.run_id = $rid WITH w LIMIT $n DETACH DELETE w RETURN count(*) AS n",
     "MATCH (s:Scenario) WHERE s.run_id = $rid WITH s LIMIT $n DETACH DELETE s RETURN count(*) AS n",
     "MATCH (b:Blob) WHERE b.run_id = $rid WITH b LIMIT 4 DELETE b RETURN count(*) AS n",
+    *(
+        f"MATCH (x:{label.name}) WHERE x.run_id = $rid WITH x LIMIT $n DELETE x RETURN count(*) AS n"
+        for label in schema.BREAKDOWN_LABELS.values()
+    ),
 )
 
 
@@ -181,7 +185,7 @@ class Neo4jStore(Store):
             raise StoreError(f"cannot reach Neo4j at {uri}: {_first_line(exc)}") from None
         if not read_only:
             self._ensure_schema()
-        elif self._outdated():  # written by an older release: migrated once by a writer
+        elif migrate.outdated(self):  # written by an older release: migrated once by a writer
             Neo4jStore(uri, auth, database=database, writers=writers).close()
 
     def _upgrade(self, version: int) -> None:
@@ -288,6 +292,12 @@ class Neo4jStore(Store):
         )
         seg_ids = self._segments(segs, win_ids)
         self._rels(schema.CP, tables["CP"], seg_ids[segs.of_cp], ev_ids[int_column(data.cp, "target")], tick)
+        for label in schema.BREAKDOWN_LABELS.values():
+            if label.name in tables:
+                self._add_nodes(label, tables[label.name])
+
+    def _add_nodes(self, label: schema.Label, rows: pa.Table) -> None:
+        self._nodes(label, rows, lambda _rows: None)
 
     def _segments(self, segs: Segments, win_ids: np.ndarray) -> np.ndarray:
         """Segment nodes under their windows, in batches; their internal ids, in row order."""

@@ -14,6 +14,7 @@ each ``indexed`` property::
     (:Rule {name, doc})                                   what each edge rule reads and why
     (:Meta {key: 'ctda', schema_version, next_run_id})    run ids are never reused
     (:Blob {run_id, name, chunk, data})                   e.g. the run's analysis snapshot
+    (:DeviceTime|StreamIdle|KernelStat {run_id, ...})     the run's breakdowns (docs/breakdowns.md)
 
 An ``Event`` is one analysed trace event (plus a SOURCE and a SINK pseudo event per run,
 ``kind`` 'source'/'sink', so every dependency edge has two endpoints). ``Event.key`` is
@@ -166,6 +167,57 @@ SEGMENT = Label(
     ),
     indexed=("run_id",),
 )
+#: a run's breakdowns of device time (ctda.analysis.breakdown), one node per table row;
+#: linked to their run by ``run_id`` only (no relationships: they go with the run at once)
+DEVICE_TIME = Label(
+    "DeviceTime",
+    (
+        ("key", "STRING"),
+        ("run_id", "INT64"),
+        ("window", "INT64"),  # Window.idx, -1: the whole trace
+        ("label", "STRING"),
+        ("device", "INT64"),
+        ("span_ns", "INT64"),
+        ("compute_ns", "INT64"),
+        ("communication_ns", "INT64"),
+        ("memory_ns", "INT64"),
+        ("idle_ns", "INT64"),
+    ),
+    indexed=("run_id",),
+)
+STREAM_IDLE = Label(
+    "StreamIdle",
+    (
+        ("key", "STRING"),
+        ("run_id", "INT64"),
+        ("window", "INT64"),
+        ("label", "STRING"),
+        ("device", "INT64"),
+        ("stream", "INT64"),
+        ("idle", "STRING"),  # host_wait, kernel_wait, other
+        ("idle_ns", "INT64"),
+        ("cp_ns", "INT64"),  # the critical path's device-idle waits in it
+    ),
+    indexed=("run_id",),
+)
+KERNEL_STAT = Label(
+    "KernelStat",
+    (
+        ("key", "STRING"),
+        ("run_id", "INT64"),
+        ("name", "STRING"),
+        ("class", "STRING"),  # compute, communication, memory
+        ("count", "INT64"),
+        ("total_ns", "INT64"),
+        ("mean_ns", "DOUBLE"),
+        ("p50_ns", "DOUBLE"),
+        ("p95_ns", "DOUBLE"),
+        ("cp_ns", "INT64"),
+    ),
+    indexed=("run_id",),
+)
+#: breakdown kind (ctda.analysis.breakdown.KINDS) -> its label
+BREAKDOWN_LABELS = {"temporal": DEVICE_TIME, "idle": STREAM_IDLE, "kernels": KERNEL_STAT}
 RULE = Label("Rule", (("name", "STRING"), ("doc", "STRING")))
 #: opaque per-run payloads, cut in chunks (the what-if engine's columnar snapshot)
 BLOB = Label(
@@ -213,7 +265,7 @@ HAS_SCENARIO = Label("HAS_SCENARIO", (), ("Run", "Scenario"))
 HAS_WINDOW = Label("HAS_WINDOW", (), ("Scenario", "Window"))
 HAS_SEGMENT = Label("HAS_SEGMENT", (), ("Window", "Segment"))
 
-NODES = (RUN, EVENT, WINDOW, SEGMENT, SCENARIO, RULE, META, BLOB)
+NODES = (RUN, EVENT, WINDOW, SEGMENT, SCENARIO, RULE, META, BLOB, DEVICE_TIME, STREAM_IDLE, KERNEL_STAT)
 RELS = (DEP, CP, HAS_SCENARIO, HAS_WINDOW, HAS_SEGMENT)
 
 
