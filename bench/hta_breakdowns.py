@@ -4,11 +4,12 @@ Run by the HTA venv's python (see :mod:`bench.hta_env`), never by ctda's::
 
     python bench/hta_breakdowns.py OUT.json TRACE...
 
-For each trace it records HTA 0.5.0's temporal breakdown, GPU kernel-type breakdown and
-idle-time breakdown (one rank, the last profiler step kept, as :mod:`bench.hta_runner`
-loads traces), or the error HTA raised. ``make hta-breakdowns`` regenerates the committed
-``tests/data/hta_breakdowns.json`` over the corpus; ``tests/test_breakdown_hta.py``
-compares ctda's numbers with it. Stand-alone on purpose: standard library and ``hta``.
+For each trace it records HTA 0.5.0's temporal, GPU kernel-type and idle-time breakdowns,
+its communication/computation overlap, launch statistics (summed) and queue-length
+summary (one rank, the last profiler step kept, as :mod:`bench.hta_runner` loads
+traces), or the error HTA raised. ``make hta-breakdowns`` regenerates the committed
+``tests/data/hta_breakdowns.json`` over the corpus; ``tests/test_breakdown.py`` compares
+ctda's numbers with it. Stand-alone on purpose: standard library and ``hta``.
 """
 
 from __future__ import annotations
@@ -35,6 +36,24 @@ def records(df: Any) -> list[dict[str, Any]]:
     return out
 
 
+def launch_summary(df: Any) -> Any:
+    """HTA's per-launch table in sums and counts (HTA's cutoffs: 50 and 100 us)."""
+    import pandas as pd
+
+    return pd.DataFrame(
+        [
+            {
+                "launches": len(df),
+                "delay_sum": float(df.launch_delay.sum()),
+                "call_sum": float(df.cpu_duration.sum()),
+                "call_outliers": int((df.cpu_duration > 50).sum()),
+                "delay_outliers": int((df.launch_delay > 100).sum()),
+                "shorter_than_call": int((df.gpu_duration < df.cpu_duration).sum()),
+            }
+        ]
+    )
+
+
 def one(path: Path) -> dict[str, Any]:
     from hta.trace_analysis import TraceAnalysis
 
@@ -57,6 +76,12 @@ def one(path: Path) -> dict[str, Any]:
                 ranks=[rank], consecutive_kernel_delay=KERNEL_DELAY, visualize=False
             )[0],
         ),
+        ("overlap", lambda: a.get_comm_comp_overlap(visualize=False)),
+        (
+            "launches",
+            lambda: launch_summary(a.get_cuda_kernel_launch_stats(ranks=[rank], visualize=False)[rank]),
+        ),
+        ("queue", lambda: a.get_queue_length_summary(ranks=[rank])),
     ):
         try:
             out[name] = records(call())

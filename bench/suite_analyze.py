@@ -123,7 +123,7 @@ def measure_analysis(path: Path) -> tuple[Any, dict[str, Any]]:
     t0, c0 = time.perf_counter(), time.process_time()
     rep = report.build(a)
     st["report"], cpu["report"] = time.perf_counter() - t0, time.process_time() - c0
-    from ctda.analysis.breakdown import KINDS, Breakdowns
+    from ctda.analysis.breakdowns import KINDS, Breakdowns
 
     t0 = time.perf_counter()
     every = Breakdowns(a)

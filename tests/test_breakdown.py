@@ -13,6 +13,8 @@ import pytest
 
 from ctda import api
 from ctda.analysis import breakdown as bd
+from ctda.analysis import launches
+from ctda.analysis.breakdowns import Breakdowns
 from ctda.analysis.classify import CLASS_CODE
 from tests.conftest import CORPUS, DATA, SKIP_CORPUS
 
@@ -38,7 +40,7 @@ def test_union_of_intervals() -> None:
 @pytest.mark.parametrize("path", SHIPPED_GPU, ids=lambda p: p.name)
 def test_breakdowns_add_up_and_match_the_path(path: Path) -> None:
     a = api.analyze(path)
-    b = bd.Breakdowns(a)
+    b = Breakdowns(a)
     t = b.temporal
     assert len(t) and (t.span_ns > 0).all()
     parts = t.compute_ns + t.communication_ns + t.memory_ns + t.idle_ns
@@ -59,6 +61,21 @@ def test_breakdowns_add_up_and_match_the_path(path: Path) -> None:
     c = b.classes
     assert c["class"].tolist() == list(bd.KERNEL_CLASSES)
     assert int(c.total_ns.sum()) == int(k.total_ns.sum())
+    # launch delay on the path is the path's launch_overhead class, window by window
+    la = b.table("launches")
+    lo = CLASS_CODE["launch_overhead"]
+    by_class = ch[(ch.event < 0) & (ch.cls == lo)].groupby("window").ns.sum()
+    for r in la[la.window >= 0].itertuples():
+        assert r.cp_delay_ns == int(by_class.get(r.window, 0))
+    assert (la.delay_p50_ns <= la.delay_p95_ns).all() and (la.delay_p95_ns <= la.delay_max_ns).all()
+    # exposed communication is the temporal breakdown's communication time
+    ov = b.table("overlap")
+    if len(ov):
+        merged = ov.merge(t, on=["window", "device"])
+        assert (merged.exposed_ns == merged.communication_ns_y).all()
+        assert (merged.overlapped_ns + merged.exposed_ns == merged.communication_ns_x).all()
+    q = b.table("queues")
+    assert len(q) and (q.max_length >= 1).all() and (q.mean_length <= q.max_length).all()
 
 
 def test_small_trace_equals_hta_exactly() -> None:
@@ -79,7 +96,7 @@ def test_small_trace_equals_hta_exactly() -> None:
 
 def test_cpu_only_trace_says_no_device_activity() -> None:
     a = api.analyze(CPU_ONLY)
-    b = bd.Breakdowns(a)
+    b = Breakdowns(a)
     assert not b.device.any
     assert all(len(b.table(k)) == 0 for k in ("idle", "kernels"))
     out = subprocess.run([*CTDA, "breakdown", str(CPU_ONLY)], capture_output=True, text=True, timeout=300)
@@ -107,8 +124,9 @@ def _hta_cases() -> list[str]:
 @SKIP_CORPUS
 @pytest.mark.parametrize("key", _hta_cases())
 def test_equals_hta_within_one_percent_or_says_why(key: str) -> None:
-    """HTA's temporal, kernel-type and idle breakdowns, within 1 % of the span; where not,
-    the trace holds what ctda deliberately counts differently (hta_differences)."""
+    """HTA's temporal, kernel-type, idle and overlap figures within 1 % of the span, its
+    launch pairs and queue maxima equal; where not, the trace holds what ctda deliberately
+    counts differently (hta_differences, launches_hta_skips)."""
     assert CORPUS is not None
     a = api.analyze(CORPUS / key)
     dev = bd.Device(a, hta=True)
@@ -138,7 +156,32 @@ def test_equals_hta_within_one_percent_or_says_why(key: str) -> None:
                 whole[(whole.stream == r["stream"]) & (whole.idle == r["idle_category"])].idle_ns.sum()
             )
             errors[f"stream {r['stream']} {r['idle_category']}"] = mine - r["idle_time"] * 1000
+    # communication under compute: HTA's ratio, as time
+    ov = ref.get("overlap")
+    mine = launches.overlap(a, dev)
+    mine = mine[mine.window == bd.TRACE]
+    if isinstance(ov, list) and ov and len(mine) == 1:
+        comm = int(mine.communication_ns.iloc[0])
+        errors["overlap"] = mine.overlapped_ns.iloc[0] - ov[0]["comp_comm_overlap_pctg"] / 100 * comm
     off = {k: abs(v) / span for k, v in errors.items() if abs(v) > 0.01 * span}
+    # counts: HTA's launch pairs and queue maxima
+    la = ref.get("launches")
+    ll = launches.launches(a, dev)
+    ll = ll[ll.window == bd.TRACE]
+    if isinstance(la, list) and la:
+        n = int(ll.launches.iloc[0]) if len(ll) else 0
+        if n != la[0]["launches"]:
+            off["launches"] = n - la[0]["launches"]
+        elif abs(int(ll.delay_ns.iloc[0]) - la[0]["delay_sum"] * 1000) > 0.01 * span:
+            off["launch delay"] = int(ll.delay_ns.iloc[0]) - la[0]["delay_sum"] * 1000
+    q = ref.get("queue")
+    if isinstance(q, list):
+        qq = launches.queues(a, dev)
+        longest = {int(r.stream): int(r.max_length) for r in qq[qq.window == bd.TRACE].itertuples()}
+        for r in q:
+            stream, hta_max = int(r["('stream', '')"]), int(r["('queue_length', 'max')"])
+            if abs(longest.get(stream, 0) - hta_max) > 1:  # HTA's sort does not order ties
+                off[f"queue {stream}"] = longest.get(stream, 0) - hta_max
     if off:
-        why = {k: v for k, v in bd.hta_differences(a).items() if v}
+        why = {k: v for k, v in (bd.hta_differences(a) | launches.launches_hta_skips(a, dev)).items() if v}
         assert why, f"{key}: differs from HTA by {off} with no known reason"

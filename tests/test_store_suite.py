@@ -21,7 +21,7 @@ from ctda.analysis.report import build as analysis_report
 from ctda.ingest.errors import TraceError
 from ctda.ingest.reader import read_trace
 from ctda.queries import loader
-from ctda.store import StoreError, open_store
+from ctda.store import StoreError, open_store, schema
 from ctda.store import report as store_report
 from ctda.store.config import Target
 from ctda.store.ingest import Ingested, ingest
@@ -67,17 +67,8 @@ def store_ingest(target: Target, path: Path, **kw: Any) -> Ingested:
 
 def counts(target: Target) -> dict[str, int]:
     """Nodes per label and relationships per type: what 'store unchanged' compares."""
-    labels = (
-        "Run",
-        "Event",
-        "Window",
-        "Segment",
-        "Scenario",
-        "Blob",
-        "DeviceTime",
-        "StreamIdle",
-        "KernelStat",
-    )
+    labels = ("Run", "Event", "Window", "Segment", "Scenario", "Blob")
+    labels += tuple(x.name for x in schema.BREAKDOWN_LABELS.values())
     rels = ("DEP", "CP", "HAS_WINDOW", "HAS_SEGMENT", "HAS_SCENARIO")
     if target.kind == "ladybug" and not Path(target.location).exists():
         return dict.fromkeys(labels + rels, 0)
@@ -265,7 +256,7 @@ def test_named_queries_answer(target: Target) -> None:
 
 def test_breakdowns_are_stored_and_queried(target: Target) -> None:
     """The breakdown queries answer what `ctda breakdown` computes; they leave with the run."""
-    from ctda.analysis.breakdown import Breakdowns
+    from ctda.analysis.breakdowns import Breakdowns
 
     trace = DATA / "hta" / "rocm62_mi250_minitoy_train.json.gz"
     a = store_ingest(target, trace, name="r").analysis
@@ -293,10 +284,17 @@ def test_breakdowns_are_stored_and_queried(target: Target) -> None:
         (n, int(c), int(t), int(cp))
         for n, c, t, cp in b.kernels[["name", "count", "total_ns", "cp_ns"]].itertuples(index=False)
     )
+    launches = b.table("launches")
+    with open_store(target, read_only=True) as s:
+        stored = loader.run(s, "breakdown_launches", run="r").records()
+    assert [(r["window"], r["launches"], r["cp_delay_ns"], r["longest_queue"]) for r in stored] == [
+        (int(w), int(n), int(cp), int(b.table("queues").query("window == @w").max_length.max()))
+        for w, n, cp in launches[["window", "launches", "cp_delay_ns"]].itertuples(index=False)
+    ]
     with open_store(target) as s:
         assert s.delete_run("r")
     left = counts(target)
-    assert left["DeviceTime"] == left["StreamIdle"] == left["KernelStat"] == 0
+    assert all(left[label.name] == 0 for label in schema.BREAKDOWN_LABELS.values())
 
 
 def test_idempotent_ingest(target: Target) -> None:

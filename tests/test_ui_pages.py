@@ -212,7 +212,7 @@ def test_critical_path_page(env: Path) -> None:
 
 def test_breakdowns_page(env: Path) -> None:
     """The same tables as ``ctda breakdown``, drawn and listed for the picked run."""
-    from ctda.analysis.breakdown import Breakdowns
+    from ctda.analysis.breakdowns import Breakdowns
     from ctda.api import analyze
 
     at = app("breakdowns")
@@ -220,10 +220,12 @@ def test_breakdowns_page(env: Path) -> None:
     whole = b.temporal[b.temporal.window < 0].iloc[0]
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["idle (whole trace)"] == f"{whole.idle_share:.1%}"
-    (temporal,) = figures(at)
+    temporal, queue = figures(at)
     assert trace_names(temporal) == ["compute", "communication", "memory", "idle"]
     assert values(temporal["data"][3]["x"]) == pytest.approx(b.temporal.idle_share.tolist())
-    idle, classes, kernels = (d.value for d in at.dataframe)
+    assert trace_names(queue) == ["stream 0"] and max(values(queue["data"][0]["y"])) == 1
+    idle, launches, classes, kernels = (d.value for d in at.dataframe)  # no communication here
+    assert launches.launches.tolist() == b.table("launches").launches.tolist()
     assert idle.on_path_ms.sum() == pytest.approx(b.idle.cp_ns.sum() / 1e6)
     assert classes["class"].tolist() == ["compute", "communication", "memory"]
     assert kernels.total_ms.sum() == pytest.approx(b.kernels.total_ns.sum() / 1e6)

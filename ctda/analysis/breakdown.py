@@ -122,7 +122,7 @@ class Device:
         return len(self.idx) > 0
 
 
-def _spans(a: Analysis, dev: Device) -> list[tuple[int, str, int | None, int, int]]:
+def spans(a: Analysis, dev: Device) -> list[tuple[int, str, int | None, int, int]]:
     """(window, label, step, start, end) of every window, then the whole trace."""
     starts, ends = a.window_bounds()
     out = [(k, w.label, w.step, int(starts[k]), int(ends[k])) for k, w in enumerate(a.windows)]
@@ -139,7 +139,7 @@ def temporal(a: Analysis, dev: Device | None = None) -> pd.DataFrame:
     """
     dev = dev or Device(a)
     rows = []
-    for k, label, step, s, e in _spans(a, dev):
+    for k, label, step, s, e in spans(a, dev):
         for d in np.unique(dev.device):
             sel = (dev.device == d) & (dev.ts < e) & (dev.end > s)
             ts, en, c = np.maximum(dev.ts[sel], s), np.minimum(dev.end[sel], e), dev.cls[sel]
@@ -316,39 +316,6 @@ def on_path_idle_by_window(a: Analysis) -> I64:
     return np.bincount(sel.window.to_numpy(), weights=sel.ns.to_numpy(), minlength=len(a.windows)).astype(
         np.int64
     )
-
-
-KINDS = ("temporal", "idle", "classes", "kernels")
-
-
-class Breakdowns:
-    """Every breakdown of one analysis, each computed once (CLI, store and UI read these)."""
-
-    def __init__(self, a: Analysis) -> None:
-        self.a = a
-        self.device = Device(a)
-
-    @cached_property
-    def temporal(self) -> pd.DataFrame:
-        return temporal(self.a, self.device)
-
-    @cached_property
-    def idle(self) -> pd.DataFrame:
-        return idle(self.a, self.device)
-
-    @cached_property
-    def kernels(self) -> pd.DataFrame:
-        return kernels(self.a, self.device)
-
-    @cached_property
-    def classes(self) -> pd.DataFrame:
-        return kernel_classes(self.a, self.device, self.kernels)
-
-    def table(self, kind: str) -> pd.DataFrame:
-        if kind not in KINDS:
-            raise KeyError(kind)
-        frame: pd.DataFrame = getattr(self, kind)
-        return frame
 
 
 def hta_differences(a: Analysis) -> dict[str, int]:

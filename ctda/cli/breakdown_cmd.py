@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from ctda import api
-from ctda.analysis.breakdown import KINDS, Breakdowns
+from ctda.analysis.breakdowns import KINDS, Breakdowns
 from ctda.cli.common import FormatOption, app, guarded, read
 from ctda.errors import CtdaError
 from ctda.render.breakdown import breakdown_doc

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from ctda.analysis.breakdown import Breakdowns
+from ctda.analysis.breakdowns import Breakdowns
 from ctda.render.output import Block, Col, Document, Section
 
 TEMPORAL_COLS = [
@@ -45,10 +45,43 @@ KERNEL_COLS = [
     Col("p95_ns", "p95 ms", "ms"),
     Col("cp_ns", "on the path ms", "ms"),
 ]
+OVERLAP_COLS = [
+    Col("label", "window"),
+    Col("device", "device", "int"),
+    Col("communication_ns", "comm ms", "ms"),
+    Col("overlapped_ns", "under compute ms", "ms"),
+    Col("overlap_share", "overlap", "pct"),
+    Col("exposed_ns", "exposed ms", "ms"),
+    Col("cp_ns", "on the path ms", "ms"),
+]
+LAUNCH_COLS = [
+    Col("label", "window"),
+    Col("launches", "launches", "int"),
+    Col("call_p50_ns", "call p50 ms", "ms"),
+    Col("call_p95_ns", "call p95 ms", "ms"),
+    Col("call_outliers", "calls > 50 us", "int"),
+    Col("delay_p50_ns", "delay p50 ms", "ms"),
+    Col("delay_p95_ns", "delay p95 ms", "ms"),
+    Col("delay_max_ns", "delay max ms", "ms"),
+    Col("delay_outliers", "delays > 100 us", "int"),
+    Col("short_kernels", "kernels < 10 us", "int"),
+    Col("cp_delay_ns", "delay on the path ms", "ms"),
+]
+QUEUE_COLS = [
+    Col("label", "window"),
+    Col("device", "device", "int"),
+    Col("stream", "stream", "int"),
+    Col("max_length", "longest queue", "int"),
+    Col("mean_length", "mean queue", "f3"),
+    Col("full_ns", "full ms", "ms"),
+]
 #: kind -> (title, columns)
 SECTIONS = {
     "temporal": ("Temporal breakdown per window and device", TEMPORAL_COLS),
     "idle": ("Device idle time per stream, and how much of it is on the critical path", IDLE_COLS),
+    "overlap": ("Communication under compute, and exposed", OVERLAP_COLS),
+    "launches": ("Launches: call time, launch delay, and the delay on the critical path", LAUNCH_COLS),
+    "queues": ("Launch queue per stream (launched, not yet started)", QUEUE_COLS),
     "classes": ("Kernel classes", CLASS_COLS),
     "kernels": ("Kernels by total time", KERNEL_COLS),
 }

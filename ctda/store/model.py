@@ -19,7 +19,7 @@ import pandas as pd
 import pyarrow as pa
 
 from ctda import __version__
-from ctda.analysis import breakdown, report, tables
+from ctda.analysis import breakdowns, report, tables
 from ctda.analysis.classify import CLASSES
 from ctda.analysis.edges import EdgeType
 from ctda.analysis.engine import Analysis
@@ -274,7 +274,7 @@ def keyed_rows(run_id: int, rows: pa.Table) -> pa.Table:
 
 def breakdown_rows(a: Analysis) -> dict[str, pa.Table]:
     """The stored breakdowns (label name -> rows in schema order, without key/run_id)."""
-    every = breakdown.Breakdowns(a)
+    every = breakdowns.Breakdowns(a)
     out = {}
     for kind, label in schema.BREAKDOWN_LABELS.items():
         frame = every.table(kind)

@@ -14,7 +14,8 @@ each ``indexed`` property::
     (:Rule {name, doc})                                   what each edge rule reads and why
     (:Meta {key: 'ctda', schema_version, next_run_id})    run ids are never reused
     (:Blob {run_id, name, chunk, data})                   e.g. the run's analysis snapshot
-    (:DeviceTime|StreamIdle|KernelStat {run_id, ...})     the run's breakdowns (docs/breakdowns.md)
+    (:DeviceTime|StreamIdle|CommOverlap|LaunchStat|QueueStat|KernelStat {run_id, ...})
+                                                          the run's breakdowns (docs/breakdowns.md)
 
 An ``Event`` is one analysed trace event (plus a SOURCE and a SINK pseudo event per run,
 ``kind`` 'source'/'sink', so every dependency edge has two endpoints). ``Event.key`` is
@@ -216,8 +217,68 @@ KERNEL_STAT = Label(
     ),
     indexed=("run_id",),
 )
-#: breakdown kind (ctda.analysis.breakdown.KINDS) -> its label
-BREAKDOWN_LABELS = {"temporal": DEVICE_TIME, "idle": STREAM_IDLE, "kernels": KERNEL_STAT}
+COMM_OVERLAP = Label(
+    "CommOverlap",
+    (
+        ("key", "STRING"),
+        ("run_id", "INT64"),
+        ("window", "INT64"),
+        ("label", "STRING"),
+        ("device", "INT64"),
+        ("communication_ns", "INT64"),
+        ("overlapped_ns", "INT64"),  # under compute
+        ("overlap_share", "DOUBLE"),
+        ("exposed_ns", "INT64"),
+        ("cp_ns", "INT64"),  # critical-path time in communication kernels
+    ),
+    indexed=("run_id",),
+)
+LAUNCH_STAT = Label(
+    "LaunchStat",
+    (
+        ("key", "STRING"),
+        ("run_id", "INT64"),
+        ("window", "INT64"),
+        ("label", "STRING"),
+        ("launches", "INT64"),
+        ("call_p50_ns", "DOUBLE"),
+        ("call_p95_ns", "DOUBLE"),
+        ("call_outliers", "INT64"),
+        ("delay_p50_ns", "DOUBLE"),
+        ("delay_p95_ns", "DOUBLE"),
+        ("delay_max_ns", "INT64"),
+        ("delay_outliers", "INT64"),
+        ("delay_ns", "INT64"),
+        ("short_kernels", "INT64"),
+        ("shorter_than_call", "INT64"),
+        ("cp_delay_ns", "INT64"),  # the path's launch_overhead class
+    ),
+    indexed=("run_id",),
+)
+QUEUE_STAT = Label(
+    "QueueStat",
+    (
+        ("key", "STRING"),
+        ("run_id", "INT64"),
+        ("window", "INT64"),
+        ("label", "STRING"),
+        ("device", "INT64"),
+        ("stream", "INT64"),
+        ("max_length", "INT64"),
+        ("mean_length", "DOUBLE"),
+        ("full_ns", "INT64"),
+    ),
+    indexed=("run_id",),
+)
+#: breakdown kind (ctda.analysis.breakdowns.KINDS) -> its label ("classes" is a rollup of kernels)
+BREAKDOWN_LABELS = {
+    "temporal": DEVICE_TIME,
+    "idle": STREAM_IDLE,
+    "overlap": COMM_OVERLAP,
+    "launches": LAUNCH_STAT,
+    "queues": QUEUE_STAT,
+    "kernels": KERNEL_STAT,
+}
 RULE = Label("Rule", (("name", "STRING"), ("doc", "STRING")))
 #: opaque per-run payloads, cut in chunks (the what-if engine's columnar snapshot)
 BLOB = Label(
@@ -265,7 +326,7 @@ HAS_SCENARIO = Label("HAS_SCENARIO", (), ("Run", "Scenario"))
 HAS_WINDOW = Label("HAS_WINDOW", (), ("Scenario", "Window"))
 HAS_SEGMENT = Label("HAS_SEGMENT", (), ("Window", "Segment"))
 
-NODES = (RUN, EVENT, WINDOW, SEGMENT, SCENARIO, RULE, META, BLOB, DEVICE_TIME, STREAM_IDLE, KERNEL_STAT)
+NODES = (RUN, EVENT, WINDOW, SEGMENT, SCENARIO, RULE, META, BLOB, *BREAKDOWN_LABELS.values())
 RELS = (DEP, CP, HAS_SCENARIO, HAS_WINDOW, HAS_SEGMENT)
 
 

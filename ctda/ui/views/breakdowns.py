@@ -3,11 +3,13 @@ each with the part on the critical path (the same tables as ``ctda breakdown``).
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from ctda.analysis.breakdown import Breakdowns
+from ctda.analysis import launches
+from ctda.analysis.breakdowns import KINDS, Breakdowns
 from ctda.analysis.engine import Analysis
 from ctda.ui import data, figures, widgets
 
@@ -18,7 +20,7 @@ KERNEL_ROWS = 200
 @st.cache_resource(max_entries=16, show_spinner=False)
 def breakdowns(tag: str, _a: Analysis) -> Breakdowns:
     every = Breakdowns(_a)
-    for kind in ("temporal", "idle", "classes", "kernels"):
+    for kind in KINDS:
         every.table(kind)  # computed once here, read by every rerun
     return every
 
@@ -50,6 +52,37 @@ def temporal_figure(t: pd.DataFrame) -> go.Figure:
     return fig
 
 
+@st.cache_resource(max_entries=16, show_spinner=False)
+def queue_figure(tag: str, _a: Analysis, bins: int = 1500) -> go.Figure:
+    """Each stream's queue length over the trace: the longest in each of ``bins`` time bins
+    (a million launches would not draw; the peaks are what matter)."""
+    q = launches.queue_series(_a)
+    lanes = _a.table.lanes
+    fig = go.Figure()
+    if len(q):
+        t0, t1 = int(q.ts.min()), int(q.ts.max()) + 1
+        edges = np.linspace(t0, t1, bins + 1)
+        streams = lanes["stream"].to_numpy()
+        for _lane, part in q.groupby("lane"):
+            at = np.clip(np.searchsorted(edges, part.ts.to_numpy(), side="right") - 1, 0, bins - 1)
+            peak = np.full(bins, -1, dtype=np.int64)
+            np.maximum.at(peak, at, part.length.to_numpy())
+            keep = peak >= 0
+            fig.add_trace(
+                go.Scatter(
+                    x=(edges[:-1][keep] - t0) / 1e6,
+                    y=peak[keep],
+                    mode="lines",
+                    line={"shape": "hv"},
+                    name=f"stream {streams[int(part.lane.iloc[0])]}",
+                )
+            )
+    fig.update_layout(
+        height=260, margin={"l": 10, "r": 10, "t": 10, "b": 10}, xaxis_title="ms", yaxis_title="queued"
+    )
+    return fig
+
+
 def render_run(loaded: data.Loaded) -> None:
     b = breakdowns(loaded.tag, loaded.analysis)
     if not b.device.any:
@@ -76,6 +109,49 @@ def render_run(loaded: data.Loaded) -> None:
         "Host wait: the launch came after the stream went idle (the CPU was late). Kernel wait: a gap "
         "under 30 µs between dependent kernels. Idle off the critical path costs the step nothing."
     )
+    ov = b.table("overlap")
+    if len(ov):
+        st.markdown("**Communication under compute**, and the exposed rest")
+        st.dataframe(
+            ov.assign(
+                communication_ms=ov.communication_ns / 1e6,
+                exposed_ms=ov.exposed_ns / 1e6,
+                on_path_ms=ov.cp_ns / 1e6,
+            )[["label", "device", "communication_ms", "overlap_share", "exposed_ms", "on_path_ms"]],
+            hide_index=True,
+            width="stretch",
+        )
+    la = b.table("launches")
+    if len(la):
+        st.markdown(
+            "**Launches**: call time, launch delay (work start minus call end), and the delay on the path"
+        )
+        st.dataframe(
+            la.assign(
+                **{
+                    f"{c[:-3]}_ms": la[c] / 1e6
+                    for c in ("call_p95_ns", "delay_p50_ns", "delay_p95_ns", "cp_delay_ns")
+                }
+            )[
+                [
+                    "label",
+                    "launches",
+                    "call_p95_ms",
+                    "call_outliers",
+                    "delay_p50_ms",
+                    "delay_p95_ms",
+                    "delay_outliers",
+                    "short_kernels",
+                    "cp_delay_ms",
+                ]
+            ],
+            hide_index=True,
+            width="stretch",
+        )
+        st.markdown("**Launch queue per stream** (launched, not yet started)")
+        st.plotly_chart(
+            queue_figure(loaded.tag, loaded.analysis), width="stretch", key="bd_queue", config=figures.CONFIG
+        )
     left, right = st.columns([2, 5])
     with left:
         st.markdown("**Kernel classes**")

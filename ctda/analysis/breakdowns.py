@@ -1,0 +1,64 @@
+"""Every breakdown of one analysis, by kind: the one registry the CLI, store and UI read.
+
+A kind is a function of (analysis, device work) returning one DataFrame
+(:mod:`ctda.analysis.breakdown`, :mod:`ctda.analysis.launches`); each is computed once
+per :class:`Breakdowns` and shared by whoever shows it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import cached_property
+
+import pandas as pd
+
+from ctda.analysis import breakdown, launches
+from ctda.analysis.engine import Analysis
+
+Kind = Callable[[Analysis, breakdown.Device], pd.DataFrame]
+#: kind -> how it is computed, in the order they are shown
+KINDS: dict[str, Kind] = {
+    "temporal": breakdown.temporal,
+    "idle": breakdown.idle,
+    "overlap": launches.overlap,
+    "launches": launches.launches,
+    "queues": launches.queues,
+    "classes": lambda a, dev: breakdown.kernel_classes(a, dev),
+    "kernels": breakdown.kernels,
+}
+
+
+class Breakdowns:
+    """The breakdowns of one analysis, each computed on first use."""
+
+    def __init__(self, a: Analysis) -> None:
+        self.a = a
+        self.device = breakdown.Device(a)
+        self._tables: dict[str, pd.DataFrame] = {}
+
+    def table(self, kind: str) -> pd.DataFrame:
+        if kind not in KINDS:
+            raise KeyError(kind)
+        if kind not in self._tables:
+            if kind == "classes":  # from the kernel table, not a second pass over the work
+                frame = breakdown.kernel_classes(self.a, self.device, self.table("kernels"))
+            else:
+                frame = KINDS[kind](self.a, self.device)
+            self._tables[kind] = frame
+        return self._tables[kind]
+
+    @cached_property
+    def temporal(self) -> pd.DataFrame:
+        return self.table("temporal")
+
+    @cached_property
+    def idle(self) -> pd.DataFrame:
+        return self.table("idle")
+
+    @cached_property
+    def kernels(self) -> pd.DataFrame:
+        return self.table("kernels")
+
+    @cached_property
+    def classes(self) -> pd.DataFrame:
+        return self.table("classes")
