@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from ctda import api
@@ -185,3 +186,49 @@ def test_equals_hta_within_one_percent_or_says_why(key: str) -> None:
     if off:
         why = {k: v for k, v in (bd.hta_differences(a) | launches.launches_hta_skips(a, dev)).items() if v}
         assert why, f"{key}: differs from HTA by {off} with no known reason"
+
+
+@SKIP_CORPUS
+@pytest.mark.parametrize(
+    "key", ["tracelens/h100_bert_small_inference.json.gz", "kineto/resnet50_v100_nw0_2021.json.gz"]
+)
+def test_allocator_table_equals_the_trace(key: str) -> None:
+    """Peaks and counts read straight from the trace's ``[memory]`` events (the 2021 format
+    records changes only: its allocated memory is their running sum)."""
+    import gzip
+    from collections import defaultdict
+
+    assert CORPUS is not None
+    with gzip.open(CORPUS / key) as fh:
+        raw = json.load(fh)
+    events = raw["traceEvents"] if isinstance(raw, dict) else raw
+    per: dict[int, list[tuple[float, int, int | None]]] = defaultdict(list)
+    for e in events:
+        if e.get("name") == "[memory]":
+            args = e["args"]
+            per[int(args.get("Device Id", -1))].append((e["ts"], args["Bytes"], args.get("Total Allocated")))
+    mem = memory_table(key)
+    whole = mem[mem.window == bd.TRACE].set_index("device")
+    assert sorted(whole.index) == sorted(per)
+    for device, rows in per.items():
+        rows.sort(key=lambda r: r[0])
+        running, totals = 0, []
+        for _, change, total in rows:
+            running += change
+            totals.append(total if total is not None else running)
+        r = whole.loc[device]
+        assert r.allocations == sum(1 for _, c, _ in rows if c > 0)
+        assert r.frees == sum(1 for _, c, _ in rows if c < 0)
+        assert r.allocated_bytes == sum(c for _, c, _ in rows if c > 0)
+        assert r.peak_bytes == max(max(totals), r.start_bytes)
+        assert r.end_bytes == totals[-1]
+        assert r.end_bytes - r.start_bytes == r.allocated_bytes - r.freed_bytes
+
+
+def memory_table(key: str) -> pd.DataFrame:
+    assert CORPUS is not None
+    return Breakdowns(api.analyze(CORPUS / key)).table("memory")
+
+
+def test_no_memory_events_no_rows() -> None:
+    assert len(Breakdowns(api.analyze(SHIPPED_GPU[0])).table("memory")) == 0

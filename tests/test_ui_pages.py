@@ -20,6 +20,7 @@ from ctda.store import open_store
 from ctda.store.config import resolve
 from ctda.store.ingest import ingest
 from ctda.ui.pages import PAGES, Page
+from tests.conftest import CORPUS, SKIP_CORPUS
 
 DATA = Path(__file__).parent / "data" / "hta"
 APP = Path(__file__).resolve().parents[1] / "ctda" / "ui" / "app.py"
@@ -229,6 +230,22 @@ def test_breakdowns_page(env: Path) -> None:
     assert idle.on_path_ms.sum() == pytest.approx(b.idle.cp_ns.sum() / 1e6)
     assert classes["class"].tolist() == ["compute", "communication", "memory"]
     assert kernels.total_ms.sum() == pytest.approx(b.kernels.total_ns.sum() / 1e6)
+
+
+@SKIP_CORPUS
+def test_breakdowns_page_draws_the_allocator(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A trace recorded with profile_memory: the allocator table and each device's curve."""
+    assert CORPUS is not None
+    trace = CORPUS / "tracelens" / "h100_bert_small_inference.json.gz"
+    db = tmp_path / "store.lbug"
+    ingest(trace, resolve(str(db)), AnalysisOptions(), name="bert")
+    monkeypatch.setenv("CTDA_DB", str(db))
+    at = app("breakdowns", run="bert")
+    memory = at.dataframe[-1].value
+    whole = memory[memory.label == "(trace)"].set_index("device")
+    assert whole.loc[0, "peak_mb"] == pytest.approx(101.305344)  # Total Allocated's peak in the trace
+    curves = {t["name"]: max(values(t["y"])) for t in figures(at)[-1]["data"]}
+    assert curves["device 0"] == pytest.approx(101.305344) and "host" in curves
 
 
 def test_critical_path_caps_drawn_events(env: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,7 +1,8 @@
 """Every breakdown of one analysis, by kind: the one registry the CLI, store and UI read.
 
 A kind is a function of (analysis, device work) returning one DataFrame
-(:mod:`ctda.analysis.breakdown`, :mod:`ctda.analysis.launches`); each is computed once
+(:mod:`ctda.analysis.breakdown`, :mod:`ctda.analysis.launches`, :mod:`ctda.analysis.memory`);
+each is computed once
 per :class:`Breakdowns` and shared by whoever shows it.
 """
 
@@ -12,7 +13,7 @@ from functools import cached_property
 
 import pandas as pd
 
-from ctda.analysis import breakdown, launches
+from ctda.analysis import breakdown, launches, memory
 from ctda.analysis.engine import Analysis
 
 Kind = Callable[[Analysis, breakdown.Device], pd.DataFrame]
@@ -23,6 +24,7 @@ KINDS: dict[str, Kind] = {
     "overlap": launches.overlap,
     "launches": launches.launches,
     "queues": launches.queues,
+    "memory": memory.memory,
     "classes": lambda a, dev: breakdown.kernel_classes(a, dev),
     "kernels": breakdown.kernels,
 }

@@ -45,6 +45,9 @@ RAW_COLUMNS = (
     "coll_seq",
     "in_msg_nelems",
     "pg_name",
+    "mem_bytes",
+    "total_allocated",
+    "total_reserved",
     "kind",
 )
 

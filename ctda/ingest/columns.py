@@ -49,7 +49,10 @@ INT_ARGS: dict[str, tuple[tuple[str, ...], Extract]] = {
         lambda a: [x.ev_idx if x.ev_idx is not None else x.ev_idx_new for x in a],
     ),
     # ops taking a stream (record_stream, copies) carry it too
-    "device": (("device_side", "cpu_span"), lambda a: [x.device for x in a]),
+    "device": (
+        ("device_side", "cpu_span", "instant"),
+        lambda a: [x.device if x.device is not None else x.device_id for x in a],
+    ),
     "stream": (
         ("device_side", "cpu_span"),
         lambda a: [x.stream if x.stream is not None else x.stream_id for x in a],
@@ -63,6 +66,9 @@ INT_ARGS: dict[str, tuple[tuple[str, ...], Extract]] = {
     "nbytes": (("device_side",), lambda a: [x.nbytes for x in a]),
     "coll_seq": (("cpu_span", "device_side"), lambda a: [x.coll_seq for x in a]),
     "in_msg_nelems": (("cpu_span", "device_side"), lambda a: [x.in_msg_nelems for x in a]),
+    "mem_bytes": (("instant",), lambda a: [x.mem_bytes for x in a]),
+    "total_allocated": (("instant",), lambda a: [x.total_allocated for x in a]),
+    "total_reserved": (("instant",), lambda a: [x.total_reserved for x in a]),
 }
 #: string args, same scheme; metadata events carry names in ``name`` or ``labels``
 STR_ARGS: dict[str, tuple[tuple[str, ...], Extract]] = {

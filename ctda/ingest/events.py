@@ -39,6 +39,11 @@ class Args(msgspec.Struct, gc=False):
     coll_seq: LooseInt = msgspec.field(default=None, name="Seq")
     pg_name: LooseInt = msgspec.field(default=None, name="Process Group Name")
     in_msg_nelems: LooseInt = msgspec.field(default=None, name="In msg nelems")
+    # allocator instants ("[memory]"): the change, the totals after it, the device (-1: CPU)
+    mem_bytes: LooseInt = msgspec.field(default=None, name="Bytes")
+    total_allocated: LooseInt = msgspec.field(default=None, name="Total Allocated")
+    total_reserved: LooseInt = msgspec.field(default=None, name="Total Reserved")
+    device_id: LooseInt = msgspec.field(default=None, name="Device Id")
     # metadata events (ph M) carry their payload here: process/thread names and labels
     name: str | None = None
     labels: str | None = None

@@ -75,6 +75,17 @@ QUEUE_COLS = [
     Col("mean_length", "mean queue", "f3"),
     Col("full_ns", "full ms", "ms"),
 ]
+MEMORY_COLS = [
+    Col("label", "window"),
+    Col("device", "device (-1 host)", "int"),
+    Col("allocations", "allocations", "int"),
+    Col("allocated_bytes", "allocated MB", "mb"),
+    Col("frees", "frees", "int"),
+    Col("start_bytes", "at start MB", "mb"),
+    Col("peak_bytes", "peak MB", "mb"),
+    Col("end_bytes", "at end MB", "mb"),
+    Col("peak_reserved_bytes", "peak reserved MB", "mb"),
+]
 #: kind -> (title, columns)
 SECTIONS = {
     "temporal": ("Temporal breakdown per window and device", TEMPORAL_COLS),
@@ -82,22 +93,20 @@ SECTIONS = {
     "overlap": ("Communication under compute, and exposed", OVERLAP_COLS),
     "launches": ("Launches: call time, launch delay, and the delay on the critical path", LAUNCH_COLS),
     "queues": ("Launch queue per stream (launched, not yet started)", QUEUE_COLS),
+    "memory": ("Allocator: allocations, and allocated memory per device", MEMORY_COLS),
     "classes": ("Kernel classes", CLASS_COLS),
     "kernels": ("Kernels by total time", KERNEL_COLS),
 }
 
 
 def breakdown_doc(b: Breakdowns, label: str, kinds: list[str], top: int) -> Document:
-    """The chosen breakdowns of one analysis; ``top`` bounds the kernel list."""
-    if not b.device.any:
-        return Document(
-            f"Breakdowns of {label}",
-            [Text("no device activity: the trace has no GPU work")],
-            data={"device": False},
-            source=label,
-        )
+    """The chosen breakdowns of one analysis; ``top`` bounds the kernel list. Without
+    device work only the allocator's table can have rows (host memory)."""
     blocks: list[Block] = []
-    data: dict[str, object] = {"device": True}
+    data: dict[str, object] = {"device": b.device.any}
+    if not b.device.any:
+        blocks.append(Text("no device activity: the trace has no GPU work"))
+        kinds = [k for k in kinds if k == "memory" and len(b.table(k))]
     for kind in kinds:
         frame = b.table(kind)
         if kind == "kernels":

@@ -88,6 +88,7 @@ class Col:
     """A table column: ``key`` names it in json and csv, ``header`` in table and md.
 
     ``kind`` formats its cells for reading: ``ms`` (nanoseconds shown as milliseconds),
+    ``mb`` (bytes shown as megabytes),
     ``pct`` (a fraction), ``int``, ``f3`` (three decimals), ``num`` (any number), ``str``
     (text, clipped), ``prose`` (sentences, wrapped) or ``cell``
     (anything a query returns: numbers, text, lists, maps, null).
@@ -99,7 +100,7 @@ class Col:
 
     @property
     def numeric(self) -> bool:
-        return self.kind in ("ms", "pct", "int", "f3", "num")
+        return self.kind in ("ms", "mb", "pct", "int", "f3", "num")
 
 
 @dataclass
@@ -262,6 +263,8 @@ def shown(value: Any, col: Col) -> str:
         return ""
     if kind == "ms":
         return f"{float(value) / 1e6:,.3f}"
+    if kind == "mb":
+        return f"{float(value) / 1e6:,.1f}"
     if kind == "pct":
         return f"{float(value):.1%}"
     if kind == "int":

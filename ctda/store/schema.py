@@ -14,7 +14,7 @@ each ``indexed`` property::
     (:Rule {name, doc})                                   what each edge rule reads and why
     (:Meta {key: 'ctda', schema_version, next_run_id})    run ids are never reused
     (:Blob {run_id, name, chunk, data})                   e.g. the run's analysis snapshot
-    (:DeviceTime|StreamIdle|CommOverlap|LaunchStat|QueueStat|KernelStat {run_id, ...})
+    (:DeviceTime|StreamIdle|CommOverlap|LaunchStat|QueueStat|MemoryStat|KernelStat {run_id})
                                                           the run's breakdowns (docs/breakdowns.md)
 
 An ``Event`` is one analysed trace event (plus a SOURCE and a SINK pseudo event per run,
@@ -270,6 +270,25 @@ QUEUE_STAT = Label(
     ),
     indexed=("run_id",),
 )
+MEMORY_STAT = Label(
+    "MemoryStat",
+    (
+        ("key", "STRING"),
+        ("run_id", "INT64"),
+        ("window", "INT64"),
+        ("label", "STRING"),
+        ("device", "INT64"),  # -1: host memory
+        ("allocations", "INT64"),
+        ("allocated_bytes", "INT64"),
+        ("frees", "INT64"),
+        ("freed_bytes", "INT64"),
+        ("start_bytes", "INT64"),
+        ("end_bytes", "INT64"),
+        ("peak_bytes", "INT64"),
+        ("peak_reserved_bytes", "INT64"),
+    ),
+    indexed=("run_id",),
+)
 #: breakdown kind (ctda.analysis.breakdowns.KINDS) -> its label ("classes" is a rollup of kernels)
 BREAKDOWN_LABELS = {
     "temporal": DEVICE_TIME,
@@ -277,6 +296,7 @@ BREAKDOWN_LABELS = {
     "overlap": COMM_OVERLAP,
     "launches": LAUNCH_STAT,
     "queues": QUEUE_STAT,
+    "memory": MEMORY_STAT,
     "kernels": KERNEL_STAT,
 }
 RULE = Label("Rule", (("name", "STRING"), ("doc", "STRING")))

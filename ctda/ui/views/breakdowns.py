@@ -8,7 +8,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from ctda.analysis import launches
+from ctda.analysis import launches, memory
 from ctda.analysis.breakdowns import KINDS, Breakdowns
 from ctda.analysis.engine import Analysis
 from ctda.ui import data, figures, widgets
@@ -87,6 +87,7 @@ def render_run(loaded: data.Loaded) -> None:
     b = breakdowns(loaded.tag, loaded.analysis)
     if not b.device.any:
         st.info("No device activity: this trace has no GPU work (kernels, copies, memsets).")
+        memory_section(loaded, b)
         return
     t = b.temporal
     whole = t[t.window < 0]
@@ -171,6 +172,48 @@ def render_run(loaded: data.Loaded) -> None:
             width="stretch",
             height=360,
         )
+    memory_section(loaded, b)
+
+
+def memory_section(loaded: data.Loaded, b: Breakdowns) -> None:
+    """The allocator's table and each device's allocated memory over time, when recorded."""
+    mem = b.table("memory")
+    if not len(mem):
+        return
+    st.markdown("**Allocator**: allocated memory per device (-1: host)")
+    st.dataframe(
+        mem.assign(**{f"{c[:-6]}_mb": mem[c] / 1e6 for c in ("start_bytes", "peak_bytes", "end_bytes")})[
+            ["label", "device", "allocations", "frees", "start_mb", "peak_mb", "end_mb"]
+        ],
+        hide_index=True,
+        width="stretch",
+    )
+    st.plotly_chart(
+        memory_figure(loaded.tag, loaded.analysis), width="stretch", key="bd_memory", config=figures.CONFIG
+    )
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def memory_figure(tag: str, _a: Analysis, bins: int = 1500) -> go.Figure:
+    """Allocated memory of each device over the trace: its peak in each of ``bins`` bins."""
+    m = memory.memory_series(_a)
+    fig = go.Figure()
+    t0, t1 = int(m.ts.min()), int(m.ts.max()) + 1
+    edges = np.linspace(t0, t1, bins + 1)
+    for d in np.unique(m.device.to_numpy()):
+        part = m[m.device == d]
+        at = np.clip(np.searchsorted(edges, part.ts.to_numpy(), side="right") - 1, 0, bins - 1)
+        peak = np.full(bins, -1, dtype=np.int64)
+        np.maximum.at(peak, at, part.allocated.to_numpy())
+        keep = peak >= 0
+        name = "host" if d < 0 else f"device {d}"
+        fig.add_trace(
+            go.Scatter(x=(edges[:-1][keep] - t0) / 1e6, y=peak[keep] / 1e6, mode="lines", name=name)
+        )
+    fig.update_layout(
+        height=260, margin={"l": 10, "r": 10, "t": 10, "b": 10}, xaxis_title="ms", yaxis_title="MB"
+    )
+    return fig
 
 
 def render() -> None:
