@@ -232,3 +232,29 @@ def memory_table(key: str) -> pd.DataFrame:
 
 def test_no_memory_events_no_rows() -> None:
     assert len(Breakdowns(api.analyze(SHIPPED_GPU[0])).table("memory")) == 0
+
+
+@SKIP_CORPUS
+def test_job_directory_gives_every_rank(tmp_path: Path) -> None:
+    """A job's directory: each rank's tables, a rank column first, equal to that rank alone."""
+    from ctda.analysis.breakdowns import KINDS, JobBreakdowns
+    from ctda.job.load import job_files
+
+    assert CORPUS is not None
+    for r in range(4):
+        (tmp_path / f"dlrm_ws8_rank{r}.json.gz").symlink_to(CORPUS / "param" / f"dlrm_ws8_rank{r}.json.gz")
+    job = JobBreakdowns.of_files(job_files([tmp_path]), api.analyze)
+    assert job.has_device
+    alone = Breakdowns(api.analyze(CORPUS / "param" / "dlrm_ws8_rank2.json.gz"))
+    for kind in KINDS:
+        t = job.table(kind)
+        assert t.columns[0] == "rank"
+        if len(alone.table(kind)):
+            assert sorted(t["rank"].unique()) == [0, 1, 2, 3], kind
+            mine = t[t["rank"] == 2].drop(columns="rank").reset_index(drop=True)
+            pd.testing.assert_frame_equal(mine, alone.table(kind).reset_index(drop=True), check_dtype=False)
+    out = subprocess.run([*CTDA, "breakdown", str(tmp_path), "--kind", "overlap", "--format", "json"],
+                         capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    rows = json.loads(out.stdout)["overlap"]
+    assert sorted({r["rank"] for r in rows}) == [0, 1, 2, 3] and all(r["overlap_share"] < 0.1 for r in rows)

@@ -23,8 +23,8 @@ import pytest
 from ctda.analysis.engine import AnalysisOptions
 from ctda.store import InjectedFault, StoreError, open_store
 from ctda.store import neo4j_store as n4
-from ctda.store.base import STALL_AFTER_ENV, STALL_MARK
 from ctda.store.config import Target
+from ctda.store.faults import STALL_AFTER_ENV, STALL_MARK
 from tests.conftest import DATA
 from tests.neo4j_fixture import load_server_module, neo4j_server  # noqa: F401
 from tests.test_store_suite import (

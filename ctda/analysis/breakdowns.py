@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import cached_property
+from pathlib import Path
 
 import pandas as pd
 
@@ -49,6 +50,10 @@ class Breakdowns:
             self._tables[kind] = frame
         return self._tables[kind]
 
+    @property
+    def has_device(self) -> bool:
+        return self.device.any
+
     @cached_property
     def temporal(self) -> pd.DataFrame:
         return self.table("temporal")
@@ -64,3 +69,38 @@ class Breakdowns:
     @cached_property
     def classes(self) -> pd.DataFrame:
         return self.table("classes")
+
+
+class JobBreakdowns:
+    """The breakdowns of every rank of a job, one table per kind with a ``rank`` column.
+
+    Ranks are analysed one after the other and only their tables kept, so a job needs the
+    memory of its largest rank, not of all of them.
+    """
+
+    def __init__(self, ranks: dict[int, dict[str, pd.DataFrame]], has_device: bool) -> None:
+        self.has_device = has_device
+        self._tables: dict[str, pd.DataFrame] = {}
+        for kind in KINDS:
+            parts = [t[kind].assign(rank=r) for r, t in sorted(ranks.items()) if len(t[kind])]
+            frame = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=["rank"])
+            self._tables[kind] = frame[["rank", *[c for c in frame.columns if c != "rank"]]]
+
+    def table(self, kind: str) -> pd.DataFrame:
+        if kind not in KINDS:
+            raise KeyError(kind)
+        return self._tables[kind]
+
+    @classmethod
+    def of_files(cls, paths: list[Path], analyze: Callable[[Path], Analysis]) -> JobBreakdowns:
+        """Each trace analysed with ``analyze``; its rank from ``distributedInfo`` or the name."""
+        from ctda.job.load import rank_of
+
+        ranks: dict[int, dict[str, pd.DataFrame]] = {}
+        has_device = False
+        for path in paths:
+            a = analyze(path)
+            every = Breakdowns(a)
+            ranks[rank_of(str(path), a.table.meta).rank] = {kind: every.table(kind) for kind in KINDS}
+            has_device = has_device or every.has_device
+        return cls(ranks, has_device)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from ctda.analysis.breakdowns import Breakdowns
+from ctda.analysis.breakdowns import Breakdowns, JobBreakdowns
 from ctda.render.output import Block, Col, Document, Section
 
 TEMPORAL_COLS = [
@@ -99,19 +99,24 @@ SECTIONS = {
 }
 
 
-def breakdown_doc(b: Breakdowns, label: str, kinds: list[str], top: int) -> Document:
-    """The chosen breakdowns of one analysis; ``top`` bounds the kernel list. Without
-    device work only the allocator's table can have rows (host memory)."""
+def breakdown_doc(b: Breakdowns | JobBreakdowns, label: str, kinds: list[str], top: int) -> Document:
+    """The chosen breakdowns of one analysis, or of each rank of a job (a ``rank`` column
+    first); ``top`` bounds the kernel list (per rank). Without device work only the
+    allocator's table can have rows (host memory)."""
     blocks: list[Block] = []
-    data: dict[str, object] = {"device": b.device.any}
-    if not b.device.any:
+    data: dict[str, object] = {"device": b.has_device}
+    if not b.has_device:
         blocks.append(Text("no device activity: the trace has no GPU work"))
         kinds = [k for k in kinds if k == "memory" and len(b.table(k))]
     for kind in kinds:
         frame = b.table(kind)
-        if kind == "kernels":
-            frame = frame.head(top)
         title, cols = SECTIONS[kind]
+        if "rank" in frame.columns:
+            cols = [Col("rank", "rank", "int"), *cols]
+            if kind == "kernels":
+                frame = frame.groupby("rank", sort=True).head(top)
+        elif kind == "kernels":
+            frame = frame.head(top)
         blocks.append(Section.of(kind, title, frame, cols))
         data[kind] = frame.to_dict(orient="records")
     return Document(f"Breakdowns of {label}", blocks, data=data, source=label)

@@ -10,8 +10,9 @@ backend shares and :mod:`ctda.store.backends` for how ``--db`` picks one.
 from __future__ import annotations
 
 from ctda.store import backends
-from ctda.store.base import InjectedFault, QueryResult, RunInfo, Store, StoreError
+from ctda.store.base import QueryResult, RunInfo, Store, StoreError
 from ctda.store.config import Target, resolve
+from ctda.store.faults import InjectedFault
 
 __all__ = [
     "InjectedFault",

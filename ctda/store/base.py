@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
-import sys
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
@@ -20,31 +18,17 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, ClassVar, TypeVar
 
-from ctda.errors import CtdaError
 from ctda.queries.errors import QueryError
 from ctda.store import migrate, schema
+from ctda.store.faults import FaultCounter, StoreError
 from ctda.store.model import RunData
 from ctda.store.schema import COMPLETE, DELETING, META_KEY, PENDING
-
-#: test hook: raise :class:`InjectedFault` after this many write batches
-FAIL_AFTER_ENV = "CTDA_STORE_FAIL_AFTER_BATCHES"
-#: test hook: stop (sleep) after this many write batches, so a test can kill the writer
-STALL_AFTER_ENV = "CTDA_STORE_STALL_AFTER_BATCHES"
-STALL_MARK = "ctda-store: stalled"
 
 Progress = Callable[[int, int], None]  # (rows written, rows total)
 
 
-class StoreError(CtdaError):
-    """A store problem worth one line to the user (no credentials in the message)."""
-
-
 class RefusedQuery(StoreError, QueryError):
     """A query the gate refuses, raised by :meth:`Store.query` before the engine sees it."""
-
-
-class InjectedFault(StoreError):
-    """Raised on purpose by the fault-injection hook to test atomicity."""
 
 
 @dataclass
@@ -112,34 +96,6 @@ class QueryResult:
 
     def records(self) -> list[dict[str, Any]]:
         return [dict(zip(self.columns, r)) for r in self.rows]
-
-
-def _env_int(name: str) -> int | None:
-    raw = os.environ.get(name, "").strip()
-    return int(raw) if raw else None
-
-
-class FaultCounter:
-    """Counts committed write batches for the atomicity tests' hooks.
-
-    ``fail_after`` (or $CTDA_STORE_FAIL_AFTER_BATCHES) raises :class:`InjectedFault` once
-    that many batches are done; $CTDA_STORE_STALL_AFTER_BATCHES prints ``STALL_MARK`` to
-    stderr and sleeps for good instead, for tests that kill the writing process.
-    """
-
-    def __init__(self, fail_after: int | None) -> None:
-        self.fail_after = fail_after if fail_after is not None else _env_int(FAIL_AFTER_ENV)
-        self.stall_after = _env_int(STALL_AFTER_ENV)
-        self.done = 0
-
-    def tick(self) -> None:
-        self.done += 1
-        if self.fail_after is not None and self.done >= self.fail_after:
-            raise InjectedFault(f"injected fault after {self.done} write batch(es) ({FAIL_AFTER_ENV})")
-        if self.stall_after is not None and self.done >= self.stall_after:
-            print(STALL_MARK, file=sys.stderr, flush=True)
-            while True:
-                time.sleep(3600)
 
 
 #: one statement inside a write transaction: Cypher and parameters -> rows as dicts

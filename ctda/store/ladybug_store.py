@@ -24,8 +24,9 @@ import pyarrow as pa
 
 from ctda.store import migrate, schema
 from ctda.store.backends import register
-from ctda.store.base import FaultCounter, Progress, QueryResult, Run, Store, StoreError
+from ctda.store.base import Progress, QueryResult, Run, Store, StoreError
 from ctda.store.config import Target
+from ctda.store.faults import FaultCounter
 from ctda.store.model import RunData
 
 T = TypeVar("T")

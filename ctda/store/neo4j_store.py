@@ -28,8 +28,9 @@ import pyarrow as pa
 
 from ctda.store import migrate, schema
 from ctda.store.backends import register
-from ctda.store.base import FaultCounter, Progress, QueryResult, Run, RunInfo, Store, StoreError
+from ctda.store.base import Progress, QueryResult, Run, RunInfo, Store, StoreError
 from ctda.store.config import Target
+from ctda.store.faults import FaultCounter
 from ctda.store.model import RunData, Segments, int_column, path_segments
 from ctda.store.schema import DELETING, PENDING
 
