@@ -168,126 +168,90 @@ SEGMENT = Label(
     ),
     indexed=("run_id",),
 )
-#: a run's breakdowns of device time (ctda.analysis.breakdown), one node per table row;
+
+
+#: a run's breakdowns of device time (ctda.analysis.breakdowns), one node per table row;
 #: linked to their run by ``run_id`` only (no relationships: they go with the run at once)
-DEVICE_TIME = Label(
+def _breakdown(name: str, *props: tuple[str, str], per_window: bool = True) -> Label:
+    """A breakdown table's label: ``key`` and ``run_id``, then (most) ``window`` (Window.idx,
+    -1: the whole trace) and its ``label``, then the table's own columns."""
+    head = (("key", "STRING"), ("run_id", "INT64"))
+    where = (("window", "INT64"), ("label", "STRING")) if per_window else ()
+    return Label(name, (*head, *where, *props), indexed=("run_id",))
+
+
+DEVICE_TIME = _breakdown(
     "DeviceTime",
-    (
-        ("key", "STRING"),
-        ("run_id", "INT64"),
-        ("window", "INT64"),  # Window.idx, -1: the whole trace
-        ("label", "STRING"),
-        ("device", "INT64"),
-        ("span_ns", "INT64"),
-        ("compute_ns", "INT64"),
-        ("communication_ns", "INT64"),
-        ("memory_ns", "INT64"),
-        ("idle_ns", "INT64"),
-    ),
-    indexed=("run_id",),
+    ("device", "INT64"),
+    ("span_ns", "INT64"),
+    ("compute_ns", "INT64"),
+    ("communication_ns", "INT64"),
+    ("memory_ns", "INT64"),
+    ("idle_ns", "INT64"),
 )
-STREAM_IDLE = Label(
+STREAM_IDLE = _breakdown(
     "StreamIdle",
-    (
-        ("key", "STRING"),
-        ("run_id", "INT64"),
-        ("window", "INT64"),
-        ("label", "STRING"),
-        ("device", "INT64"),
-        ("stream", "INT64"),
-        ("idle", "STRING"),  # host_wait, kernel_wait, other
-        ("idle_ns", "INT64"),
-        ("cp_ns", "INT64"),  # the critical path's device-idle waits in it
-    ),
-    indexed=("run_id",),
+    ("device", "INT64"),
+    ("stream", "INT64"),
+    ("idle", "STRING"),  # host_wait, kernel_wait, other
+    ("idle_ns", "INT64"),
+    ("cp_ns", "INT64"),  # the critical path's device-idle waits in it
 )
-KERNEL_STAT = Label(
+KERNEL_STAT = _breakdown(
     "KernelStat",
-    (
-        ("key", "STRING"),
-        ("run_id", "INT64"),
-        ("name", "STRING"),
-        ("class", "STRING"),  # compute, communication, memory
-        ("count", "INT64"),
-        ("total_ns", "INT64"),
-        ("mean_ns", "DOUBLE"),
-        ("p50_ns", "DOUBLE"),
-        ("p95_ns", "DOUBLE"),
-        ("cp_ns", "INT64"),
-    ),
-    indexed=("run_id",),
+    ("name", "STRING"),
+    ("class", "STRING"),  # compute, communication, memory
+    ("count", "INT64"),
+    ("total_ns", "INT64"),
+    ("mean_ns", "DOUBLE"),
+    ("p50_ns", "DOUBLE"),
+    ("p95_ns", "DOUBLE"),
+    ("cp_ns", "INT64"),
+    per_window=False,
 )
-COMM_OVERLAP = Label(
+COMM_OVERLAP = _breakdown(
     "CommOverlap",
-    (
-        ("key", "STRING"),
-        ("run_id", "INT64"),
-        ("window", "INT64"),
-        ("label", "STRING"),
-        ("device", "INT64"),
-        ("communication_ns", "INT64"),
-        ("overlapped_ns", "INT64"),  # under compute
-        ("overlap_share", "DOUBLE"),
-        ("exposed_ns", "INT64"),
-        ("cp_ns", "INT64"),  # critical-path time in communication kernels
-    ),
-    indexed=("run_id",),
+    ("device", "INT64"),
+    ("communication_ns", "INT64"),
+    ("overlapped_ns", "INT64"),  # under compute
+    ("overlap_share", "DOUBLE"),
+    ("exposed_ns", "INT64"),
+    ("cp_ns", "INT64"),  # critical-path time in communication kernels
 )
-LAUNCH_STAT = Label(
+LAUNCH_STAT = _breakdown(
     "LaunchStat",
-    (
-        ("key", "STRING"),
-        ("run_id", "INT64"),
-        ("window", "INT64"),
-        ("label", "STRING"),
-        ("launches", "INT64"),
-        ("call_p50_ns", "DOUBLE"),
-        ("call_p95_ns", "DOUBLE"),
-        ("call_outliers", "INT64"),
-        ("delay_p50_ns", "DOUBLE"),
-        ("delay_p95_ns", "DOUBLE"),
-        ("delay_max_ns", "INT64"),
-        ("delay_outliers", "INT64"),
-        ("delay_ns", "INT64"),
-        ("short_kernels", "INT64"),
-        ("shorter_than_call", "INT64"),
-        ("cp_delay_ns", "INT64"),  # the path's launch_overhead class
-    ),
-    indexed=("run_id",),
+    ("launches", "INT64"),
+    ("call_p50_ns", "DOUBLE"),
+    ("call_p95_ns", "DOUBLE"),
+    ("call_outliers", "INT64"),
+    ("delay_p50_ns", "DOUBLE"),
+    ("delay_p95_ns", "DOUBLE"),
+    ("delay_max_ns", "INT64"),
+    ("delay_outliers", "INT64"),
+    ("delay_ns", "INT64"),
+    ("short_kernels", "INT64"),
+    ("shorter_than_call", "INT64"),
+    ("cp_delay_ns", "INT64"),  # the path's launch_overhead class
 )
-QUEUE_STAT = Label(
+QUEUE_STAT = _breakdown(
     "QueueStat",
-    (
-        ("key", "STRING"),
-        ("run_id", "INT64"),
-        ("window", "INT64"),
-        ("label", "STRING"),
-        ("device", "INT64"),
-        ("stream", "INT64"),
-        ("max_length", "INT64"),
-        ("mean_length", "DOUBLE"),
-        ("full_ns", "INT64"),
-    ),
-    indexed=("run_id",),
+    ("device", "INT64"),
+    ("stream", "INT64"),
+    ("max_length", "INT64"),
+    ("mean_length", "DOUBLE"),
+    ("full_ns", "INT64"),
 )
-MEMORY_STAT = Label(
+MEMORY_STAT = _breakdown(
     "MemoryStat",
-    (
-        ("key", "STRING"),
-        ("run_id", "INT64"),
-        ("window", "INT64"),
-        ("label", "STRING"),
-        ("device", "INT64"),  # -1: host memory
-        ("allocations", "INT64"),
-        ("allocated_bytes", "INT64"),
-        ("frees", "INT64"),
-        ("freed_bytes", "INT64"),
-        ("start_bytes", "INT64"),
-        ("end_bytes", "INT64"),
-        ("peak_bytes", "INT64"),
-        ("peak_reserved_bytes", "INT64"),
-    ),
-    indexed=("run_id",),
+    ("device", "INT64"),  # -1: host memory
+    ("allocations", "INT64"),
+    ("allocated_bytes", "INT64"),
+    ("frees", "INT64"),
+    ("freed_bytes", "INT64"),
+    ("start_bytes", "INT64"),
+    ("end_bytes", "INT64"),
+    ("peak_bytes", "INT64"),
+    ("peak_reserved_bytes", "INT64"),
 )
 #: breakdown kind (ctda.analysis.breakdowns.KINDS) -> its label ("classes" is a rollup of kernels)
 BREAKDOWN_LABELS = {
