@@ -22,7 +22,7 @@ from bench import browser
 Row = dict[str, Any]
 #: a second, small run in the same store, so "change run" has somewhere to go
 SMALL = Path(__file__).resolve().parents[1] / "tests" / "data" / "hta" / "rocm62_mi250_minitoy_train.json.gz"
-PAGES = ("Critical path", "Hotspots", "What-if", "Compare", "Runs")
+PAGES = ("Critical path", "Hotspots", "Breakdowns", "What-if", "Compare", "Runs")
 
 
 def _log(msg: str) -> None:
