@@ -105,3 +105,30 @@ def test_backward_thread_traces_cross_threads(rel: str) -> None:
     on_a = set(a.charges.event[a.charges.event >= 0])
     on_b = set(b.charges.event[b.charges.event >= 0])
     assert on_a != on_b
+
+
+@SKIP_CORPUS
+@pytest.mark.corpus
+@pytest.mark.parametrize("path", TRACES, ids=IDS)
+def test_breakdowns_add_up_and_tie_to_the_path(path: Path) -> None:
+    """Every breakdown computes on every real trace (CPU-only, ROCm, MTIA, 2020 format); the
+    temporal parts fill the span; the device idle and launch delay on the path are the
+    path's own bound-by classes, window by window (docs/breakdowns.md)."""
+    from ctda.analysis.breakdown import on_path_idle_by_window
+    from ctda.analysis.breakdowns import KINDS, Breakdowns
+    from ctda.analysis.classify import CLASS_CODE
+
+    a = _analysis(path)
+    b = Breakdowns(a)
+    tables = {kind: b.table(kind) for kind in KINDS}
+    t = tables["temporal"]
+    assert (t.compute_ns + t.communication_ns + t.memory_ns + t.idle_ns == t.span_ns).all()
+    idle = tables["idle"]
+    per_window = idle[idle.window >= 0].groupby("window").cp_ns.sum()
+    assert [int(per_window.get(w, 0)) for w in range(len(a.windows))] == on_path_idle_by_window(a).tolist()
+    ch = a.charges
+    launch = ch[(ch.event < 0) & (ch.cls == CLASS_CODE["launch_overhead"])].groupby("window").ns.sum()
+    for r in tables["launches"].query("window >= 0").itertuples():
+        assert r.cp_delay_ns == int(launch.get(r.window, 0))
+    if not b.has_device:
+        assert all(len(tables[k]) == 0 for k in ("temporal", "idle", "overlap", "launches", "kernels"))
