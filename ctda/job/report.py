@@ -3,7 +3,9 @@
 Contract: ``job_report(job, top)`` -> :class:`JobReport`: the per-step table (job step,
 slowest rank, straggler, lateness, where the path ran, the top item on the straggler), the
 job path's top items across ranks, the collectives' wait/transfer split, clock offsets and
-the matching summary.
+the matching summary; and the two tables behind the job's pictures: each rank's lateness per
+step (the heatmap) and the job path itself, stretch by stretch across the ranks (the
+timeline). The store keeps a report and gives it back; the CLI and the UI show it.
 """
 
 from __future__ import annotations
@@ -16,6 +18,9 @@ import pandas as pd
 
 from ctda.analysis.classify import CLASSES
 from ctda.job.run import Job
+
+LATENESS_COLUMNS = ["step", "rank", "late_ns"]
+PATH_COLUMNS = ["step", "pos", "rank", "event", "name", "class", "t0", "t1", "ns"]
 
 
 @dataclass
@@ -31,6 +36,12 @@ class JobReport:
     matching: dict[str, Any]
     notes: list[str] = field(default_factory=list)
     checks: dict[str, Any] = field(default_factory=dict)
+    #: step, rank, late_ns: the rank's arrival at the step's collectives minus the median
+    #: arrival, summed over the step's collectives (positive: the others waited for it)
+    lateness: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=LATENESS_COLUMNS))
+    #: the job path in order: step, pos, rank, event (index among the rank's analysed events,
+    #: -1 for a gap), name, class, t0/t1 (ns, the job's clock: clock offsets applied), ns
+    path: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=PATH_COLUMNS))
 
     def to_json(self) -> dict[str, Any]:
         def rows(df: pd.DataFrame) -> list[dict[str, Any]]:
@@ -48,6 +59,7 @@ class JobReport:
             "matching": self.matching,
             "notes": self.notes,
             "checks": self.checks,
+            "lateness": rows(self.lateness),
         }
 
 
@@ -136,7 +148,44 @@ def job_report(job: Job, top: int = 10) -> JobReport:
         matching=job.matching.summary(),
         notes=job.notes,
         checks=checks,
+        lateness=_lateness(job),
+        path=_path_rows(job),
     )
+
+
+def _lateness(job: Job) -> pd.DataFrame:
+    if len(job.late) == 0:
+        return pd.DataFrame(columns=LATENESS_COLUMNS)
+    out = job.late.groupby(["label", "rank"], sort=False).late_ns.sum().reset_index()
+    return out.rename(columns={"label": "step"})[LATENESS_COLUMNS].astype({"rank": int, "late_ns": np.int64})
+
+
+def _path_rows(job: Job) -> pd.DataFrame:
+    """The job path with rank-local event indexes (the job numbers ranks' events one after
+    another: rank r's first event is the sum of the earlier ranks' counts)."""
+    p = job.paths
+    if len(p) == 0:
+        return pd.DataFrame(columns=PATH_COLUMNS)
+    ranks = sorted(job.parts)
+    counts = [job.parts[r].skeleton.n_events for r in ranks]
+    base = dict(zip(ranks, np.cumsum([0, *counts])[:-1].tolist()))
+    rank = p["rank"].to_numpy(dtype=np.int64)
+    ev = p.event.to_numpy(dtype=np.int64)
+    local = np.where(ev >= 0, ev - pd.Series(rank).map(base).to_numpy(dtype=np.int64), -1)
+    out = pd.DataFrame(
+        {
+            "step": p.label.to_numpy(),
+            "pos": p.groupby("label", sort=False).cumcount().to_numpy(),
+            "rank": rank,
+            "event": local,
+            "name": p["name"].astype(str).to_numpy(),
+            "class": [CLASSES[int(c)] for c in p.cls],
+            "t0": p.t0.to_numpy(dtype=np.int64),
+            "t1": p.t1.to_numpy(dtype=np.int64),
+            "ns": p.ns.to_numpy(dtype=np.int64),
+        }
+    )
+    return out
 
 
 def _path_items(job: Job, top: int) -> pd.DataFrame:
