@@ -109,7 +109,8 @@ def job_report(job: Job, top: int = 10) -> JobReport:
                 "late_by_rank": st.late_by_rank,
             }
         )
-    items = _path_items(job, top)
+    path = _path_rows(job)
+    items = path_items(path, top)
     clocks = pd.DataFrame(
         [
             {
@@ -149,7 +150,7 @@ def job_report(job: Job, top: int = 10) -> JobReport:
         notes=job.notes,
         checks=checks,
         lateness=_lateness(job),
-        path=_path_rows(job),
+        path=path,
     )
 
 
@@ -188,23 +189,18 @@ def _path_rows(job: Job) -> pd.DataFrame:
     return out
 
 
-def _path_items(job: Job, top: int) -> pd.DataFrame:
-    """The job path's items over all steps: rank, event name, class, time on the path."""
-    p = job.paths
-    if len(p) == 0:
+def path_items(path: pd.DataFrame, top: int) -> pd.DataFrame:
+    """The job path's items over all steps (``path``: :data:`PATH_COLUMNS` rows in order):
+    rank, event name (a gap: its class in brackets), class, time on the path. The store
+    recomputes them from its path rows with this same function."""
+    if len(path) == 0:
         return pd.DataFrame(columns=["rank", "name", "class", "cp_ns", "share"])
-    ev = p.event.to_numpy()
-    names = np.where(
-        ev >= 0, p["name"].astype(str).to_numpy(), "(" + pd.Series(p.cls).map(lambda c: CLASSES[int(c)]) + ")"
-    )
+    ev = path.event.to_numpy()
+    cls = path["class"].astype(str).to_numpy()
+    names = np.where(ev >= 0, path["name"].astype(str).to_numpy(), "(" + pd.Series(cls) + ")")
     frame = pd.DataFrame(
-        {
-            "rank": p["rank"].to_numpy(),
-            "name": names,
-            "class": [CLASSES[int(c)] for c in p.cls],
-            "ns": p.ns.to_numpy(),
-        }
+        {"rank": path["rank"].to_numpy(), "name": names, "class": cls, "ns": path.ns.to_numpy()}
     )
     agg = frame.groupby(["rank", "name", "class"], sort=False).ns.sum().reset_index(name="cp_ns")
-    agg["share"] = agg.cp_ns / max(int(p.ns.sum()), 1)
+    agg["share"] = agg.cp_ns / max(int(path.ns.sum()), 1)
     return agg.sort_values("cp_ns", ascending=False).head(top).reset_index(drop=True)

@@ -101,7 +101,7 @@ def analyze_job(
     results = map_ranks(worker, [str(f) for f in files], options, executor)
     layout = identify([r.rank_id for r in results])
     parts = {r.rank_id.rank: r for r in results}
-    return assemble_job(name or _default_name(files), layout, parts)
+    return assemble_job(name or default_job_name(files), layout, parts)
 
 
 def assemble_job(name: str, layout: JobLayout, parts: dict[int, RankPart]) -> Job:
@@ -132,7 +132,8 @@ def assemble_job(name: str, layout: JobLayout, parts: dict[int, RankPart]) -> Jo
     return Job(name, layout, parts, matching, offsets, steps, paths, waits, late, strag, jg, notes)
 
 
-def _default_name(files: list[Path]) -> str:
+def default_job_name(files: list[Path]) -> str:
+    """A job's name when none is given: its directory's."""
     parent = files[0].parent.name if files else "job"
     return parent or "job"
 
