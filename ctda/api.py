@@ -29,6 +29,7 @@ from ctda.analysis import engine
 from ctda.analysis import report as analysis_report
 from ctda.analysis.engine import Analysis
 from ctda.analysis.report import Report
+from ctda.api_jobs import JobSession
 from ctda.errors import CtdaError
 from ctda.ingest.errors import TraceError
 from ctda.ingest.reader import read_trace
@@ -249,8 +250,8 @@ class Source:
     run: StoredRun | None = None
 
 
-class StoreSession:
-    """Runs in one store (embedded file or Neo4j server); see :func:`open_store`.
+class StoreSession(JobSession):
+    """Runs and jobs in one store (embedded file or Neo4j server); see :func:`open_store`.
 
     The store is opened per call, read-only unless the call writes, and closed again: the
     embedded store admits one writing process at a time, so holding a session never
@@ -311,15 +312,28 @@ class StoreSession:
         ]
 
     def runs(self, include_incomplete: bool = False) -> list[RunInfo]:
-        """The stored runs (with ``include_incomplete``, also those being written or deleted)."""
+        """The stored runs (with ``include_incomplete``, also those being written or deleted);
+        a job's runs have ``extra["job"]`` and ``extra["rank"]``."""
         with self._open() as s:
-            return s.runs(include_incomplete=include_incomplete)
+            runs, member = s.runs(include_incomplete=include_incomplete), s.job_members()
+        for r in runs:
+            if r.id in member:
+                r.extra["job"], r.extra["rank"] = member[r.id]
+        return runs
 
     def rm(self, name: str) -> None:
-        """Delete run ``name`` and everything stored for it."""
+        """Delete run ``name`` and everything stored for it; a job's name deletes the job
+        (:meth:`rm_job`). A run of a job goes only with its job."""
         with self._open() as s:
-            if not any(r.name == name for r in s.runs(include_incomplete=True)):
-                raise StoreError(f"no run {name!r} in {s.location}")
+            is_run = any(r.name == name for r in s.runs(include_incomplete=True))
+            is_job = any(j.name == name for j in s.jobs(include_incomplete=True))
+        if not is_run and is_job:
+            return self.rm_job(name)
+        if not is_run:
+            raise StoreError(f"no run {name!r} in {self.location}")
+        job = self._member(name)
+        if job is not None:
+            raise StoreError(f"run {name!r} belongs to job {job!r}: delete the job (ctda rm --job {job})")
         with self._open(write=True) as s:
             s.delete_run(name)
 

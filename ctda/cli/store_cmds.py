@@ -20,6 +20,7 @@ from rich.text import Text
 
 from ctda import api
 from ctda.analysis.report import Report
+from ctda.cli import job_store_cmds
 from ctda.cli.common import (
     CrossThreadOption,
     FormatOption,
@@ -41,7 +42,7 @@ DB_HELP = "Store: a file path (embedded, the default) or bolt:// / neo4j:// URI.
 
 
 @contextmanager
-def _write_progress(enabled: bool) -> Iterator[Callable[[int, int], None] | None]:
+def write_progress(enabled: bool) -> Iterator[Callable[[int, int], None] | None]:
     if not enabled:
         yield None
         return
@@ -53,9 +54,18 @@ def _write_progress(enabled: bool) -> Iterator[Callable[[int, int], None] | None
 
 @app.command("ingest")
 def ingest_cmd(
-    traces: list[Path] = typer.Argument(..., help="Kineto traces (.json, .json.gz) or ctda .parquet tables."),
+    traces: list[Path] = typer.Argument(
+        ...,
+        help="Kineto traces (.json, .json.gz) or ctda .parquet tables; a job: a directory of rank traces.",
+    ),
     run: str = typer.Option(
         None, "--run", help="Run name (default: the file name); a prefix with several traces."
+    ),
+    job: str = typer.Option(
+        None, "--job", help="Store the traces as one distributed job of this name (runs JOB/r<rank>)."
+    ),
+    executor: str = typer.Option(
+        None, "--executor", help="Jobs: local (processes, default), serial, dask-local, or tcp://HOST:PORT."
     ),
     db: str = typer.Option(None, "--db", help=DB_HELP),
     force: bool = typer.Option(
@@ -67,12 +77,16 @@ def ingest_cmd(
     top: int = typer.Option(10, "--top", min=1, help="Rows in the hotspot tables printed after storing."),
     fmt: FormatOption = Format.table,
 ) -> None:
-    """Analyse traces and store each as a run: events, dependency edges and critical paths."""
+    """Analyse traces and store each as a run: events, dependency edges and critical paths.
+    A directory (or --job) is a distributed job: a run per rank plus the job's tables."""
     options = guarded(lambda: api.validate_options(windows=windows, cross_thread=cross_thread, mode=mode))
+    if job_store_cmds.is_job_ingest(traces, job):
+        job_store_cmds.ingest_job_cmd(traces, job, db, options, force, executor, top, fmt)
+        return
     failed = 0
 
     def one(store: api.StoreSession, path: Path, name: str) -> Document:
-        with _write_progress(sys.stderr.isatty()) as progress:
+        with write_progress(sys.stderr.isatty()) as progress:
             (done,) = store.ingest(path, name, force=force, progress=progress, options=options)
         run_ = done.run
         if not done.stored:
@@ -132,15 +146,24 @@ def runs_cmd(
 
 @app.command("rm")
 def rm_cmd(
-    run: str = typer.Argument(..., help="Run name (see ctda runs)."),
+    run: str = typer.Argument(..., help="Run or job name (see ctda runs, ctda jobs)."),
     db: str = typer.Option(None, "--db", help=DB_HELP),
+    job: bool = typer.Option(False, "--job", help="The name is a job's: delete it with its runs."),
 ) -> None:
-    """Delete a run and everything stored for it."""
+    """Delete a run and everything stored for it, or a job with all its runs."""
 
     def go() -> None:
         with api.open_store(db) as store:
-            store.rm(run)
-        err_console.print(f"deleted run [bold]{printable(run)}[/]", highlight=False)
+            is_job = job or (
+                not any(r.name == run for r in store.runs(include_incomplete=True))
+                and any(j.name == run for j in store.jobs(include_incomplete=True))
+            )
+            if is_job:
+                store.rm_job(run)
+            else:
+                store.rm(run)
+        what = "job" if is_job else "run"
+        err_console.print(f"deleted {what} [bold]{printable(run)}[/]", highlight=False)
 
     guarded(go)
 
