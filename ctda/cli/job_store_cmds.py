@@ -37,10 +37,8 @@ def ingest_job_cmd(
 
     def go() -> None:
         with api.open_store(db) as store:
-            err_console.print(
-                f"analysing job {printable(job or str(traces[0]))} ({len(traces)} path(s))",
-                highlight=False,
-            )
+            what = f"{len(traces)} trace(s)" if len(traces) > 1 else f"the traces in {traces[0]}"
+            err_console.print(f"analysing {printable(what)} as one job", highlight=False)
             with write_progress(sys.stderr.isatty()) as progress:
                 done = store.ingest_job(
                     traces, job, force=force, executor=executor, top=top, progress=progress, options=options

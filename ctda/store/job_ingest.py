@@ -9,7 +9,7 @@ store opened for writing, where the job and a run per rank appear at once.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,7 +17,7 @@ from ctda.analysis.engine import AnalysisOptions
 from ctda.analysis.tables import options_key
 from ctda.job.load import job_files
 from ctda.job.report import JobReport, job_report
-from ctda.job.run import analyze_job, default_job_name
+from ctda.job.run import Job, analyze_job, default_job_name
 from ctda.store import open_store
 from ctda.store.base import Progress, StoreError
 from ctda.store.config import Target
@@ -47,9 +47,13 @@ def ingest_job(
     top: int = 10,
     fail_after: int | None = None,
     progress: Progress | None = None,
+    analyze: Callable[..., Job] = analyze_job,
 ) -> JobIngested:
     """Store the job made of ``paths`` (a directory of per-rank traces, or the files) as a
-    Job with one run per rank (``JOB/rRANK``); a no-op when already there, unless ``force``."""
+    Job with one run per rank (``JOB/rRANK``); a no-op when already there, unless ``force``.
+
+    ``analyze`` is :func:`ctda.job.run.analyze_job` or a function that answers like it (the
+    tests reuse one analysis across stores)."""
     files = job_files(list(paths))
     shas = {str(f): digest(f) for f in files}
     job_name = name or default_job_name(files)
@@ -64,7 +68,7 @@ def ingest_job(
             f"job {job_name!r} already holds other files or options; "
             "use --force to replace it, or --job to pick another name"
         )
-    job = analyze_job(files, options, name=job_name, executor=executor, full=True)
+    job = analyze(files, options, name=job_name, executor=executor, full=True)
     rep = job_report(job, top=top)
     runs = {}
     for rank, part in job.parts.items():
