@@ -9,7 +9,11 @@ analysis per job is shared by the tests through ``ingest_job``'s ``analyze`` arg
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +33,7 @@ from ctda.job.run import Job, analyze_job
 from ctda.queries import loader
 from ctda.store import InjectedFault, StoreError, open_store, schema
 from ctda.store.config import Target
+from ctda.store.faults import STALL_MARK
 from ctda.store.job_ingest import JobIngested, ingest_job
 from tests.conftest import CORPUS, DATA, SKIP_CORPUS
 from tests.neo4j_fixture import neo4j_server  # noqa: F401
@@ -222,7 +227,8 @@ def test_schema2_neo4j_store_is_brought_to_3(request: pytest.FixtureRequest) -> 
         s.run("MATCH (m:Meta) SET m.schema_version = 2").consume()
     with open_store(target, read_only=True) as s:
         assert s.query("MATCH (m:Meta) RETURN m.schema_version").rows == [[3]]
-        names = {r[0] for r in s.query("SHOW CONSTRAINTS YIELD name RETURN name").rows}
+    with neo4j.GraphDatabase.driver(target.location, auth=target.auth) as driver, driver.session() as s:
+        names = {r["name"] for r in s.run("SHOW CONSTRAINTS YIELD name RETURN name")}
     assert {"ctda_job_id", "ctda_jobstep_key"} <= names
 
 
@@ -275,3 +281,40 @@ def test_cli_ingest_jobs_runs_rm(runner: CliRunner, tmp_path: Path) -> None:
     assert gone.exit_code == 0 and f"deleted job {NAME}" in gone.stderr
     assert all(n == 0 for n in counts(target).values())
     assert runner.invoke(app, ["rm", "--job", NAME, "--db", db]).exit_code == 2
+
+
+def test_a_killed_job_write_leaves_a_usable_store(tmp_path: Path) -> None:
+    """kill -9 of ``ctda ingest DIR`` in the middle of the write: nothing of the job is
+    visible, and the next write removes what it left and stores the job whole."""
+    db = tmp_path / "store.lbug"
+    target = Target("ladybug", str(db))
+    clean = counts_after(Target("ladybug", str(tmp_path / "clean.lbug")))
+    env = dict(os.environ, CTDA_STORE_STALL_AFTER_BATCHES="12")
+    cmd = [sys.executable, "-c", "from ctda.cli.app import main; main()"]
+    proc = subprocess.Popen(
+        [*cmd, "ingest", str(job_dir()), "--db", str(db), "--executor", "serial"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=env,
+        text=True,
+    )
+    try:
+        assert proc.stderr is not None
+        for line in proc.stderr:  # the writer says when it stalls
+            if STALL_MARK in line:
+                break
+        os.kill(proc.pid, signal.SIGKILL)
+    finally:
+        proc.kill()
+        proc.wait(timeout=60)
+    session = api.open_store(target)
+    assert session.jobs() == [] and session.runs() == []  # nothing half-written is visible
+    assert [j.status for j in session.jobs(include_incomplete=True)] == ["pending"]
+    assert store_job(target).stored
+    assert counts(target) == clean
+
+
+def counts_after(target: Target) -> dict[str, int]:
+    """The counts of a store holding just the job, written without incident."""
+    store_job(target)
+    return counts(target)
