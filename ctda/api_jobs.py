@@ -12,8 +12,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from ctda.api_checks import top as check_top
 from ctda.job.report import JobReport
-from ctda.options import OptionError, validate_options
+from ctda.options import validate_options
 from ctda.store.base import Store, StoreError
 from ctda.store.config import Target
 from ctda.store.job_ingest import JobIngested
@@ -48,8 +49,7 @@ class JobSession:
         from ctda.store.job_ingest import ingest_job
 
         opts = validate_options(**options)
-        if isinstance(top, bool) or not isinstance(top, int) or top < 1:
-            raise OptionError(f"top must be a positive integer, not {top!r}")
+        check_top(top)
         files = [Path(paths)] if isinstance(paths, (str, Path)) else [Path(p) for p in paths]
         if self._closed:
             raise StoreError(f"the session on {self.target.location} is closed")
