@@ -28,6 +28,7 @@ from ctda.cli.common import (
     WindowsOption,
     app,
     err_console,
+    fail,
     guarded,
     parse_params,
     printable,
@@ -81,6 +82,8 @@ def ingest_cmd(
     A directory (or --job) is a distributed job: a run per rank plus the job's tables."""
     options = guarded(lambda: api.validate_options(windows=windows, cross_thread=cross_thread, mode=mode))
     if job_store_cmds.is_job_ingest(traces, job):
+        if run is not None:
+            fail("--run names a single trace's run; a job's runs are named after the job (--job NAME)")
         job_store_cmds.ingest_job_cmd(traces, job, db, options, force, executor, top, fmt)
         return
     failed = 0

@@ -182,18 +182,16 @@ def _path_table(
     sidx = np.array([step_of[str(s)] for s in path.step], dtype=np.int64) if n else np.zeros(0, np.int64)
     rank = _col(path, "rank")
     event = _col(path, "event")
-    target = event.copy()
-    gaps = np.flatnonzero(event < 0)
-    for i in gaps.tolist():
-        same = (sidx == sidx[i]) & (rank == rank[i]) & (event >= 0)
-        after = np.flatnonzero(same[i + 1 :])
-        before = np.flatnonzero(same[:i])
-        if len(after):
-            target[i] = event[i + 1 + after[0]]
-        elif len(before):
-            target[i] = event[before[-1]]
-        else:
-            target[i] = int(runs[int(rank[i])].run["events"])  # SOURCE
+    # per (step, rank), in path order: the next charged event, else the last one before
+    charged = pd.Series(np.where(event >= 0, event, np.nan))
+    group = sidx * (max(runs, default=0) + 1) + rank
+    after = charged.groupby(group).bfill()
+    before = charged.groupby(group).ffill()
+    source = np.array([int(runs[int(r)].run["events"]) for r in rank], dtype=np.int64)
+    near = after.fillna(before).to_numpy()
+    target = np.where(event >= 0, event, np.where(np.isnan(near), source, np.nan_to_num(near))).astype(
+        np.int64
+    )
     keys = np.array([run_ids[int(r)] for r in rank], dtype=np.int64) * schema.KEY_SPAN + target
     cols = {
         "pos": _col(path, "pos"),
