@@ -10,7 +10,7 @@ import typer
 
 from ctda import api
 from ctda.analysis.engine import AnalysisOptions
-from ctda.cli.common import FormatOption, app, err_console, guarded, printable
+from ctda.cli.common import FormatOption, app, err_console, guarded, printable, write_progress
 from ctda.render.job import job_doc
 from ctda.render.output import Format, emit
 from ctda.render.store import jobs_doc
@@ -33,7 +33,6 @@ def ingest_job_cmd(
     fmt: Format,
 ) -> None:
     """Analyse and store a job, then print its report (what ``ctda analyze DIR`` prints)."""
-    from ctda.cli.store_cmds import write_progress
 
     def go() -> None:
         with api.open_store(db) as store:

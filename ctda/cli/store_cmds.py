@@ -9,13 +9,11 @@ from __future__ import annotations
 
 import dataclasses
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
 
 import typer
-from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.text import Text
 
 from ctda import api
@@ -33,6 +31,7 @@ from ctda.cli.common import (
     parse_params,
     printable,
     read,
+    write_progress,
 )
 from ctda.render.analyze import report_doc
 from ctda.render.output import Document, Format, emit, emit_each
@@ -40,17 +39,6 @@ from ctda.render.store import queries_doc, query_doc, runs_doc
 from ctda.whatif.selfcheck import summary as selfcheck
 
 DB_HELP = "Store: a file path (embedded, the default) or bolt:// / neo4j:// URI. Default: $CTDA_DB."
-
-
-@contextmanager
-def write_progress(enabled: bool) -> Iterator[Callable[[int, int], None] | None]:
-    if not enabled:
-        yield None
-        return
-    columns = (TextColumn("storing"), BarColumn(), TextColumn("{task.completed:,}/{task.total:,} rows"))
-    with Progress(*columns, TimeRemainingColumn(), console=err_console, transient=True) as bar:
-        task = bar.add_task("store", total=1)
-        yield lambda done, total: bar.update(task, completed=done, total=total)
 
 
 @app.command("ingest")
