@@ -206,6 +206,12 @@ def gil_handoff(ctx: RuleContext) -> EdgeBatch:
     the resuming thread was most likely waiting for that thread to release the GIL
     (timestamp backtracking). Boundaries are event starts and ends at any depth, since a
     thread can block inside an open Python frame.
+
+    A hand-off needs evidence that it was one: where the other thread's Python stack is
+    recorded, it must have held the GIL over most of the pause (see
+    :func:`_held_over_pause`), and hand-offs beyond the lag window are kept only between
+    threads whose late resumes follow the releases more closely than chance (see
+    :func:`_late_tracks`).
     """
     n, opt = ctx.nodes, ctx.options
     cpu = np.flatnonzero(~n.is_gpu)
