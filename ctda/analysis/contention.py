@@ -215,7 +215,7 @@ class Loops:
     of: I64
     busy: npt.NDArray[np.float64]
     idle: npt.NDArray[np.float64]
-    rounds: tuple[I64, I64]  # per loop: the first and the last sleep's start (ns)
+    since: I64  # per loop: its first sleep's start (ns)
 
 
 def loops(
@@ -265,19 +265,21 @@ def loops(
     is_loop = (calls >= MIN_SLEEPS) & (slept > other)
     ids = np.flatnonzero(is_loop)
     if len(ids) == 0:
-        return Loops(z, z, z, np.zeros(0), np.zeros(0), (z, z))
+        return Loops(z, z, z, np.zeros(0), np.zeros(0), z)
     loop_of_lane = np.full(k, -1, dtype=np.int64)
     loop_of_lane[ids] = np.arange(len(ids))
     sel = np.flatnonzero(busy & is_loop[lane] & (dur > 0))
     # the part of each segment inside the rounds, less its GIL waits (pro rata)
     ran = dur[sel] * np.maximum(1.0 - gil_waited[sel] / np.maximum(t1[sel] - t0[sel], 1), 0.0)
     idle = np.asarray((slept + other)[ids], dtype=np.float64)
-    return Loops(ids.astype(np.int64), e[sel], loop_of_lane[lane[sel]], ran, idle, (lo[ids], hi[ids]))
+    return Loops(ids.astype(np.int64), e[sel], loop_of_lane[lane[sel]], ran, idle, lo[ids])
 
 
 def _with_loops(c: Contention, lp: Loops, g: Graph) -> Contention:
-    """``c`` with each triple's holding loop (-1 when its holder is not in one's rounds:
-    before the first sleep or after the last, the loop's rate says nothing)."""
+    """``c`` with each triple's holding loop (-1 when its holder is on none, or ran before
+    the loop's first sleep: the thread may have been asleep then, unrecorded, and the
+    loop's rate says nothing about it; the last round, cut by the end of profiling, is
+    still one of the loop's)."""
     if len(lp.lane) == 0:
         return c
     lane_of_edge = g.nodes.lane[np.minimum(g.src[c.hold_edge], 2 * g.nodes.n - 1) // 2].astype(np.int64)
@@ -286,7 +288,7 @@ def _with_loops(c: Contention, lp: Loops, g: Graph) -> Contention:
     loop = loop_of_lane[lane_of_edge]
     at = g.nodes.time[g.src[c.hold_edge]]
     q = np.maximum(loop, 0)
-    loop = np.where((loop >= 0) & (at >= lp.rounds[0][q]) & (at < lp.rounds[1][q]), loop, -1)
+    loop = np.where((loop >= 0) & (at >= lp.since[q]), loop, -1)
     return replace(
         c,
         hold_loop=loop,
