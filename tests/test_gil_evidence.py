@@ -16,11 +16,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ctda.analysis.engine import Analysis, analyze
+from ctda.analysis.engine import Analysis, AnalysisOptions, analyze
 from ctda.analysis.rules.cross_thread import _late_tracks
 from ctda.ingest.reader import read_trace
 from ctda.whatif.scenario import run, with_cpus
 from ctda.whatif.select import parse_scale
+from tests import synth
 from tests.conftest import CORPUS, SKIP_CORPUS
 
 BENCH = Path(__file__).parent.parent / "bench" / "traces"
@@ -107,3 +108,25 @@ def test_late_handoffs_need_resumes_that_track_the_release() -> None:
     assert not keep[:k].any()
     assert keep[k : 2 * k].all()
     assert keep[-2] and not keep[-1]
+
+
+@pytest.mark.parametrize(
+    ("inner", "linked"),
+    [
+        ("python_function", True),  # a Python frame on the other thread: it held the GIL
+        ("user_annotation", False),  # an opaque span (native work inside): no evidence
+    ],
+)
+def test_a_handoff_needs_a_thread_that_held_the_gil(tmp_path: Path, inner: str, linked: bool) -> None:
+    # main pauses 20..60; the aux thread, whose Python stack is recorded, spends 15..58 in
+    # `work` and the main thread resumes 2 us after it ends
+    events = [
+        synth.cpu("ProfilerStep#1", 0, 100, cat="user_annotation"),
+        synth.cpu("train.py(1): step", 1, 98, cat="python_function"),
+        synth.cpu("main_a", 5, 15),
+        synth.cpu("main_b", 60, 30),
+        synth.cpu("bg.py(1): run", 10, 80, tid=synth.AUX, cat="python_function"),
+        synth.cpu("work", 15, 43, tid=synth.AUX, cat=inner),
+    ]
+    a = analyze(read_trace(synth.write(tmp_path / "t.json", events)), AnalysisOptions())
+    assert (_gil_edges(a) > 0) is linked
