@@ -248,8 +248,10 @@ def _held_over_pause(ctx: RuleContext, src: I64, since: I64) -> npt.NDArray[np.b
     """Did the releasing thread hold the GIL over the resuming thread's pause?
 
     A hand-off can only come from a thread that held the GIL. Where a thread's Python
-    stack is recorded, it holds the GIL while a Python frame (not a builtin, not a
-    blocking wait) is innermost, as the contention model reads it; an opaque native span
+    stack is recorded, it may hold the GIL while a Python frame, or a builtin called from
+    one, is innermost (not a blocking wait: CPython releases the GIL around it; builtins
+    count, since most of them keep it, and one that drops it, like a decoder, is where the
+    hand-off happens, at its start); an opaque native span
     (a ``record_function`` around NumPy products, a C++ op) does not say it held anything,
     and a thread that was in one for most of the pause did not make the other wait: it
     was more likely starved of a core, and the boundary that ended the pause is the other
