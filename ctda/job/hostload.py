@@ -55,8 +55,20 @@ STALL_MIN_NS = 2_000_000
 KEEP_NS = 100_000
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 
-WORK_COLUMNS = ["window", "name", "k", "t0", "t1", "self_ns", "busy", "may_stall"]
-SLOWED_COLUMNS = ["label", "rank", "by", "event_name", "t0", "t1", "excess_ns", "charged_ns"]
+WORK_COLUMNS = ["window", "event", "name", "k", "t0", "t1", "self_ns", "busy", "may_stall"]
+SLOWED_COLUMNS = [
+    "label",
+    "rank",
+    "event",
+    "event_name",
+    "t0",
+    "t1",
+    "self_ns",
+    "excess_ns",
+    "by",
+    "by_event",
+    "charged_ns",
+]
 
 
 @dataclass
@@ -71,11 +83,13 @@ class Work:
 class HostLoad:
     """Stalls charged to other ranks' extra work, and the lateness moved with them.
 
-    ``slowed``: one row per (stall, charged rank): the stalled ``rank``, the rank ``by``
-    whose extra work overlapped it, the op, its span (job clock), its excess and the part
-    charged. ``moved``: per collective part (``cid``, ``rank``) and causing rank ``by``, the
-    charged stall time the part's rank spent before it arrived. ``extra``: per step and rank, the
-    self time of its extra work and its largest extra event.
+    ``slowed``: one row per (stall, extra event beside it): the stalled ``rank`` and
+    ``event`` (rank-local analysed index), the op, its span (job clock), self time and
+    excess, the rank ``by`` and event ``by_event`` whose busy extra work overlapped it, and
+    the part of the excess charged to that event. ``moved``: per collective part (``cid``,
+    ``rank``) and causing rank ``by``, the charged stall time the part's rank spent before
+    it arrived. ``extra``: per step and rank, the self time of its extra work and its
+    largest extra event.
     """
 
     slowed: pd.DataFrame
@@ -104,7 +118,7 @@ def work_table(a: Analysis, window: I64, done: I64) -> Work:
     ev = np.flatnonzero(~n.is_gpu & (window >= 0))
     ev = ev[np.lexsort((n.ts[ev], window[ev]))]
     names = normalize(a.table.decoded("name", n.uid[ev]))
-    frame = pd.DataFrame({"window": window[ev], "name": names, "ev": ev})
+    frame = pd.DataFrame({"window": window[ev], "name": names, "event": ev})
     frame["k"] = frame.groupby(["window", "name"], sort=False).cumcount()
     counts = frame.groupby(["window", "name"], sort=False).size().reset_index(name="n")
     done = np.sort(done)
@@ -236,25 +250,29 @@ def _charge(stall: pd.DataFrame, busy: pd.DataFrame, host: dict[int, str | None]
             continue
         # the busy event's own time only (its children are rows of their own)
         own = b.self_ns.to_numpy() / np.maximum(b1 - b0, 1)
-        pairs = pd.DataFrame({"i": wa, "by": b["rank"].to_numpy()[wb], "ov": ov * own[wb]})
-        per = pairs.groupby(["i", "by"]).ov.sum().reset_index()
-        span = (a1 - a0)[per.i.to_numpy()].astype(np.float64)
+        pairs = pd.DataFrame({"i": wa, "j": wb, "ov": ov * own[wb]})
+        per = pairs.groupby(["i", "j"]).ov.sum().reset_index()
+        i, j = per.i.to_numpy(), per.j.to_numpy()
+        span = (a1 - a0)[i].astype(np.float64)
         share = np.minimum(per.ov.to_numpy() / np.maximum(span, 1), 1.0)
-        # several ranks overlapping one stall never get more than all of it
-        tot = pd.Series(share).groupby(per.i.to_numpy()).transform("sum").to_numpy()
+        # several events overlapping one stall never get more than all of it
+        tot = pd.Series(share).groupby(i).transform("sum").to_numpy()
         share = share / np.maximum(tot, 1.0)
-        rows = a.iloc[per.i.to_numpy()]
+        rows = a.iloc[i]
         excess = (rows.self_ns - rows.med).to_numpy(dtype=np.float64)
         out.append(
             pd.DataFrame(
                 {
                     "label": rows.label.to_numpy(),
                     "rank": rows["rank"].to_numpy(),
-                    "by": per.by.to_numpy(),
+                    "event": rows.event.to_numpy(),
                     "event_name": rows.name.to_numpy(),
                     "t0": rows.t0.to_numpy(),
                     "t1": rows.t1.to_numpy(),
+                    "self_ns": rows.self_ns.to_numpy(),
                     "excess_ns": np.rint(excess).astype(np.int64),
+                    "by": b["rank"].to_numpy()[j],
+                    "by_event": b.event.to_numpy()[j],
                     "charged_ns": np.rint(excess * share).astype(np.int64),
                 }
             )
