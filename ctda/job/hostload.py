@@ -130,7 +130,11 @@ def work_table(a: Analysis, window: I64, done: I64) -> Work:
     frame["busy"] = ~blocking & ~waited
     frame["may_stall"] = ~blocking & ~waited & ~comm
     keep = frame.self_ns.to_numpy() >= KEEP_NS
-    return Work(frame.loc[keep, WORK_COLUMNS].reset_index(drop=True), counts)
+    events = frame.loc[keep, WORK_COLUMNS].reset_index(drop=True)
+    # names as categories: each distinct name is sent back once, not once per event
+    events["name"] = events.name.astype("category")
+    counts["name"] = counts.name.astype("category")
+    return Work(events, counts)
 
 
 def _mask(names: npt.NDArray[np.object_], pattern: str) -> npt.NDArray[np.bool_]:
@@ -192,6 +196,8 @@ def _gather(
         counts.append(wk.counts.assign(rank=r, label=lab[wk.counts.window.to_numpy()]))
     w = pd.concat(rows, ignore_index=True)
     c = pd.concat(counts, ignore_index=True)
+    w["name"] = w.name.astype(object)
+    c["name"] = c.name.astype(object)
     keep = set(steps)
     return w[w.label.isin(keep)].reset_index(drop=True), c[c.label.isin(keep)]
 
