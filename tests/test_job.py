@@ -110,6 +110,8 @@ def test_compute_straggler_is_rank2_once_its_host_contention_is_charged(jobs) ->
     assert 16.0e6 < by[("ProfilerStep#2", 3)] < 17.0e6  # the conv2d call stalled beside the loop
     assert 10.0e6 < by[("ProfilerStep#3", 3)] < 11.0e6  # part of max_pool2d's stall
     assert not (slowed.event_name == "aten::mul").any()
+    stalls = job.host.stalls.set_index(["label", "rank"]).stall_ns
+    assert 38e6 < stalls[("ProfilerStep#3", 3)] < 39.5e6  # 14.5 (max_pool2d) + 24.1 (aten::mul)
     ps3 = s.loc["ProfilerStep#3"]
     assert ps3.charged_by_rank[3] > ps3.charged_by_rank[2] + 15e6  # 55.9 vs 34.8 ms
     # ProfilerStep#2: the path stays on rank 3; rank 2's listed item is its extra work
@@ -132,6 +134,12 @@ def test_no_host_contention_is_charged_without_busy_extra_work(jobs, name: str) 
     s = job.stragglers
     assert (s.straggler == s["last"]).all()
     assert (s.late_ns == [r.late_by_rank[r.straggler] for r in s.itertuples()]).all()
+    # the report says what the straggler did: extra work, or stalls of common ops only
+    from ctda.job.report import job_report
+
+    own = job_report(job).steps.straggler_own
+    if name == "g_ddp_ws4_balanced":  # the latest is 57.3 and 45.4 ms late, yet did nothing extra
+        assert list(own[:2]) == ["0.0 / 20.1", "0.0 / 24.1"]
     if name == "g_ddp_ws2_sleep40_r1":
         assert set(job.host.extra["rank"]) == {1}
         assert (job.host.extra.top_name == "<built-in function sleep>").all()

@@ -35,7 +35,7 @@ The definitions (``docs/host-contention.md#definitions``, with inputs and limits
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
@@ -95,6 +95,8 @@ class HostLoad:
     slowed: pd.DataFrame
     moved: pd.DataFrame
     extra: pd.DataFrame
+    #: per step and rank, the excess of all its stalls (charged to others or not)
+    stalls: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=["label", "rank", "stall_ns"]))
 
 
 def normalize(names: npt.NDArray[np.object_]) -> npt.NDArray[np.object_]:
@@ -176,9 +178,11 @@ def host_contention(
     busy = w[w.extra & w.busy]
     host = {r: hosts.get(r) for r in ranks}
     slowed = _charge(stall, busy, host)
+    stalls = (stall.self_ns - stall.med).groupby([stall.label, stall["rank"]]).sum().rename("stall_ns")
+    stalls = stalls.round().astype(np.int64).reset_index()
     if slowed.empty:
-        return HostLoad(empty.slowed, empty.moved, extra)
-    return HostLoad(slowed, _moved(slowed, parts, offsets), extra)
+        return HostLoad(empty.slowed, empty.moved, extra, stalls)
+    return HostLoad(slowed, _moved(slowed, parts, offsets), extra, stalls)
 
 
 def _gather(

@@ -109,6 +109,7 @@ def job_report(job: Job, top: int = 10) -> JobReport:
                 "straggler_top": _item_text(items[0]) if items else "",
                 "last_to_arrive": int(st["last"]),
                 "host_contention": slowed,
+                "straggler_own": _own_text(job, label, int(st.straggler)),
                 "late_by_rank": st.late_by_rank,
                 "charged_by_rank": st.charged_by_rank,
             }
@@ -173,6 +174,17 @@ def _slowed_text(job: Job, label: str, straggler: int) -> str:
         return ""
     per = mine.groupby("rank").charged_ns.sum().sort_values(ascending=False)
     return "slowed " + ", ".join(f"r{int(r)} {ns / 1e6:.1f} ms" for r, ns in per.items())
+
+
+def _own_text(job: Job, label: str, straggler: int) -> str:
+    """``24.4 / 0.0``: the straggler's own extra work and the excess of its stalled common
+    ops in the step, ms (no extra work and only stalls: it was slow, not busier)."""
+    if job.host is None or straggler < 0:
+        return ""
+    x, s = job.host.extra, job.host.stalls
+    extra = x[(x.label == label) & (x["rank"] == straggler)].extra_ns.sum()
+    stall = s[(s.label == label) & (s["rank"] == straggler)].stall_ns.sum()
+    return f"{extra / 1e6:.1f} / {stall / 1e6:.1f}"
 
 
 def _lateness(job: Job) -> pd.DataFrame:

@@ -18,6 +18,7 @@ STEP_COLS = [
     Col("late_ns", "late ms", "ms"),
     Col("path_by_rank", "path by rank"),
     Col("straggler_top", "top item on straggler"),
+    Col("straggler_own", "its extra work / stalls ms"),
     Col("last", "last to arrive"),
     Col("host_contention", "stalls it caused on its host"),
 ]
