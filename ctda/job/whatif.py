@@ -9,7 +9,8 @@ Selections are the single-rank shorthands (``name~REGEX=F``, ``cat=C=F``, ``clas
 straggler as fast as the median of the other ranks: each of its events in that step takes
 the median duration the other ranks' same event (same name, same occurrence in the step)
 took; an event the others do not have (the straggler's extra work) scales with its
-nearest enclosing event that they do have.
+nearest enclosing event that they do have. Whatever the factors, ops that stalled beside
+another rank's extra work on their host are re-timed with that work (``host_factors``).
 """
 
 from __future__ import annotations
