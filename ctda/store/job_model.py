@@ -34,8 +34,12 @@ STEP_COLUMNS = [
     "late_ns",
     "path_by_rank",
     "straggler_top",
-    "late_by_rank",
+    "last_to_arrive",
+    "host_contention",
+    "straggler_own",
 ]
+#: per-rank dictionaries of a step row, stored as JSON text (``<column>_json``)
+STEP_DICTS = ("late_by_rank", "charged_by_rank")
 WAIT_COLUMNS = ["label", "cid", "op", "rank", "waited_for", "wait_ns", "transfer_ns"]
 CLOCK_COLUMNS = ["rank", "host", "rank_from", "offset_ns", "how"]
 #: matching summary entries keyed by rank count or rank (ints; JSON turns them into text)
@@ -145,11 +149,12 @@ def job_rows(data: JobData, job_id: int, run_ids: dict[int, int]) -> dict[str, p
                 "job_id": ids,
                 "idx": np.arange(len(steps), dtype=np.int64),
                 "step": _col(steps, "step", str),
-                "late_by_rank_json": [
-                    json.dumps({str(k): int(v) for k, v in d.items()}) for d in steps.get("late_by_rank", [])
-                ],
             }
-            | {c: _col(steps, c, str if c in _TEXT else np.int64) for c in STEP_COLUMNS[1:-1]},
+            | {c: _col(steps, c, str if c in _TEXT else np.int64) for c in STEP_COLUMNS[1:]}
+            | {
+                f"{c}_json": [json.dumps({str(k): int(v) for k, v in d.items()}) for d in steps.get(c, [])]
+                for c in STEP_DICTS
+            },
         ),
         "HAS_STEP": pa.table({"from": pa.array(ids), "to": pa.array(skeys, pa.string())}),
     }
@@ -213,9 +218,10 @@ def _path_table(
 def report_from(info: JobInfo, rows: dict[str, list[dict[str, Any]]], top: int = 10) -> JobReport:
     """The job's report from its stored rows (``rows``: table name -> records in order, as
     :meth:`ctda.store.job_flows.JobFlows.read_job_rows` reads them)."""
-    steps = _frame(rows["JobStep"], STEP_COLUMNS[:-1])
-    late = [{int(k): int(v) for k, v in _js(r.get("late_by_rank_json"), {}).items()} for r in rows["JobStep"]]
-    steps["late_by_rank"] = pd.Series(late, index=steps.index, dtype=object)
+    steps = _frame(rows["JobStep"], STEP_COLUMNS)
+    for c in STEP_DICTS:
+        per = [{int(k): int(v) for k, v in _js(r.get(f"{c}_json"), {}).items()} for r in rows["JobStep"]]
+        steps[c] = pd.Series(per, index=steps.index, dtype=object)
     path = _frame(rows["JOB_CP"], PATH_COLUMNS)
     p = info.props
     matching = _js(p.get("matching_json"), {})
@@ -239,7 +245,20 @@ def report_from(info: JobInfo, rows: dict[str, list[dict[str, Any]]], top: int =
     )
 
 
-_TEXT = {"step", "path_by_rank", "straggler_top", "label", "op", "host", "rank_from", "how", "name", "class"}
+_TEXT = {
+    "step",
+    "path_by_rank",
+    "straggler_top",
+    "host_contention",
+    "straggler_own",
+    "label",
+    "op",
+    "host",
+    "rank_from",
+    "how",
+    "name",
+    "class",
+}
 
 
 def _frame(records: list[dict[str, Any]], cols: list[str]) -> pd.DataFrame:

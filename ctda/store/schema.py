@@ -358,7 +358,11 @@ JOB_STEP = Label(
         ("late_ns", "INT64"),  # the straggler's lateness
         ("path_by_rank", "STRING"),
         ("straggler_top", "STRING"),  # the path's top item on the straggler
+        ("last_to_arrive", "INT64"),  # may differ from the straggler (docs/host-contention.md)
+        ("host_contention", "STRING"),  # the stalls the straggler caused on its host
+        ("straggler_own", "STRING"),  # the straggler's own extra work / stalls
         ("late_by_rank_json", "STRING"),
+        ("charged_by_rank_json", "STRING"),  # lateness after host-contention charges
     ),
     indexed=("job_id",),
 )
