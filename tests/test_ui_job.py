@@ -4,18 +4,25 @@ a connector exactly where the job path changes rank, each rank's events on the j
 
 from __future__ import annotations
 
+import base64
+import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 import pytest
 
 pytest.importorskip("plotly")
+pytest.importorskip("streamlit")
+
+from streamlit.testing.v1 import AppTest
 
 from ctda.analysis.engine import Analysis, AnalysisOptions, analyze
 from ctda.ingest.reader import read_trace
 from ctda.job.report import JobReport
-from ctda.ui import charts, frames, jobcharts, jobframes
+from ctda.ui import charts, frames, jobcharts, jobdata, jobframes
 from tests.conftest import CORPUS, SKIP_CORPUS
 
 pytestmark = SKIP_CORPUS
@@ -163,3 +170,86 @@ def test_job_timeline_draws_each_ranks_events_on_the_job_clock(
     faded = next(d for d in fig.data if d.name.startswith("rank's events"))
     assert faded.marker.line.width == 0 and len(faded.x) == len(jt.busy)
     assert isinstance(jt.busy, pd.DataFrame) and jt.busy.start_ms.notna().all()
+
+
+# --- the page, under Streamlit's AppTest -------------------------------------------------
+
+APP = Path(__file__).resolve().parents[1] / "ctda" / "ui" / "app.py"
+
+
+def page() -> AppTest:
+    """The app opened on the Job page: no exception, no error box."""
+    at = AppTest.from_file(str(APP), default_timeout=120)
+    at.run()
+    at.switch_page("views/job.py").run()
+    assert not at.exception, [e.message for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+    return at
+
+
+def figures(at: AppTest) -> list[dict[str, Any]]:
+    return [json.loads(el.proto.spec) for el in at.get("plotly_chart")]
+
+
+def array(v: Any) -> np.ndarray:
+    """A figure array: Plotly ships numpy arrays as base64 typed arrays (with a shape)."""
+    if isinstance(v, dict) and "bdata" in v:
+        flat = np.frombuffer(base64.b64decode(v["bdata"]), dtype=np.dtype(v["dtype"]))
+        shape = v.get("shape")
+        return flat.reshape([int(x) for x in str(shape).split(",")]) if shape else flat
+    return np.asarray(v, dtype=float)
+
+
+@pytest.fixture
+def store_with(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[[dict[str, JobReport]], None]:
+    """The page's store reads (:func:`ctda.ui.jobdata.read_store`) answering with these
+    jobs' reports, on an empty store of runs."""
+    monkeypatch.setenv("CTDA_DB", str(tmp_path / "store.lbug"))
+
+    def use(jobs: dict[str, JobReport]) -> None:
+        def read(db: str | None, name: str | None) -> jobdata.StoredJobs:
+            return jobdata.StoredJobs(sorted(jobs), jobs.get(name) if name else None)
+
+        monkeypatch.setattr(jobdata, "read_store", read)
+
+    return use
+
+
+def test_job_page_without_jobs_says_how_to_store_one(
+    store_with: Callable[[dict[str, JobReport]], None],
+) -> None:
+    store_with({})
+    at = page()
+    assert at.title[0].value == "Job"
+    assert any("ctda ingest DIR" in i.value for i in at.info)
+    assert not at.get("plotly_chart")
+
+
+def test_job_page_shows_the_straggler_of_each_step(
+    reports: dict[str, JobReport], store_with: Callable[[dict[str, JobReport]], None]
+) -> None:
+    store_with(reports)
+    at = page()
+    assert at.selectbox(key="job_name").options == sorted(reports)
+    at.selectbox(key="job_name").set_value(SLEEP).run()
+    rep = reports[SLEEP]
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Ranks"] == "2" and metrics["Steps"] == "5"
+    assert metrics["Straggler most often"] == "r1 (5 of 5)"
+    heat, tl = figures(at)
+    want = rep.lateness.pivot(index="rank", columns="step", values="late_ns") / 1e6
+    np.testing.assert_allclose(array(heat["data"][0]["z"]), want.loc[[0, 1], list(rep.steps.step)].to_numpy())
+    mark = next(d for d in heat["data"] if d.get("name") == jobcharts.STRAGGLER)
+    assert mark["y"] == ["r1"] * 5
+    steps = at.dataframe[0].value
+    assert list(steps.straggler) == ["r1"] * 5 and list(steps.step) == list(rep.steps.step)
+    # the timeline: the first step, a band per rank, the path across them
+    assert tl["layout"]["title"]["text"].startswith("ProfilerStep#2: ")
+    assert [t for t in tl["layout"]["yaxis"]["ticktext"]] == ["r0 · job path", "r1 · job path"]
+    # another step redraws it; waits and clocks follow
+    box = next(s for s in at.selectbox if str(s.key).startswith("job_step@"))
+    box.set_value("ProfilerStep#5").run()
+    assert figures(at)[1]["layout"]["title"]["text"].startswith("ProfilerStep#5: ")
+    waits, clocks = at.dataframe[1].value, at.dataframe[2].value
+    assert set(waits.waited_for) == {"r1"} and list(clocks["rank"]) == ["r0", "r1"]
+    assert any("path changes rank" in c.value for c in at.caption)

@@ -14,9 +14,20 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from ctda.ui.charts import CLASS_COLORS, CLASS_PATTERNS, FADED, OTHER_COLOR, PATH_COLOR, ROW_PX, fmt_ms
+from ctda.ui.charts import CLASS_COLORS, CLASS_PATTERNS, PATH_COLOR, ROW_PX, fmt_ms
 from ctda.ui.jobframes import JobTimeline, Lateness, rank_label
 
+
+def _pale(hex_color: str, keep: float = 0.28) -> str:
+    """``hex_color`` mixed with white, opaque: a rank's row folds nested calls onto one
+    another, and translucent bars would darken with every level of nesting."""
+    r, g, b = (int(hex_color[i : i + 2], 16) for i in (1, 3, 5))
+    return "#" + "".join(f"{round(255 - keep * (255 - v)):02X}" for v in (r, g, b))
+
+
+#: a rank's own events, in their class colour made pale (the path's are in full colour)
+PALE = {cls: _pale(c) for cls, c in CLASS_COLORS.items()}
+PALE_OTHER = "#E4EAF2"
 #: diverging: early (others waited less) blue, on time white, late (others waited) red
 LATENESS_SCALE = [[0.0, "#2166AC"], [0.25, "#92C5DE"], [0.5, "#F7F7F7"], [0.75, "#F4A582"], [1.0, "#B2182B"]]
 STRAGGLER = "straggler"
@@ -42,7 +53,18 @@ def heatmap(late: Lateness) -> go.Figure:
             zmin=-span,
             zmax=span,
             colorscale=LATENESS_SCALE,
-            colorbar={"title": {"text": "late ms"}, "thickness": 12},
+            # under the chart: the right margin is the mode bar's
+            colorbar={
+                "title": {"text": "late ms", "side": "right"},
+                "orientation": "h",
+                "x": 0,
+                "xanchor": "left",
+                "y": 0.0,
+                "yanchor": "bottom",
+                "yref": "container",
+                "len": 0.5,
+                "thickness": 10,
+            },
             customdata=text,
             hovertemplate="%{x} · %{y}<br>late %{customdata}<extra></extra>",
             xgap=1,
@@ -57,6 +79,7 @@ def heatmap(late: Lateness) -> go.Figure:
             mode="markers",
             marker={"symbol": "square-open", "size": 22, "color": PATH_COLOR, "line": {"width": 2}},
             name=STRAGGLER,
+            showlegend=True,
             hovertemplate="%{x}: straggler %{y}<extra></extra>",
         )
     fig.update_layout(
@@ -64,11 +87,11 @@ def heatmap(late: Lateness) -> go.Figure:
             "text": "Lateness per step and rank: arrival at the step's collectives minus the median",
             "x": 0,
         },
-        height=int(min(max(220, 34 * len(ranks) + 140), 900)),
-        margin=MARGIN,
+        height=int(min(max(240, 34 * len(ranks) + 180), 900)),
+        margin={**MARGIN, "b": 90},
         modebar=MODEBAR,
         plot_bgcolor="white",
-        legend={"orientation": "h", "x": 0, "y": -0.25},
+        legend={"orientation": "h", "x": 1, "xanchor": "right", "y": 1.0, "yanchor": "bottom"},
         xaxis={"type": "category", "title": None},
         yaxis={"type": "category", "autorange": "reversed", "title": None},
     )
@@ -101,8 +124,8 @@ def timeline(tl: JobTimeline) -> go.Figure:
             y=busy.y.to_numpy(),
             width=busy.height.to_numpy(),
             orientation="h",
-            marker={"color": [FADED.get(str(c), OTHER_COLOR) for c in busy.cls], "line": {"width": 0}},
-            name="rank's events (class colour, faded)",
+            marker={"color": [PALE.get(str(c), PALE_OTHER) for c in busy.cls], "line": {"width": 0}},
+            name="rank's events (class colour, pale)",
             hovertext=_hover(busy, "where", ""),
             hoverinfo="text",
         )

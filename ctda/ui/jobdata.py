@@ -1,0 +1,100 @@
+"""The Job page's door to the store, and its caches (as :mod:`ctda.ui.data` for runs).
+
+A stored job is a :class:`~ctda.job.report.JobReport` plus one run per rank (named
+``JOB/rRANK``). :func:`read_store` is the one place the page reads them; what is drawn from
+them (tables, figures) is cached per job and per step, keyed by the store's location, the
+job's name and the store's change stamp (:func:`ctda.ui.data.store_stamp`), so a job
+stored again under the same name is read afresh.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import plotly.graph_objects as go
+import streamlit as st
+
+from ctda.api import StoreSession
+from ctda.job.report import JobReport
+from ctda.store.base import RunInfo, StoreError
+from ctda.ui import data, frames, jobcharts, jobframes
+from ctda.ui.figures import Frozen
+from ctda.ui.settings import Settings
+
+
+@dataclass
+class StoredJobs:
+    """What the store holds for the Job page: the jobs' names and, for the one asked for,
+    its report and the stored run of each of its ranks (absent ranks: not stored)."""
+
+    names: list[str]
+    report: JobReport | None = None
+    runs: dict[int, RunInfo] = field(default_factory=dict)
+
+
+def read_store(db: str | None, name: str | None) -> StoredJobs:
+    """The store's jobs, and job ``name`` read back with its ranks' runs (None: just the
+    list). Raises :class:`~ctda.store.base.StoreError` when the store cannot be read."""
+    with StoreSession(db) as s:
+        names = [j.name for j in s.jobs()]
+        if name is None or name not in names:
+            return StoredJobs(names)
+        rep = s.job(name)
+        # a job's runs name their job and rank (``ctda runs`` lists them as NAME/rRANK)
+        runs = {int(r.extra["rank"]): r for r in s.runs() if r.extra.get("job") == name}
+    return StoredJobs(names, rep, runs)
+
+
+@st.cache_resource(max_entries=16, show_spinner="Reading the job…")
+def stored(db: str | None, name: str | None, stamp: float) -> StoredJobs:
+    """:func:`read_store`, read again only when the store changed (``stamp``)."""
+    return read_store(db, name)
+
+
+def job_key(s: Settings, name: str, stamp: float) -> str:
+    return f"{s.location}#job:{name}@{stamp}"
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def tables(key: str, _rep: JobReport) -> jobframes.JobTables:
+    return jobframes.tables(_rep)
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def heatmap(key: str, _t: jobframes.JobTables) -> go.Figure:
+    return Frozen(jobcharts.heatmap(_t.lateness))
+
+
+def busy(s: Settings, job: StoredJobs, t: jobframes.JobTables, step: str) -> dict[int, jobframes.Busy]:
+    """Each stored rank's own timeline of ``step`` (the Critical path page's, cached per
+    run), placed on the job's clock. A rank whose run cannot be loaded is left out."""
+    out: dict[int, jobframes.Busy] = {}
+    per_rank = max(s.max_events // max(len(job.runs), 1), 100)
+    for rank, info in sorted(job.runs.items()):
+        try:
+            loaded = data.load(s, info)
+        except StoreError:  # a run that will not load leaves its band with the path alone
+            continue
+        a = loaded.analysis
+        window = next((k for k, w in enumerate(a.windows) if w.label == step), None)
+        if window is None:
+            continue
+        tl = data.timeline(loaded.tag, window, per_rank, a)
+        shift = jobframes.shift_ms(frames.t0(a), t.offsets_ns.get(rank, 0), t.base_ns)
+        out[rank] = jobframes.Busy(tl, shift, loaded.tag)
+    return out
+
+
+@st.cache_resource(max_entries=32, show_spinner=False)
+def timeline(
+    key: str,
+    step: str,
+    busy_key: str,
+    _rep: JobReport,
+    _t: jobframes.JobTables,
+    _busy: dict[int, jobframes.Busy],
+) -> tuple[jobframes.JobTimeline, go.Figure]:
+    """The job timeline of one step and its figure, built once per job, step and the set
+    of ranks with their runs (``busy_key``)."""
+    tl = jobframes.timeline(_rep, _t.base_ns, step, _busy)
+    return tl, Frozen(jobcharts.timeline(tl))
