@@ -85,16 +85,28 @@ def busy(s: Settings, job: StoredJobs, t: jobframes.JobTables, step: str) -> dic
     return out
 
 
-@st.cache_resource(max_entries=32, show_spinner=False)
 def timeline(
+    s: Settings, job: StoredJobs, key: str, t: jobframes.JobTables, step: str
+) -> tuple[jobframes.JobTimeline, go.Figure]:
+    """The job timeline of ``step`` and its figure.
+
+    Keyed by the ranks' runs as stored (not by their loaded analyses): a job of more ranks
+    than the analysis cache holds would otherwise load every rank again on each rerun.
+    """
+    runs = ",".join(f"{r}={data.RunRef.of(s.location, i).tag}" for r, i in sorted(job.runs.items()))
+    return _timeline(key, step, runs, s.max_events, s, job, t)
+
+
+@st.cache_resource(max_entries=32, show_spinner="Drawing the job's step…")
+def _timeline(
     key: str,
     step: str,
-    busy_key: str,
-    _rep: JobReport,
+    runs: str,
+    max_events: int,
+    _s: Settings,
+    _job: StoredJobs,
     _t: jobframes.JobTables,
-    _busy: dict[int, jobframes.Busy],
 ) -> tuple[jobframes.JobTimeline, go.Figure]:
-    """The job timeline of one step and its figure, built once per job, step and the set
-    of ranks with their runs (``busy_key``)."""
-    tl = jobframes.timeline(_rep, _t.base_ns, step, _busy)
+    assert _job.report is not None
+    tl = jobframes.timeline(_job.report, _t.base_ns, step, busy(_s, _job, _t, step))
     return tl, Frozen(jobcharts.timeline(tl))

@@ -9,6 +9,7 @@ point of the job path, which is the earliest rank's trace start on the job's clo
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -57,6 +58,9 @@ class JobTables:
     clocks: pd.DataFrame  # rank, host, rank_from, offset_ms, how
     offsets_ns: dict[int, int]  # per rank: add to a rank's own times for the job's clock
     summary: str  # ranks, steps, matched collectives, checks, notes in one paragraph
+    step_labels: dict[str, str]  # step -> its picker label (job step ms, straggler)
+    mean_step_ms: float
+    top_straggler: str  # the rank most often the straggler, and how often
     notes: list[str] = field(default_factory=list)
 
 
@@ -117,15 +121,24 @@ def tables(rep: JobReport) -> JobTables:
         }
     )
     offsets = {int(r): int(o) for r, o in zip(_col(c, "rank"), _col(c, "offset_ns"))}
+    late = lateness(rep)
+    labels = {
+        str(x): f"{x} · {ms:,.3f} ms · straggler {r}"
+        for x, ms, r in zip(steps.step, steps.job_step_ms, steps.straggler)
+    }
+    most = Counter(rank_label(r) for r in late.straggler if r >= 0).most_common(1)
     return JobTables(
         name=rep.name,
         base_ns=int(rep.path.t0.min()) if len(rep.path) else 0,
-        lateness=lateness(rep),
+        lateness=late,
         steps=steps,
         waits=waits,
         clocks=clocks,
         offsets_ns=offsets,
         summary=summary(rep),
+        step_labels=labels,
+        mean_step_ms=float(steps.job_step_ms.mean()) if len(steps) else 0.0,
+        top_straggler=f"{most[0][0]} ({most[0][1]} of {len(late.steps)})" if most else "-",
         notes=list(rep.notes),
     )
 
@@ -186,6 +199,7 @@ class JobTimeline:
     #: x0, y0, x1, y1: from a stretch's end on one rank to the next stretch's start on another
     jumps: pd.DataFrame
     busy_total: int = 0  # the ranks' events in the step before each run's drawing cap
+    ranks_drawn: int = 0  # ranks whose own events are drawn (their runs are stored)
 
     @property
     def total(self) -> float:
@@ -273,6 +287,7 @@ def timeline(rep: JobReport, base_ns: int, step: str, busy: dict[int, Busy] | No
         busy=busy_df,
         jumps=jumps,
         busy_total=sum(b.timeline.total for b in busy.values()),
+        ranks_drawn=len(busy),
     )
 
 

@@ -6,7 +6,6 @@ per job and step and cached (:mod:`ctda.ui.jobdata`); this script only lays them
 
 from __future__ import annotations
 
-from collections import Counter
 from typing import Any
 
 import streamlit as st
@@ -26,19 +25,12 @@ def ms(label: str) -> Any:
     return st.column_config.NumberColumn(label, format="%.3f")
 
 
-def step_label(t: jobframes.JobTables, step: str) -> str:
-    row = t.steps[t.steps.step == step].iloc[0]
-    return f"{step} · {row.job_step_ms:,.3f} ms · straggler {row.straggler}"
-
-
 def headline(t: jobframes.JobTables) -> None:
     c1, c2, c3, c4 = st.columns(4)
-    late = t.lateness
-    c1.metric("Ranks", len(late.ranks))
-    c2.metric("Steps", len(late.steps))
-    c3.metric("Mean job step", widgets.ms(float(t.steps.job_step_ms.mean())) if len(t.steps) else "-")
-    most = Counter(jobframes.rank_label(r) for r in late.straggler if r >= 0).most_common(1)
-    c4.metric("Straggler most often", f"{most[0][0]} ({most[0][1]} of {len(late.steps)})" if most else "-")
+    c1.metric("Ranks", len(t.lateness.ranks))
+    c2.metric("Steps", len(t.lateness.steps))
+    c3.metric("Mean job step", widgets.ms(t.mean_step_ms) if len(t.steps) else "-")
+    c4.metric("Straggler most often", t.top_straggler)
     st.caption(t.summary)
     for note in t.notes:
         st.warning(note)
@@ -69,16 +61,14 @@ def step_timeline(s: Settings, job: jobdata.StoredJobs, key: str, t: jobframes.J
     step = widgets.choice(
         "Step",
         steps,
-        key=widgets.scoped("job_step", key),
-        format_func=lambda x: step_label(t, x),
+        key=widgets.scoped("job_step", s.location, t.name),
+        format_func=t.step_labels.get,
         help="The job step whose path the timeline draws across the ranks.",
     )
-    busy = jobdata.busy(s, job, t, step)
-    busy_key = ",".join(f"{r}={b.tag}" for r, b in sorted(busy.items()))
-    tl, fig = jobdata.timeline(key, step, busy_key, job.report, t, busy)
+    tl, fig = jobdata.timeline(s, job, key, t, step)
     st.plotly_chart(fig, width="stretch", key="job_timeline", config=figures.CONFIG)
-    stored = f"the own events of {len(busy)} of {len(tl.bands)} ranks (from their stored runs)"
-    if len(busy) < len(tl.bands):
+    stored = f"the own events of {tl.ranks_drawn} of {len(tl.bands)} ranks (from their stored runs)"
+    if tl.ranks_drawn < len(tl.bands):
         stored += "; a rank whose run is not in the store has its path row only"
     if len(tl.busy) < tl.busy_total:
         stored += (
