@@ -208,7 +208,7 @@ def store_with(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[[dic
 
     def use(jobs: dict[str, JobReport]) -> None:
         def read(db: str | None, name: str | None) -> jobdata.StoredJobs:
-            return jobdata.StoredJobs(sorted(jobs), jobs.get(name) if name else None)
+            return jobdata.StoredJobs({n: "1" for n in sorted(jobs)}, jobs.get(name) if name else None)
 
         monkeypatch.setattr(jobdata, "read_store", read)
 

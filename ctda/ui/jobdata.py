@@ -1,10 +1,11 @@
 """The Job page's door to the store, and its caches (as :mod:`ctda.ui.data` for runs).
 
 A stored job is a :class:`~ctda.job.report.JobReport` plus one run per rank (named
-``JOB/rRANK``). :func:`read_store` is the one place the page reads them; what is drawn from
-them (tables, figures) is cached per job and per step, keyed by the store's location, the
-job's name and the store's change stamp (:func:`ctda.ui.data.store_stamp`), so a job
-stored again under the same name is read afresh.
+``JOB/rRANK``). :func:`read_store` is the one place the page reads them. The list of jobs
+is read again whenever the store may have changed (:func:`ctda.ui.data.store_stamp`); a
+job's report, and what is drawn from it, is cached by the job's key (its id and content
+digest: a job stored again under its name gets a new one), so a server store's changing
+stamp does not re-read and redraw an unchanged job.
 """
 
 from __future__ import annotations
@@ -24,35 +25,46 @@ from ctda.ui.settings import Settings
 
 @dataclass
 class StoredJobs:
-    """What the store holds for the Job page: the jobs' names and, for the one asked for,
-    its report and the stored run of each of its ranks (absent ranks: not stored)."""
+    """What the store holds for the Job page: each job's key by name and, for the one
+    asked for, its report and the stored run of each of its ranks (absent: not stored)."""
 
-    names: list[str]
+    keys: dict[str, str]
     report: JobReport | None = None
     runs: dict[int, RunInfo] = field(default_factory=dict)
+
+    @property
+    def names(self) -> list[str]:
+        return list(self.keys)
 
 
 def read_store(db: str | None, name: str | None) -> StoredJobs:
     """The store's jobs, and job ``name`` read back with its ranks' runs (None: just the
     list). Raises :class:`~ctda.store.base.StoreError` when the store cannot be read."""
     with StoreSession(db) as s:
-        names = [j.name for j in s.jobs()]
-        if name is None or name not in names:
-            return StoredJobs(names)
+        keys = {j.name: f"{j.id}:{j.sha256[:16]}:{j.options_key}" for j in s.jobs()}
+        if name is None or name not in keys:
+            return StoredJobs(keys)
         rep = s.job(name)
         # a job's runs name their job and rank (``ctda runs`` lists them as NAME/rRANK)
         runs = {int(r.extra["rank"]): r for r in s.runs() if r.extra.get("job") == name}
-    return StoredJobs(names, rep, runs)
+    return StoredJobs(keys, rep, runs)
 
 
-@st.cache_resource(max_entries=16, show_spinner="Reading the job…")
-def stored(db: str | None, name: str | None, stamp: float) -> StoredJobs:
-    """:func:`read_store`, read again only when the store changed (``stamp``)."""
+@st.cache_resource(max_entries=16, show_spinner=False)
+def listing(db: str | None, stamp: float) -> StoredJobs:
+    """The stored jobs, read again only when the store changed (``stamp``)."""
+    return read_store(db, None)
+
+
+def job_key(s: Settings, jobs: StoredJobs, name: str) -> str:
+    """A cache key for job ``name``: where it is stored and which version of it."""
+    return f"{s.location}#job:{name}:{jobs.keys[name]}"
+
+
+@st.cache_resource(max_entries=8, show_spinner="Reading the job…")
+def stored(db: str | None, key: str, name: str) -> StoredJobs:
+    """Job ``name`` read back (once per version of it, ``key``)."""
     return read_store(db, name)
-
-
-def job_key(s: Settings, name: str, stamp: float) -> str:
-    return f"{s.location}#job:{name}@{stamp}"
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)

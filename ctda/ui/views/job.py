@@ -111,25 +111,24 @@ def waits_and_clocks(t: jobframes.JobTables) -> None:
 def render() -> None:
     s = widgets.settings()
     st.title("Job")
-    stamp = data.store_stamp(s.db)
     try:
-        listing = jobdata.stored(s.db, None, stamp)
+        jobs = jobdata.listing(s.db, data.store_stamp(s.db))
     except StoreError as exc:
         st.error(f"store {s.location}: {exc}")
         return
-    if not listing.names:
+    if not jobs.names:
         st.info(HOW_TO_STORE)
         return
-    name = widgets.choice("Job", listing.names, key="job_name", help="A stored multi-rank job.")
+    name = widgets.choice("Job", jobs.names, key="job_name", help="A stored multi-rank job.")
+    key = jobdata.job_key(s, jobs, name)
     try:
-        job = jobdata.stored(s.db, name, stamp)
+        job = jobdata.stored(s.db, key, name)
     except StoreError as exc:
         st.error(f"job {name}: {exc}")
         return
     if job.report is None:
         st.info(f"No job {name!r} in the store any more.")
         return
-    key = jobdata.job_key(s, name, stamp)
     t = jobdata.tables(key, job.report)
     headline(t)
     st.plotly_chart(jobdata.heatmap(key, t), width="stretch", key="job_heatmap", config=figures.CONFIG)
