@@ -57,7 +57,7 @@ class JobTables:
     waits: pd.DataFrame  # step, op, on_rank, waited_for, wait_ms, transfer_ms
     clocks: pd.DataFrame  # rank, host, rank_from, offset_ms, how
     offsets_ns: dict[int, int]  # per rank: add to a rank's own times for the job's clock
-    summary: str  # ranks, steps, matched collectives, checks, notes in one paragraph
+    summary: str  # ranks present, steps, matched collectives and the checks, in one line
     step_labels: dict[str, str]  # step -> its picker label (job step ms, straggler)
     mean_step_ms: float
     top_straggler: str  # the rank most often the straggler, and how often
