@@ -29,13 +29,21 @@ from ctda.analysis import engine
 from ctda.analysis import report as analysis_report
 from ctda.analysis.engine import Analysis
 from ctda.analysis.report import Report
+from ctda.api_checks import is_file as _is_file
+from ctda.api_checks import label as _label
+from ctda.api_checks import read_with as _read
+from ctda.api_checks import side as _side
+from ctda.api_checks import step as _step
+from ctda.api_checks import strings as _strings
+from ctda.api_checks import top as _top
+from ctda.api_jobs import JobSession
 from ctda.errors import CtdaError
 from ctda.ingest.errors import TraceError
 from ctda.ingest.reader import read_trace
 from ctda.ingest.summary import TraceSummary
 from ctda.ingest.summary import summarize as summarize_table
 from ctda.ingest.table import EventTable
-from ctda.options import AnalysisOptions, OptionError, parse_step, validate_options
+from ctda.options import AnalysisOptions, OptionError, validate_options
 from ctda.queries import gate, loader
 from ctda.queries.loader import NamedQuery, QueryError
 from ctda.store.base import QueryResult, RunInfo, StoreError
@@ -249,8 +257,8 @@ class Source:
     run: StoredRun | None = None
 
 
-class StoreSession:
-    """Runs in one store (embedded file or Neo4j server); see :func:`open_store`.
+class StoreSession(JobSession):
+    """Runs and jobs in one store (embedded file or Neo4j server); see :func:`open_store`.
 
     The store is opened per call, read-only unless the call writes, and closed again: the
     embedded store admits one writing process at a time, so holding a session never
@@ -311,15 +319,28 @@ class StoreSession:
         ]
 
     def runs(self, include_incomplete: bool = False) -> list[RunInfo]:
-        """The stored runs (with ``include_incomplete``, also those being written or deleted)."""
+        """The stored runs (with ``include_incomplete``, also those being written or deleted);
+        a job's runs have ``extra["job"]`` and ``extra["rank"]``."""
         with self._open() as s:
-            return s.runs(include_incomplete=include_incomplete)
+            runs, member = s.runs(include_incomplete=include_incomplete), s.job_members()
+        for r in runs:
+            if r.id in member:
+                r.extra["job"], r.extra["rank"] = member[r.id]
+        return runs
 
     def rm(self, name: str) -> None:
-        """Delete run ``name`` and everything stored for it."""
+        """Delete run ``name`` and everything stored for it; a job's name deletes the job
+        (:meth:`rm_job`). A run of a job goes only with its job."""
         with self._open() as s:
-            if not any(r.name == name for r in s.runs(include_incomplete=True)):
-                raise StoreError(f"no run {name!r} in {s.location}")
+            is_run = any(r.name == name for r in s.runs(include_incomplete=True))
+            is_job = any(j.name == name for j in s.jobs(include_incomplete=True))
+        if not is_run and is_job:
+            return self.rm_job(name)
+        if not is_run:
+            raise StoreError(f"no run {name!r} in {self.location}")
+        job = self._member(name)
+        if job is not None:
+            raise StoreError(f"run {name!r} belongs to job {job!r}: delete the job (ctda rm --job {job})")
         with self._open(write=True) as s:
             s.delete_run(name)
 
@@ -470,54 +491,6 @@ def open_store(db: PathLike | Target | None = None, *, reader: Reader | None = N
     (credentials from ``CTDA_NEO4J_USER`` / ``CTDA_NEO4J_PASSWORD`` or ``NEO4J_AUTH``), or
     None for ``$CTDA_DB`` or the default embedded store. ``reader`` reads trace files."""
     return StoreSession(db, reader=reader)
-
-
-# --- helpers ---------------------------------------------------------------------------
-
-
-def _read(path: Path, reader: Reader | None) -> EventTable:
-    return reader(path) if reader is not None else read_trace(path)
-
-
-def _step(step: str | int) -> str:
-    s = parse_step(step)
-    return "all" if s is None else str(s)
-
-
-def _top(top: int) -> None:
-    if isinstance(top, bool) or not isinstance(top, int) or top < 1:
-        raise OptionError(f"top must be a positive integer, not {top!r}")
-
-
-def _strings(values: Sequence[str], what: str) -> list[str]:
-    if isinstance(values, str):  # one selection given bare
-        return [values]
-    if not all(isinstance(v, str) for v in values):
-        raise SelectionError(f"{what} takes strings, not {values!r}")
-    return list(values)
-
-
-def _is_file(path: Path) -> bool:
-    try:
-        return path.is_file()
-    except OSError:  # e.g. Cypher text too long to be a file name
-        return False
-
-
-def _label(x: Analysis | Scenario | cmp.Side, default: str) -> str:
-    if isinstance(x, Scenario):
-        return x.name
-    if isinstance(x, cmp.Side):
-        return x.label
-    return str(x.table.meta.path or default)
-
-
-def _side(x: Analysis | Scenario | cmp.Side, label: str) -> cmp.Side:
-    if isinstance(x, cmp.Side):
-        return x
-    if isinstance(x, Scenario):
-        return cmp.Side(label, x.analysis, predicted=True)
-    return cmp.Side(label, x)
 
 
 def _stored(src: Source, what: str) -> StoredRun:

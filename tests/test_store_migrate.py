@@ -37,8 +37,8 @@ def answers(target: Target) -> dict[str, list[Any]]:
         first = path[len(path) // 2]
         params = {"run": "small", "edge": first["edge"], "event": first["event"]}
         for q in loader.load_all().values():
-            # runs: names the file and time of ingest; what-ifs and replays: tested with them
-            if q.writes or q.name == "runs" or q.name.startswith(("whatif_", "replay_")):
+            # runs: names the file and time of ingest; what-ifs, replays, jobs: tested with them
+            if q.writes or q.name == "runs" or q.name.startswith(("whatif_", "replay_", "job_")):
                 continue
             given = {k: v for k, v in params.items() if k in {p.name for p in q.params}}
             out[q.name] = sorted(map(repr, loader.run(s, q.name, **given).rows))
@@ -61,6 +61,8 @@ def test_a_schema1_store_is_migrated_by_a_reader(tmp_path: Path) -> None:
     got = answers(Target("ladybug", str(old)))  # a read-only open migrates
     assert got == expected
     assert version(Target("ladybug", str(old))) == schema.SCHEMA_VERSION
+    with open_store(Target("ladybug", str(old)), read_only=True) as s:  # schema 3's tables too
+        assert s.query("MATCH (j:Job)-[:HAS_STEP]->(x:JobStep) RETURN count(x)").rows == [[0]]
     # and it is an ordinary store now: writes and deletes work
     target = Target("ladybug", str(old))
     assert store_ingest(target, DATA / "hta" / "simple_add_param_benchmark.json.gz", name="again").stored

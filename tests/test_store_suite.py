@@ -229,8 +229,8 @@ def test_named_queries_answer(target: Target) -> None:
     event = int(ch.event[ch.event >= 0].iloc[len(ch) // 3])
     with open_store(target, read_only=True) as s:
         for q in loader.load_all().values():
-            if q.name.startswith(("whatif_", "replay_", "breakdown_")) or q.writes:
-                continue  # what-ifs, in-database what-ifs, breakdowns (a CPU-only trace): tested with them
+            if q.name.startswith(("whatif_", "replay_", "breakdown_", "job_")) or q.writes:
+                continue  # what-ifs, in-db what-ifs, breakdowns (a CPU-only trace), jobs: tested with them
             params: dict[str, Any] = {"run": "r", "edge": edge, "event": event}
             res = loader.run(
                 s, q.name, **{k: v for k, v in params.items() if k in {p.name for p in q.params}}

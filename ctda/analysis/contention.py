@@ -10,12 +10,16 @@ the overlap with other threads' GIL-holding segments.
 
 A what-if then re-weighs a contended segment as
 ``own * f(owner) + sum(overlap_b * f(owner of b))``: the wait shrinks with the work that
-caused it. The baseline is unchanged (all factors are 1).
+caused it. On a free-running loop (a thread whose only idle time is sleeping, see
+:func:`loops`) the cause's factor is instead the change of the loop's busy share: when its
+work per round shrinks, it runs its rounds more often, so the load it puts on the others
+shrinks with its busy share, not with its work. The baseline is unchanged (all factors,
+and every busy share's change, are 1).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import numpy.typing as npt
@@ -32,11 +36,22 @@ I64 = npt.NDArray[np.int64]
 
 @dataclass
 class Contention:
-    """Sparse (waiting edge, holding edge, overlap ns) triples."""
+    """Sparse (waiting edge, holding edge, overlap ns) triples.
+
+    ``hold_loop`` is, per triple, the free-running loop its holding edge belongs to (-1:
+    none); ``loop_edge`` are the busy timeline edges of those loops, ``loop_of`` the loop
+    of each, ``loop_busy`` its observed length (ns), and ``loop_idle`` each loop's idle
+    time (ns), which stays fixed in a what-if.
+    """
 
     wait_edge: I64
     hold_edge: I64
     overlap: I64
+    hold_loop: I64 = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    loop_edge: I64 = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    loop_of: I64 = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    loop_busy: npt.NDArray[np.float64] = field(default_factory=lambda: np.zeros(0))
+    loop_idle: npt.NDArray[np.float64] = field(default_factory=lambda: np.zeros(0))
 
     @classmethod
     def empty(cls) -> Contention:
@@ -50,38 +65,66 @@ class Contention:
         """Weights under per-edge owner factors, with contended waits scaled by their cause."""
         if len(self) == 0:
             return weight
+        hold_loop = self.hold_loop if len(self.hold_loop) == len(self) else np.full(len(self), -1)
         return _reweigh(
             np.asarray(weight, dtype=np.int64),
             np.asarray(owner_factor, dtype=np.float64),
             np.asarray(owner, dtype=np.int64),
-            self.wait_edge,
-            self.hold_edge,
-            self.overlap,
+            (self.wait_edge, self.hold_edge, self.overlap, np.asarray(hold_loop, dtype=np.int64)),
+            (
+                np.asarray(self.loop_edge, dtype=np.int64),
+                np.asarray(self.loop_of, dtype=np.int64),
+                np.asarray(self.loop_busy, dtype=np.float64),
+                np.asarray(self.loop_idle, dtype=np.float64),
+            ),
         )
 
 
 @njit(cache=True)  # type: ignore[misc]
-def _reweigh(weight, owner_factor, owner, wait_edge, hold_edge, overlap):  # type: ignore[no-untyped-def]  # pragma: no cover
-    """``rint(max(w - waited, 0) * f + sum(overlap * f(holder)))`` per edge (f = its owner's factor).
+def _reweigh(weight, owner_factor, owner, triples, loops):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """``rint(max(w - waited, 0) * f + sum(overlap * c(holder)))`` per edge.
 
-    Sums accumulate in triple order, as ``np.bincount`` does, so results match it bit for bit.
+    ``f`` is an edge's owner's factor; ``c`` is its holder's factor, or, when the holder is
+    on a free-running loop, the change of the loop's busy share ``busy' / (busy' + idle)``
+    over ``busy / (busy + idle)`` (``busy'``: its observed busy time under the factors).
+    With all factors 1, ``busy' == busy`` (same sums in the same order) and the change is
+    exactly 1. Sums accumulate in triple order, as ``np.bincount`` does, so results match
+    it bit for bit.
     """
+    wait_edge, hold_edge, overlap, hold_loop = triples
+    loop_edge, loop_of, loop_busy, loop_idle = loops
     m = weight.shape[0]
     f_edge = np.empty(m, dtype=np.float64)
     for e in range(m):
         o = owner[e]
         f_edge[e] = owner_factor[o] if o >= 0 else 1.0
+    k_loops = loop_idle.shape[0]
+    busy = np.zeros(k_loops, dtype=np.float64)
+    busy_new = np.zeros(k_loops, dtype=np.float64)
+    for i in range(loop_edge.shape[0]):
+        e = loop_edge[i]
+        busy[loop_of[i]] += loop_busy[i]
+        busy_new[loop_of[i]] += loop_busy[i] * f_edge[e]
+    share = np.ones(k_loops, dtype=np.float64)
+    for q in range(k_loops):
+        if busy[q] > 0 and busy_new[q] + loop_idle[q] > 0:
+            share[q] = (busy_new[q] / busy[q]) * ((busy[q] + loop_idle[q]) / (busy_new[q] + loop_idle[q]))
     waited = np.zeros(m, dtype=np.float64)
     caused = np.zeros(m, dtype=np.float64)
     for k in range(wait_edge.shape[0]):
         e = wait_edge[k]
         waited[e] += overlap[k]
-        caused[e] += overlap[k] * f_edge[hold_edge[k]]
+        c = share[hold_loop[k]] if hold_loop[k] >= 0 else f_edge[hold_edge[k]]
+        caused[e] += overlap[k] * c
     out = np.empty(m, dtype=np.int64)
     for e in range(m):
         own = weight[e] - waited[e]
         if own < 0:
+            # a non-binding edge weighs less than what it waited (its end was set by another
+            # edge): its contended part is at most its weight, so it never outgrows it
             own = 0.0
+            if waited[e] > 0:
+                caused[e] *= weight[e] / waited[e]
         out[e] = np.int64(np.rint(own * f_edge[e] + caused[e]))
     return out
 
@@ -146,12 +189,114 @@ def estimate(ctx: RuleContext, g: Graph) -> Contention:
         weights=np.concatenate(ovs).astype(np.float64) if ovs else None,
         minlength=len(g.src),
     ).astype(np.float64)
-    cpu = cpu_contention(ctx, g, e, lane, (t1 > t0) & has & ~waiting, gil)
+    busy = (t1 > t0) & has & ~waiting
+    cpu = cpu_contention(ctx, g, e, lane, busy, gil)
     waits.append(cpu.wait_edge)
     holds_e.append(cpu.hold_edge)
     ovs.append(cpu.overlap)
     c = Contention(np.concatenate(waits), np.concatenate(holds_e), np.concatenate(ovs))
-    return _cap(c, g) if len(c) else Contention.empty()
+    if not len(c):
+        return Contention.empty()
+    return _cap(_with_loops(c, loops(ctx, g, e, lane, busy, waiting, gil[e]), g), g)
+
+
+#: a thread that sleeps at least this often, and whose other waits are shorter than its
+#: sleeps, is taken for a free-running loop
+MIN_SLEEPS = 2
+SLEEP_FRAMES = r"^<built-in function sleep>$|^time\.sleep$"
+
+
+@dataclass
+class Loops:
+    """Free-running loops: per loop its thread, busy edges and fixed idle time (ns)."""
+
+    lane: I64
+    edge: I64
+    of: I64
+    busy: npt.NDArray[np.float64]
+    idle: npt.NDArray[np.float64]
+    since: I64  # per loop: its first sleep's start (ns)
+
+
+def loops(
+    ctx: RuleContext,
+    g: Graph,
+    e: I64,
+    lane: I64,
+    busy: npt.NDArray[np.bool_],
+    waiting: npt.NDArray[np.bool_],
+    gil_waited: npt.NDArray[np.float64],
+) -> Loops:
+    """Threads that run their work in a loop paced by sleeping, not by other threads.
+
+    A thread that sleeps between rounds (``time.sleep``: it waits for no one) repeats its
+    work at a rate set by its own round: work ``W`` then idle ``I``. If its work per round
+    shrinks to ``W'``, it comes back ``(W + I) / (W' + I)`` times as often, so its busy
+    share, hence the cores and the GIL it takes from the others, falls from ``W / (W + I)``
+    only to ``W' / (W' + I)``: a thread that is almost always busy keeps loading the host
+    whatever each round costs. A thread that waits for other threads (a queue, a lock, a
+    condition) or never waits is paced by them or by its data: its load scales with its
+    work, as an event's factor says. So a loop is a thread with at least ``MIN_SLEEPS``
+    sleeps whose other waits add up to less than its sleeping; its idle ``I`` is all of
+    its waiting (sleeps and the rest), and ``W`` its busy time less the GIL waits found in
+    it (``gil_waited``, per edge of ``e``: a thread waiting for the GIL is not running),
+    both over its whole rounds (first sleep to last).
+    """
+    z = np.zeros(0, dtype=np.int64)
+    own = g.owner[e]
+    has = own >= 0
+    sleep = np.zeros(len(e), dtype=bool)
+    sleep[has] = ctx.name_mask(SLEEP_FRAMES)[own[has]]
+    t0, t1 = ctx.nodes.time[g.src[e]], ctx.nodes.time[g.dst[e]]
+    k = int(lane.max()) + 1 if len(lane) else 0
+    # sleep calls (the segment each opens with), not segments
+    call = sleep & ((g.src[e] % 2) == 0) & (g.src[e] // 2 == own)
+    calls = np.bincount(lane[call], minlength=k)
+    # whole rounds only: from the first sleep's start to the last one's. Before the first
+    # one the thread may have been asleep already (a call begun before profiling started is
+    # not recorded, and reads as busy time of the frame around it)
+    lo = np.full(k, np.iinfo(np.int64).max, dtype=np.int64)
+    hi = np.full(k, np.iinfo(np.int64).min, dtype=np.int64)
+    np.minimum.at(lo, lane[call], t0[call])
+    np.maximum.at(hi, lane[call], t0[call])
+    dur = np.maximum(np.minimum(t1, hi[lane]) - np.maximum(t0, lo[lane]), 0).astype(np.float64)
+    slept = np.bincount(lane, weights=np.where(sleep, dur, 0.0), minlength=k)
+    other = np.bincount(lane, weights=np.where(waiting & ~sleep, dur, 0.0), minlength=k)
+    is_loop = (calls >= MIN_SLEEPS) & (slept > other)
+    ids = np.flatnonzero(is_loop)
+    if len(ids) == 0:
+        return Loops(z, z, z, np.zeros(0), np.zeros(0), z)
+    loop_of_lane = np.full(k, -1, dtype=np.int64)
+    loop_of_lane[ids] = np.arange(len(ids))
+    sel = np.flatnonzero(busy & is_loop[lane] & (dur > 0))
+    # the part of each segment inside the rounds, less its GIL waits (pro rata)
+    ran = dur[sel] * np.maximum(1.0 - gil_waited[sel] / np.maximum(t1[sel] - t0[sel], 1), 0.0)
+    idle = np.asarray((slept + other)[ids], dtype=np.float64)
+    return Loops(ids.astype(np.int64), e[sel], loop_of_lane[lane[sel]], ran, idle, lo[ids])
+
+
+def _with_loops(c: Contention, lp: Loops, g: Graph) -> Contention:
+    """``c`` with each triple's holding loop (-1 when its holder is on none, or ran before
+    the loop's first sleep: the thread may have been asleep then, unrecorded, and the
+    loop's rate says nothing about it; the last round, cut by the end of profiling, is
+    still one of the loop's)."""
+    if len(lp.lane) == 0:
+        return c
+    lane_of_edge = g.nodes.lane[np.minimum(g.src[c.hold_edge], 2 * g.nodes.n - 1) // 2].astype(np.int64)
+    loop_of_lane = np.full(int(max(lane_of_edge.max(), lp.lane.max())) + 1, -1, dtype=np.int64)
+    loop_of_lane[lp.lane] = np.arange(len(lp.lane))
+    loop = loop_of_lane[lane_of_edge]
+    at = g.nodes.time[g.src[c.hold_edge]]
+    q = np.maximum(loop, 0)
+    loop = np.where((loop >= 0) & (at >= lp.since[q]), loop, -1)
+    return replace(
+        c,
+        hold_loop=loop,
+        loop_edge=lp.edge,
+        loop_of=lp.of,
+        loop_busy=lp.busy,
+        loop_idle=lp.idle,
+    )
 
 
 def cpu_contention(
@@ -258,7 +403,7 @@ def _cap(c: Contention, g: Graph) -> Contention:
     span = g.nodes.time[g.dst[w]] - g.nodes.time[g.src[w]]  # per triple: its waiting edge's span
     total = np.bincount(w, weights=c.overlap, minlength=len(g.src))[w]
     scale = np.where(total > span, span / np.maximum(total, 1), 1.0)
-    return Contention(c.wait_edge, c.hold_edge, np.floor(c.overlap * scale).astype(np.int64))
+    return replace(c, overlap=np.floor(c.overlap * scale).astype(np.int64))
 
 
 @njit(cache=True)  # type: ignore[misc]

@@ -13,6 +13,7 @@ COMMAND_MODULES = (
     "analyze_cmd",
     "whatif_cmds",
     "store_cmds",
+    "job_store_cmds",
     "ui_cmd",
     "validate_cmd",
     "job_cmd",

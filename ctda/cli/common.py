@@ -133,6 +133,17 @@ def file_progress(path: Path, label: str) -> Iterator[Callable[[int], None] | No
         yield lambda done: bar.update(task, completed=done)
 
 
+@contextmanager
+def write_progress(enabled: bool) -> Iterator[Callable[[int, int], None] | None]:
+    if not enabled:
+        yield None
+        return
+    columns = (TextColumn("storing"), BarColumn(), TextColumn("{task.completed:,}/{task.total:,} rows"))
+    with Progress(*columns, TimeRemainingColumn(), console=err_console, transient=True) as bar:
+        task = bar.add_task("store", total=1)
+        yield lambda done, total: bar.update(task, completed=done, total=total)
+
+
 def _version(value: bool) -> None:
     if value:
         from ctda import __version__

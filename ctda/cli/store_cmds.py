@@ -9,17 +9,16 @@ from __future__ import annotations
 
 import dataclasses
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
 
 import typer
-from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.text import Text
 
 from ctda import api
 from ctda.analysis.report import Report
+from ctda.cli import job_store_cmds
 from ctda.cli.common import (
     CrossThreadOption,
     FormatOption,
@@ -27,10 +26,12 @@ from ctda.cli.common import (
     WindowsOption,
     app,
     err_console,
+    fail,
     guarded,
     parse_params,
     printable,
     read,
+    write_progress,
 )
 from ctda.render.analyze import report_doc
 from ctda.render.output import Document, Format, emit, emit_each
@@ -40,22 +41,20 @@ from ctda.whatif.selfcheck import summary as selfcheck
 DB_HELP = "Store: a file path (embedded, the default) or bolt:// / neo4j:// URI. Default: $CTDA_DB."
 
 
-@contextmanager
-def _write_progress(enabled: bool) -> Iterator[Callable[[int, int], None] | None]:
-    if not enabled:
-        yield None
-        return
-    columns = (TextColumn("storing"), BarColumn(), TextColumn("{task.completed:,}/{task.total:,} rows"))
-    with Progress(*columns, TimeRemainingColumn(), console=err_console, transient=True) as bar:
-        task = bar.add_task("store", total=1)
-        yield lambda done, total: bar.update(task, completed=done, total=total)
-
-
 @app.command("ingest")
 def ingest_cmd(
-    traces: list[Path] = typer.Argument(..., help="Kineto traces (.json, .json.gz) or ctda .parquet tables."),
+    traces: list[Path] = typer.Argument(
+        ...,
+        help="Kineto traces (.json, .json.gz) or ctda .parquet tables; a job: a directory of rank traces.",
+    ),
     run: str = typer.Option(
         None, "--run", help="Run name (default: the file name); a prefix with several traces."
+    ),
+    job: str = typer.Option(
+        None, "--job", help="Store the traces as one distributed job of this name (runs JOB/r<rank>)."
+    ),
+    executor: str = typer.Option(
+        None, "--executor", help="Jobs: local (processes, default), serial, dask-local, or tcp://HOST:PORT."
     ),
     db: str = typer.Option(None, "--db", help=DB_HELP),
     force: bool = typer.Option(
@@ -67,12 +66,18 @@ def ingest_cmd(
     top: int = typer.Option(10, "--top", min=1, help="Rows in the hotspot tables printed after storing."),
     fmt: FormatOption = Format.table,
 ) -> None:
-    """Analyse traces and store each as a run: events, dependency edges and critical paths."""
+    """Analyse traces and store each as a run: events, dependency edges and critical paths.
+    A directory (or --job) is a distributed job: a run per rank plus the job's tables."""
     options = guarded(lambda: api.validate_options(windows=windows, cross_thread=cross_thread, mode=mode))
+    if job_store_cmds.is_job_ingest(traces, job):
+        if run is not None:
+            fail("--run names a single trace's run; a job's runs are named after the job (--job NAME)")
+        job_store_cmds.ingest_job_cmd(traces, job, db, options, force, executor, top, fmt)
+        return
     failed = 0
 
     def one(store: api.StoreSession, path: Path, name: str) -> Document:
-        with _write_progress(sys.stderr.isatty()) as progress:
+        with write_progress(sys.stderr.isatty()) as progress:
             (done,) = store.ingest(path, name, force=force, progress=progress, options=options)
         run_ = done.run
         if not done.stored:
@@ -132,15 +137,24 @@ def runs_cmd(
 
 @app.command("rm")
 def rm_cmd(
-    run: str = typer.Argument(..., help="Run name (see ctda runs)."),
+    run: str = typer.Argument(..., help="Run or job name (see ctda runs, ctda jobs)."),
     db: str = typer.Option(None, "--db", help=DB_HELP),
+    job: bool = typer.Option(False, "--job", help="The name is a job's: delete it with its runs."),
 ) -> None:
-    """Delete a run and everything stored for it."""
+    """Delete a run and everything stored for it, or a job with all its runs."""
 
     def go() -> None:
         with api.open_store(db) as store:
-            store.rm(run)
-        err_console.print(f"deleted run [bold]{printable(run)}[/]", highlight=False)
+            is_job = job or (
+                not any(r.name == run for r in store.runs(include_incomplete=True))
+                and any(j.name == run for j in store.jobs(include_incomplete=True))
+            )
+            if is_job:
+                store.rm_job(run)
+            else:
+                store.rm(run)
+        what = "job" if is_job else "run"
+        err_console.print(f"deleted {what} [bold]{printable(run)}[/]", highlight=False)
 
     guarded(go)
 

@@ -118,32 +118,78 @@ def lateness(
     return p[["label", "cid", "op", "rank", "late_ns"]]
 
 
-def stragglers(late: pd.DataFrame, paths: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame:
-    """Per step: each rank's total lateness, the straggler (the latest rank, if any was late),
-    and the path's top items on it within the step."""
+def stragglers(
+    late: pd.DataFrame,
+    paths: pd.DataFrame,
+    steps: pd.DataFrame,
+    moved: pd.DataFrame | None = None,
+    extra: pd.DataFrame | None = None,
+) -> pd.DataFrame:
+    """Per step: each rank's total lateness, the straggler, and the path's top items on it.
+
+    ``moved`` (``hostload``): per collective part, the stall time a rank spent before it
+    arrived that other ranks' extra work on its host caused (``charged_ns``, by cause ``by``).
+    The straggler is the rank with the largest lateness once that time is
+    charged to its cause; with nothing moved (other hosts, no extra work) it is the latest
+    to arrive. ``last`` is the latest to arrive either way. When the path does not visit the
+    straggler in a step (it ran on the ranks it slowed), its largest extra work is listed.
+    """
     by_rank = late.groupby(["label", "rank"]).late_ns.sum()
+    charged = by_rank.copy()
+    if moved is not None and len(moved):
+        charged = charged.add(_charged_shift(late, moved), fill_value=0)
     on_path = paths[paths.event >= 0]
     # time per (step, rank, event) on the path, summed once for every step
     items = on_path.groupby(["label", "rank", "event"], observed=True).ns.sum().reset_index()
     names = dict(zip(on_path.event.tolist(), on_path["name"].astype(str).tolist()))
     classes = dict(zip(on_path.event.tolist(), on_path.cls.tolist()))
     items_by = {k: g for k, g in items.groupby(["label", "rank"], observed=True)}
+    extra_top = {}
+    if extra is not None:
+        for label, r, name, ns in zip(extra.label, extra["rank"], extra.top_name, extra.top_ns):
+            extra_top[(label, int(r))] = (-1, str(name), int(ns), "extra work")
     rows: list[tuple[object, ...]] = []
+    labels = set(by_rank.index.get_level_values(0))
     for label in steps.label.tolist():
-        per_rank = by_rank.loc[label] if label in by_rank.index.get_level_values(0) else pd.Series(dtype=int)
-        if per_rank.empty or per_rank.max() <= 0:
-            rows.append((label, -1, 0, {}, []))
+        per_rank = by_rank.loc[label] if label in labels else pd.Series(dtype=int)
+        mine_charged = charged.loc[label] if label in labels else pd.Series(dtype=int)
+        if per_rank.empty or mine_charged.max() <= 0:
+            rows.append((label, -1, 0, {}, [], -1, {}))
             continue
-        strag = int(cast(int, per_rank.idxmax()))
+        strag = int(cast(int, mine_charged.idxmax()))
+        last = int(cast(int, per_rank.idxmax())) if per_rank.max() > 0 else -1
         mine = items_by.get((label, strag), items.iloc[:0])
         top = mine.sort_values("ns", ascending=False, kind="stable").head(TOP_ITEMS)
         listed = [
             (int(e), names[int(e)], int(ns), CLASSES[int(classes[int(e)])])
             for e, ns in zip(top.event, top.ns)
         ]
+        if not listed and (label, strag) in extra_top:
+            listed = [extra_top[(label, strag)]]
         late_by = {int(cast(int, k)): int(v) for k, v in per_rank.items()}
-        rows.append((label, strag, int(per_rank.max()), late_by, listed))
-    return pd.DataFrame(rows, columns=["label", "straggler", "late_ns", "late_by_rank", "top_items"])
+        charged_by = {int(cast(int, k)): round(float(v)) for k, v in mine_charged.items()}
+        rows.append((label, strag, round(float(mine_charged.max())), late_by, listed, last, charged_by))
+    return pd.DataFrame(
+        rows,
+        columns=["label", "straggler", "late_ns", "late_by_rank", "top_items", "last", "charged_by_rank"],
+    )
+
+
+def _charged_shift(late: pd.DataFrame, moved: pd.DataFrame) -> pd.Series:
+    """Per (step, rank): lateness taken from the ranks stalled and given to the cause.
+
+    A part's stalls move at most its own lateness (``max(late, 0)``): a stall on a rank
+    that still arrived early delayed nobody, so it makes its cause no later.
+    """
+    m = moved.merge(late[["cid", "rank", "label", "late_ns"]], on=["cid", "rank"])
+    got = m.groupby(["cid", "rank"]).charged_ns.transform("sum").to_numpy(dtype=np.float64)
+    cap = np.maximum(m.late_ns.to_numpy(dtype=np.float64), 0.0)
+    moved_ns = m.charged_ns.to_numpy(dtype=np.float64) * np.minimum(1.0, cap / np.maximum(got, 1.0))
+    taken = pd.Series(-moved_ns).groupby([m.label.to_numpy(), m["rank"].to_numpy()]).sum()
+    given = pd.Series(moved_ns).groupby([m.label.to_numpy(), m.by.to_numpy()]).sum()
+    out = taken.add(given, fill_value=0)
+    out.index = out.index.set_names(["label", "rank"])
+    return out
 
 
 def path_by_rank(paths: pd.DataFrame) -> pd.DataFrame:

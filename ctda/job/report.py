@@ -96,6 +96,7 @@ def job_report(job: Job, top: int = 10) -> JobReport:
         )
         st = strag.loc[label]
         items = st.top_items
+        slowed = _slowed_text(job, label, int(st.straggler))
         rows.append(
             {
                 "step": label,
@@ -105,11 +106,16 @@ def job_report(job: Job, top: int = 10) -> JobReport:
                 "straggler": int(st.straggler),
                 "late_ns": int(st.late_ns),
                 "path_by_rank": where,
-                "straggler_top": f"{items[0][1]} ({items[0][2] / 1e6:.1f} ms)" if items else "",
+                "straggler_top": _item_text(items[0]) if items else "",
+                "last_to_arrive": int(st["last"]),
+                "host_contention": slowed,
+                "straggler_own": _own_text(job, label, int(st.straggler)),
                 "late_by_rank": st.late_by_rank,
+                "charged_by_rank": st.charged_by_rank,
             }
         )
-    items = _path_items(job, top)
+    path = _path_rows(job)
+    items = path_items(path, top)
     clocks = pd.DataFrame(
         [
             {
@@ -149,8 +155,37 @@ def job_report(job: Job, top: int = 10) -> JobReport:
         notes=job.notes,
         checks=checks,
         lateness=_lateness(job),
-        path=_path_rows(job),
+        path=path,
     )
+
+
+def _item_text(item: tuple[Any, ...]) -> str:
+    what = ", extra work" if item[3] == "extra work" else ""
+    return f"{item[1]} ({item[2] / 1e6:.1f} ms{what})"
+
+
+def _slowed_text(job: Job, label: str, straggler: int) -> str:
+    """``r3 16.5 ms, r0 7.3 ms``: stall time of other ranks charged to the straggler's extra
+    work on their shared host (see ``ctda/job/hostload.py``); empty when none."""
+    if job.host is None or straggler < 0 or job.host.slowed.empty:
+        return ""
+    s = job.host.slowed
+    mine = s[(s.label == label) & (s.by == straggler)]
+    if mine.empty:
+        return ""
+    per = mine.groupby("rank").charged_ns.sum().sort_values(ascending=False)
+    return "slowed " + ", ".join(f"r{int(r)} {ns / 1e6:.1f} ms" for r, ns in per.items())
+
+
+def _own_text(job: Job, label: str, straggler: int) -> str:
+    """``24.4 / 0.0``: the straggler's own extra work and the excess of its stalled common
+    ops in the step, ms (no extra work and only stalls: it was slow, not busier)."""
+    if job.host is None or straggler < 0:
+        return ""
+    x, s = job.host.extra, job.host.stalls
+    extra = x[(x.label == label) & (x["rank"] == straggler)].extra_ns.sum()
+    stall = s[(s.label == label) & (s["rank"] == straggler)].stall_ns.sum()
+    return f"{extra / 1e6:.1f} / {stall / 1e6:.1f}"
 
 
 def _lateness(job: Job) -> pd.DataFrame:
@@ -188,23 +223,18 @@ def _path_rows(job: Job) -> pd.DataFrame:
     return out
 
 
-def _path_items(job: Job, top: int) -> pd.DataFrame:
-    """The job path's items over all steps: rank, event name, class, time on the path."""
-    p = job.paths
-    if len(p) == 0:
+def path_items(path: pd.DataFrame, top: int) -> pd.DataFrame:
+    """The job path's items over all steps (``path``: :data:`PATH_COLUMNS` rows in order):
+    rank, event name (a gap: its class in brackets), class, time on the path. The store
+    recomputes them from its path rows with this same function."""
+    if len(path) == 0:
         return pd.DataFrame(columns=["rank", "name", "class", "cp_ns", "share"])
-    ev = p.event.to_numpy()
-    names = np.where(
-        ev >= 0, p["name"].astype(str).to_numpy(), "(" + pd.Series(p.cls).map(lambda c: CLASSES[int(c)]) + ")"
-    )
+    ev = path.event.to_numpy()
+    cls = path["class"].astype(str).to_numpy()
+    names = np.where(ev >= 0, path["name"].astype(str).to_numpy(), "(" + pd.Series(cls) + ")")
     frame = pd.DataFrame(
-        {
-            "rank": p["rank"].to_numpy(),
-            "name": names,
-            "class": [CLASSES[int(c)] for c in p.cls],
-            "ns": p.ns.to_numpy(),
-        }
+        {"rank": path["rank"].to_numpy(), "name": names, "class": cls, "ns": path.ns.to_numpy()}
     )
     agg = frame.groupby(["rank", "name", "class"], sort=False).ns.sum().reset_index(name="cp_ns")
-    agg["share"] = agg.cp_ns / max(int(p.ns.sum()), 1)
+    agg["share"] = agg.cp_ns / max(int(path.ns.sum()), 1)
     return agg.sort_values("cp_ns", ascending=False).head(top).reset_index(drop=True)

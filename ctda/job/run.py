@@ -18,6 +18,7 @@ from ctda.ingest.reader import read_trace
 from ctda.job import path as jpath
 from ctda.job.executor import map_ranks
 from ctda.job.graph import JobGraph, build_job_graph
+from ctda.job.hostload import HostLoad, host_contention
 from ctda.job.load import JobLayout, RankId, identify, job_files, rank_of
 from ctda.job.match import ClockOffsets, Matching, clock_offsets, match
 from ctda.job.skeleton import Skeleton, issue_rule, skeleton
@@ -68,6 +69,8 @@ class Job:
     stragglers: pd.DataFrame
     graph: JobGraph | None = None
     notes: list[str] = field(default_factory=list)
+    #: ranks of one host slowing each other down (None: skeletons without work tables)
+    host: HostLoad | None = None
 
     @property
     def ranks(self) -> list[int]:
@@ -101,7 +104,7 @@ def analyze_job(
     results = map_ranks(worker, [str(f) for f in files], options, executor)
     layout = identify([r.rank_id for r in results])
     parts = {r.rank_id.rank: r for r in results}
-    return assemble_job(name or _default_name(files), layout, parts)
+    return assemble_job(name or default_job_name(files), layout, parts)
 
 
 def assemble_job(name: str, layout: JobLayout, parts: dict[int, RankPart]) -> Job:
@@ -115,7 +118,8 @@ def assemble_job(name: str, layout: JobLayout, parts: dict[int, RankPart]) -> Jo
     waits = jpath.collective_waits(matching, offsets, base, paths)
     labels = {r: list(s.windows.label) for r, s in skels.items()}
     late = jpath.lateness(offsets, matching, labels)
-    strag = jpath.stragglers(late, paths, steps)
+    host = _host_load(skels, labels, offsets, matching, late, list(steps.label))
+    strag = jpath.stragglers(late, paths, steps, host.moved if host else None, host.extra if host else None)
     jg = None
     if all(p.analysis is not None for p in parts.values()):
         jg = build_job_graph(
@@ -129,10 +133,30 @@ def assemble_job(name: str, layout: JobLayout, parts: dict[int, RankPart]) -> Jo
         )
     if jg is not None and jg.dropped_cross:
         notes.append(f"{jg.dropped_cross} cross-rank edge(s) contradict the clocks and were left out")
-    return Job(name, layout, parts, matching, offsets, steps, paths, waits, late, strag, jg, notes)
+    return Job(name, layout, parts, matching, offsets, steps, paths, waits, late, strag, jg, notes, host)
 
 
-def _default_name(files: list[Path]) -> str:
+def _host_load(
+    skels: dict[int, Skeleton],
+    labels: dict[int, list[str]],
+    offsets: ClockOffsets,
+    matching: Matching,
+    late: pd.DataFrame,
+    steps: list[str],
+) -> HostLoad | None:
+    """Host contention between ranks, when every skeleton carries its work table."""
+    works = {r: s.work for r, s in skels.items() if s.work is not None}
+    if len(works) != len(skels) or len(late) == 0:
+        return None
+    parts = matching.parts[["cid", "rank", "t_arrive"]].merge(
+        late[["cid", "rank", "label"]], on=["cid", "rank"]
+    )
+    hosts = {r: s.host for r, s in skels.items()}
+    return host_contention(works, hosts, labels, dict(offsets.offset), parts, steps)
+
+
+def default_job_name(files: list[Path]) -> str:
+    """A job's name when none is given: its directory's."""
     parent = files[0].parent.name if files else "job"
     return parent or "job"
 

@@ -34,6 +34,7 @@ from ctda.analysis.nodes import Nodes
 from ctda.analysis.rules.context import RuleContext
 from ctda.ingest.columns import NA
 from ctda.ingest.kinds import Kind
+from ctda.job.hostload import Work, work_table
 from ctda.job.segments import Segments, segments
 
 I64 = npt.NDArray[np.int64]
@@ -84,6 +85,8 @@ class Skeleton:
     windows: pd.DataFrame
     n_nodes: int
     segments: Segments
+    #: the rank's CPU work per window, for host contention between ranks (``hostload``)
+    work: Work | None = None
 
     @property
     def n_events(self) -> int:
@@ -132,7 +135,8 @@ def skeleton(a: Analysis, rank: int) -> Skeleton:
     wins["t_start"] = a.timing.time[wins.start_node.to_numpy()]
     wins["t_end"] = a.timing.time[wins.end_node.to_numpy()]
     ev = frame.event.to_numpy(dtype=np.int64)
-    return Skeleton(rank, a.table.meta.host_name, frame, wins, a.nodes.n_nodes, segments(a, ev, ev))
+    work = work_table(a, _window_of(a, a.nodes.ts), frame.t_done.to_numpy(dtype=np.int64))
+    return Skeleton(rank, a.table.meta.host_name, frame, wins, a.nodes.n_nodes, segments(a, ev, ev), work)
 
 
 def _match(names: npt.NDArray[np.object_], rx: re.Pattern[str]) -> npt.NDArray[np.bool_]:

@@ -9,7 +9,8 @@ Selections are the single-rank shorthands (``name~REGEX=F``, ``cat=C=F``, ``clas
 straggler as fast as the median of the other ranks: each of its events in that step takes
 the median duration the other ranks' same event (same name, same occurrence in the step)
 took; an event the others do not have (the straggler's extra work) scales with its
-nearest enclosing event that they do have.
+nearest enclosing event that they do have. Whatever the factors, ops that stalled beside
+another rank's extra work on their host are re-timed with that work (``host_factors``).
 """
 
 from __future__ import annotations
@@ -133,6 +134,27 @@ def _inherit_nan(job_graph: object, events: npt.NDArray[np.int64], f: F64) -> F6
     return out
 
 
+def host_factors(job: Job, f: F64) -> F64:
+    """Factors with the stalls other ranks' extra work caused re-scaled with that work.
+
+    The charges of ``ctda/job/hostload.py`` (``docs/host-contention.md``): a stalled op of
+    self time ``d`` lost ``c`` to an extra event on its host; re-timed, it takes
+    ``(d - c) * f(op) + c * f(extra event)``, so shrinking the extra work gives its
+    neighbours their cores back (the same rule the in-process contention model applies to
+    threads). With every factor 1 nothing changes.
+    """
+    if job.host is None or job.host.slowed.empty:
+        return f
+    jg = job.full()
+    s = job.host.slowed
+    victim = s.event.to_numpy(dtype=np.int64) + s["rank"].map(jg.base).to_numpy(dtype=np.int64)
+    cause = s.by_event.to_numpy(dtype=np.int64) + s.by.map(jg.base).to_numpy(dtype=np.int64)
+    charged = s.charged_ns.to_numpy(dtype=np.float64)
+    own = np.maximum(s.self_ns.to_numpy(dtype=np.float64), 1.0)
+    shift = np.bincount(victim, weights=charged * (f[cause] - f[victim]) / own, minlength=len(f))
+    return np.maximum(f + shift, 0.0)
+
+
 def job_scenario(job: Job, specs: list[str] | None = None, median_straggler: bool = False) -> JobScenario:
     """Re-time the job graph: factors from ``specs`` (later ones win) and the straggler shorthand."""
     jg = job.full()
@@ -148,6 +170,7 @@ def job_scenario(job: Job, specs: list[str] | None = None, median_straggler: boo
         parts.append(spec)
     if not parts:
         raise SelectionError("a job what-if needs --scale or the straggler shorthand")
+    f = host_factors(job, f)
     w = scaled_weights(jg.calibration.weight, f, jg.graph.owner)
     timing = replay(jg.graph, w, jg.calibration.binding, int(jg.nodes.time[jg.nodes.source]), jg.window_ends)
     return JobScenario(" + ".join(parts), f, timing, predicted_steps(job, timing))

@@ -18,6 +18,9 @@ STEP_COLS = [
     Col("late_ns", "late ms", "ms"),
     Col("path_by_rank", "path by rank"),
     Col("straggler_top", "top item on straggler"),
+    Col("straggler_own", "its extra work / stalls ms"),
+    Col("last", "last to arrive"),
+    Col("host_contention", "stalls it caused on its host"),
 ]
 PATH_COLS = [
     Col("rank", "rank"),
@@ -68,6 +71,7 @@ def job_doc(rep: JobReport) -> Document:
     total = int(steps.job_step_ns.sum()) if len(steps) else 0
     steps["slowest"] = [_r(x) for x in steps.get("slowest_rank", [])]
     steps["straggler"] = [_r(x) for x in steps.get("straggler", [])]
+    steps["last"] = [_r(x) for x in steps.get("last_to_arrive", [])]
     blocks: list[Any] = [
         Text(
             f"job {rep.name}: {present}, {len(steps)} step(s), job critical path {_ms(total)} ms",
@@ -76,9 +80,13 @@ def job_doc(rep: JobReport) -> Document:
         *(Text(f"note: {n}") for n in rep.notes),
         Section.of(
             "steps",
-            "Per step (job step: the slowest rank's; straggler: the latest to arrive at its collectives)",
+            "Per step (job step: the slowest rank's; straggler: the latest to arrive at its collectives"
+            " once the stalls it caused on its host are charged to it)",
             steps,
-            STEP_COLS,
+            # the host column only where some straggler slowed ranks of its host
+            STEP_COLS
+            if steps.get("host_contention", pd.Series(dtype=str)).astype(bool).any()
+            else STEP_COLS[:-1],
         ),
         Section.of("path", "Job critical path (all steps)", _ranked(rep.path_items), PATH_COLS),
     ]

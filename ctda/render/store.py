@@ -8,6 +8,7 @@ from typing import Any
 from ctda.queries.loader import NamedQuery
 from ctda.render.output import Col, Document, Section, Shown
 from ctda.store.base import QueryResult, RunInfo
+from ctda.store.job_model import JobInfo
 
 RUN_COLS = [
     Col("name", "name"),
@@ -39,11 +40,71 @@ def run_dict(r: RunInfo) -> dict[str, Any]:
 
 
 def runs_doc(runs: Sequence[RunInfo], where: str, with_status: bool) -> Document:
-    """The runs of a store, one row each (with their status when unfinished ones are listed)."""
+    """The runs of a store, one row each (with their status when unfinished ones are listed;
+    with the job and rank of runs that belong to a job, when any does)."""
+    jobbed = any("job" in r.extra for r in runs)
     cols = RUN_COLS + ([Col("status", "status")] if with_status else [])
-    rows = [[r.name, r.events, r.edges, r.steps, r.cp_ns, r.ingested_at, r.file, r.status] for r in runs]
-    section = Section("runs", f"Runs in {where}", cols, [row[: len(cols)] for row in rows])
-    return Document(f"Runs in {where}", [section], data=[run_dict(r) for r in runs])
+    cols += [Col("job", "job"), Col("rank", "rank")] if jobbed else []
+    rows = []
+    for r in runs:
+        row = [r.name, r.events, r.edges, r.steps, r.cp_ns, r.ingested_at, r.file]
+        row += [r.status] if with_status else []
+        row += [r.extra.get("job", ""), _rank(r.extra.get("rank"))] if jobbed else []
+        rows.append(row)
+    section = Section("runs", f"Runs in {where}", cols, rows)
+    data = [
+        run_dict(r) | ({"job": r.extra["job"], "rank": r.extra["rank"]} if "job" in r.extra else {})
+        for r in runs
+    ]
+    return Document(f"Runs in {where}", [section], data=data)
+
+
+def _rank(rank: object) -> str:
+    return "" if rank is None else f"r{rank}"
+
+
+JOB_COLS = [
+    Col("name", "name"),
+    Col("ranks", "ranks"),
+    Col("missing", "missing"),
+    Col("steps", "steps", "int"),
+    Col("cp_ns", "job CP ms", "ms"),
+    Col("ingested_at", "ingested"),
+]
+
+
+def jobs_doc(jobs: Sequence[JobInfo], where: str, with_status: bool) -> Document:
+    """The jobs of a store, one row each: ranks present of the world, missing ranks, steps."""
+    cols = JOB_COLS + ([Col("status", "status")] if with_status else [])
+    rows = [
+        [
+            j.name,
+            f"{len(j.ranks)} of {j.world_size}",
+            ", ".join(map(str, j.missing)),
+            j.steps,
+            j.cp_ns,
+            j.ingested_at,
+            j.status,
+        ][: len(cols)]
+        for j in jobs
+    ]
+    data = [
+        {
+            "name": j.name,
+            "status": j.status,
+            "world_size": j.world_size,
+            "ranks": j.ranks,
+            "missing": j.missing,
+            "steps": j.steps,
+            "cp_ns": j.cp_ns,
+            "ingested_at": j.ingested_at,
+            "options": j.options,
+            "sha256": j.sha256,
+            "notes": j.notes,
+        }
+        for j in jobs
+    ]
+    return Document(f"Jobs in {where}", [Section("jobs", f"Jobs in {where}", cols, rows)], data=data)
 
 
 def query_doc(result: QueryResult) -> Document:

@@ -21,6 +21,8 @@ from typing import Any, ClassVar, TypeVar
 from ctda.queries.errors import QueryError
 from ctda.store import migrate, schema
 from ctda.store.faults import FaultCounter, StoreError
+from ctda.store.job_flows import JobFlows
+from ctda.store.job_model import JobInfo
 from ctda.store.model import RunData
 from ctda.store.schema import COMPLETE, DELETING, META_KEY, PENDING
 
@@ -103,7 +105,7 @@ Run = Callable[[str, dict[str, Any]], list[dict[str, Any]]]
 T = TypeVar("T")
 
 
-class Store(ABC):
+class Store(JobFlows, ABC):
     """One graph store holding many runs (see :mod:`ctda.store.schema`).
 
     The flows are written once, here, in the Cypher both engines understand: listing runs,
@@ -195,7 +197,7 @@ class Store(ABC):
         """True when there is no store yet (an embedded file not created): reads are empty."""
         return False
 
-    def _dead(self, run: RunInfo, stale_after_s: float | None) -> bool:
+    def _dead(self, run: RunInfo | JobInfo, stale_after_s: float | None) -> bool:
         """Whether an unfinished run was left by a writer that is gone (see :meth:`gc`).
 
         The default suits engines with one writer at a time: holding the write lock means
@@ -411,7 +413,7 @@ class Store(ABC):
         ]
         if dead:
             self._delete_ids(dead)
-        return len(dead)
+        return len(dead) + self._gc_jobs(stale_after_s)
 
     # --- scenarios ------------------------------------------------------------------------
     def save_scenario(self, run_id: int, name: str, data: str) -> None:

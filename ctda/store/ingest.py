@@ -22,7 +22,7 @@ from ctda.ingest.table import EventTable
 from ctda.store import open_store
 from ctda.store.base import Progress, RunInfo, StoreError
 from ctda.store.config import Target
-from ctda.store.model import build, file_digest
+from ctda.store.model import RunData, build, file_digest
 
 _SUFFIXES = (".gz", ".json", ".trace", ".pt", ".parquet")
 
@@ -37,6 +37,23 @@ def default_name(path: Path) -> str:
             if name.endswith(suffix) and len(name) > len(suffix):
                 name, changed = name[: -len(suffix)], True
     return name
+
+
+def digest(path: Path) -> str:
+    """The sha256 of a trace file, the idempotency key; a FIFO or a device is refused first
+    (hashing it would never end)."""
+    check_regular(path)
+    try:
+        return file_digest(str(path))
+    except OSError as exc:
+        raise TraceError(path, exc.strerror or str(exc)) from None
+
+
+def run_data(a: Analysis, name: str, path: Path, sha: str) -> RunData:
+    """A run's rows with its analysis snapshot (what-ifs re-time the run from it)."""
+    data = build(a, name, str(path), sha)
+    data.blobs["snapshot"] = snapshot.dump(a)
+    return data
 
 
 @dataclass
@@ -62,11 +79,7 @@ def ingest(
     progress: Progress | None = None,
 ) -> Ingested:
     """Store ``path`` as a run in ``target``; a no-op if it is already there (unless ``force``)."""
-    check_regular(path)  # before hashing: a FIFO or /dev/zero would never end
-    try:
-        sha = file_digest(str(path))
-    except OSError as exc:
-        raise TraceError(path, exc.strerror or str(exc)) from None
+    sha = digest(path)
     run_name = name or default_name(path)
     okey = options_key(options)
     with open_store(target, read_only=True) as store:
@@ -84,8 +97,7 @@ def ingest(
         a = analyze(table, options)
     except ValueError as exc:  # OptionError, GraphCycleError: this input cannot be analysed
         raise TraceError(path, str(exc)) from None
-    data = build(a, run_name, str(path), sha)
-    data.blobs["snapshot"] = snapshot.dump(a)  # what-ifs re-time the run from it
+    data = run_data(a, run_name, path, sha)
     with open_store(target) as store:
         t0 = time.perf_counter()
         info = store.write_run(data, replace=force, fail_after=fail_after, progress=progress)

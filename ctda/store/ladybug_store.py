@@ -181,8 +181,10 @@ class LadybugStore(Store):
         return tables + added
 
     def _upgrade(self, version: int) -> None:
-        if version != 1:
+        if version < 1:
             super()._upgrade(version)
+        if version >= 2:
+            return  # 2 -> 3 only added tables, which the DDL created
         moved = migrate.v1_segments(self._exec(migrate.V1_PATHS).get_as_arrow())
 
         def work(run: Run) -> None:
@@ -254,6 +256,9 @@ class LadybugStore(Store):
     def _add_nodes(self, label: schema.Label, rows: pa.Table) -> None:
         if rows.num_rows:
             self._exec(f"COPY {label.name} FROM $rows", {"rows": rows})
+
+    def _add_rels(self, label: schema.Label, rows: pa.Table) -> None:
+        self._add_nodes(label, rows)  # a COPY either way: FROM and TO keys lead the rows
 
     def close(self) -> None:
         if self._conn is not None:

@@ -7,6 +7,9 @@ only after a step completed, so a step cut short is redone by the next writer.
 
 Schema 1 -> 2: critical paths hung off their ``Window`` node; they now hang off
 ``Segment`` nodes of at most :data:`schema.SEGMENT_SIZE` stretches (see :mod:`schema`).
+
+Schema 2 -> 3: distributed jobs. Only new tables (labels), which every writer's DDL
+creates when missing, so the step itself moves no rows.
 """
 
 from __future__ import annotations

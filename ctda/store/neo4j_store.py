@@ -31,6 +31,7 @@ from ctda.store.backends import register
 from ctda.store.base import Progress, QueryResult, Run, RunInfo, Store, StoreError
 from ctda.store.config import Target
 from ctda.store.faults import FaultCounter
+from ctda.store.job_model import JobInfo
 from ctda.store.model import RunData, Segments, int_column, path_segments
 from ctda.store.schema import DELETING, PENDING
 
@@ -190,8 +191,10 @@ class Neo4jStore(Store):
             Neo4jStore(uri, auth, database=database, writers=writers).close()
 
     def _upgrade(self, version: int) -> None:
-        if version != 1:
+        if version < 1:
             super()._upgrade(version)
+        if version >= 2:
+            return  # 2 -> 3 only added labels (and their constraints, made by the DDL)
         # in batches, each its own transaction: a cut-short migration resumes where it was
         self._until_empty(migrate.V1_TO_V2_NEO4J, {"n": DELETE_BATCH, "size": schema.SEGMENT_SIZE})
 
@@ -240,7 +243,7 @@ class Neo4jStore(Store):
     def _ddl(self) -> list[str]:
         return schema_statements()
 
-    def _dead(self, run: RunInfo, stale_after_s: float | None) -> bool:
+    def _dead(self, run: RunInfo | JobInfo, stale_after_s: float | None) -> bool:
         # several writers may be alive: a pending run is dead once its heartbeat stops
         if stale_after_s is None:
             stale_after_s = float(os.environ.get("CTDA_STALE_S", STALE_S))
@@ -299,6 +302,24 @@ class Neo4jStore(Store):
 
     def _add_nodes(self, label: schema.Label, rows: pa.Table) -> None:
         self._nodes(label, rows, lambda _rows: None)
+
+    def _add_rels(self, label: schema.Label, rows: pa.Table) -> None:
+        # endpoints by their unique keys (a job's tables are small: index seeks suffice)
+        assert label.ends is not None
+        src, dst = (next(n for n in schema.NODES if n.name == end) for end in label.ends)
+        props = ", ".join(f"{p}: r.p{k}" for k, p in enumerate(label.columns))
+        q = (
+            f"UNWIND $rows AS r MATCH (a:{src.name} {{{src.key}: r.f}}) "
+            f"MATCH (b:{dst.name} {{{dst.key}: r.t}}) "
+            f"CREATE (a)-[:{label.name}{f' {{{props}}}' if props else ''}]->(b)"
+        )
+        recs = rows.to_pylist()
+        for lo in range(0, len(recs), REL_BATCH):
+            batch = [
+                {"f": r["from"], "t": r["to"]} | {f"p{k}": r[p] for k, p in enumerate(label.columns)}
+                for r in recs[lo : lo + REL_BATCH]
+            ]
+            self._write(q, {"rows": batch})
 
     def _segments(self, segs: Segments, win_ids: np.ndarray) -> np.ndarray:
         """Segment nodes under their windows, in batches; their internal ids, in row order."""

@@ -16,6 +16,11 @@ each ``indexed`` property::
     (:Blob {run_id, name, chunk, data})                   e.g. the run's analysis snapshot
     (:DeviceTime|StreamIdle|CommOverlap|LaunchStat|QueueStat|MemoryStat|KernelStat {run_id})
                                                           the run's breakdowns (docs/breakdowns.md)
+    (:Job {id, name, status, world_size, ranks, ...})     a distributed job (ctda ingest DIR)
+      -[:HAS_RANK {rank}]->(:Run)                         one run per rank present
+      -[:HAS_STEP]->(:JobStep {idx, step, job_step_ns, slowest_rank, straggler, ...})
+        -[:JOB_CP {pos, rank, event, ns, class, ...}]->(:Event)   the job path, across ranks
+    (:JobLateness|JobWait|JobClock {job_id})              its lateness, collective waits, clocks
 
 An ``Event`` is one analysed trace event (plus a SOURCE and a SINK pseudo event per run,
 ``kind`` 'source'/'sink', so every dependency edge has two endpoints). ``Event.key`` is
@@ -28,14 +33,20 @@ itself: the embedded engine deletes a relationship in time growing with the numb
 node holds, and one 380k-stretch path took 84 s to delete from a single window node (3 s
 from segments of 256). ``(w:Window)-[:HAS_SEGMENT]->()-[c:CP]->(e)`` reads the whole path.
 Absent values are nulls (a top-level event's ``parent``, a wait edge's ``owner``): Neo4j does not store them.
+
+A job's path rows point at the rank's ``Event`` whose own time they are; a wait or gap
+(``wait = true``, ``event = -1``) points at the event where the path resumes on that rank,
+so every row has an endpoint and the rows of a step sum to its ``job_step_ns``. Jobs take
+their ids from the run id sequence, and become visible with all their runs at once.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-#: 2: critical paths hang off Segment nodes (1: off the Window; migrated on first write)
-SCHEMA_VERSION = 2
+#: 3: distributed jobs (new tables only); 2: critical paths hang off Segment nodes (1: off
+#: the Window); older stores are migrated on first write
+SCHEMA_VERSION = 3
 #: CP relationships per Segment node
 SEGMENT_SIZE = 256
 #: analysed-event index space of one run inside ``Event.key``
@@ -310,8 +321,115 @@ HAS_SCENARIO = Label("HAS_SCENARIO", (), ("Run", "Scenario"))
 HAS_WINDOW = Label("HAS_WINDOW", (), ("Scenario", "Window"))
 HAS_SEGMENT = Label("HAS_SEGMENT", (), ("Window", "Segment"))
 
-NODES = (RUN, EVENT, WINDOW, SEGMENT, SCENARIO, RULE, META, BLOB, *BREAKDOWN_LABELS.values())
-RELS = (DEP, CP, HAS_SCENARIO, HAS_WINDOW, HAS_SEGMENT)
+JOB = Label(
+    "Job",
+    (
+        ("id", "INT64"),  # from the run id sequence
+        ("name", "STRING"),
+        ("status", "STRING"),  # as Run.status: pending, complete, deleting
+        ("world_size", "INT64"),
+        ("ranks", "INT64[]"),  # the ranks present (each has a run: HAS_RANK)
+        ("missing", "INT64[]"),  # ranks of the world absent from the job (a partial job)
+        ("sha256", "STRING"),  # digest of the ranks' file digests: the idempotency key
+        ("options_json", "STRING"),
+        ("options_key", "STRING"),
+        ("ctda_version", "STRING"),
+        ("ingested_at", "STRING"),
+        ("heartbeat", "INT64"),
+        ("steps", "INT64"),
+        ("cp_ns", "INT64"),  # sum of the job steps
+        ("notes_json", "STRING"),
+        ("checks_json", "STRING"),
+        ("matching_json", "STRING"),
+    ),
+    indexed=("name",),
+)
+JOB_STEP = Label(
+    "JobStep",
+    (
+        ("key", "STRING"),  # <job id>/<idx>
+        ("job_id", "INT64"),
+        ("idx", "INT64"),  # order of the job's steps, from 0
+        ("step", "STRING"),  # the window label shared by the ranks (ProfilerStep#N)
+        ("job_step_ns", "INT64"),  # the slowest rank's step
+        ("slowest_rank", "INT64"),
+        ("fastest_rank_step_ns", "INT64"),
+        ("straggler", "INT64"),  # -1: no rank arrived late
+        ("late_ns", "INT64"),  # the straggler's lateness
+        ("path_by_rank", "STRING"),
+        ("straggler_top", "STRING"),  # the path's top item on the straggler
+        ("last_to_arrive", "INT64"),  # may differ from the straggler (docs/host-contention.md)
+        ("host_contention", "STRING"),  # the stalls the straggler caused on its host
+        ("straggler_own", "STRING"),  # the straggler's own extra work / stalls
+        ("late_by_rank_json", "STRING"),
+        ("charged_by_rank_json", "STRING"),  # lateness after host-contention charges
+    ),
+    indexed=("job_id",),
+)
+
+
+def _job_table(name: str, *props: tuple[str, str]) -> Label:
+    """A job's table: ``key`` and ``job_id`` then its columns; goes with its job at once."""
+    return Label(name, (("key", "STRING"), ("job_id", "INT64"), *props), indexed=("job_id",))
+
+
+#: each rank's arrival at a step's collectives minus the median arrival, summed
+JOB_LATENESS = _job_table(
+    "JobLateness", ("idx", "INT64"), ("step", "STRING"), ("rank", "INT64"), ("late_ns", "INT64")
+)
+#: each collective completion on the job path: wait for the last rank, then the transfer
+JOB_WAIT = _job_table(
+    "JobWait",
+    ("idx", "INT64"),
+    ("label", "STRING"),
+    ("cid", "INT64"),
+    ("op", "STRING"),
+    ("rank", "INT64"),
+    ("waited_for", "INT64"),
+    ("wait_ns", "INT64"),
+    ("transfer_ns", "INT64"),
+)
+JOB_CLOCK = _job_table(
+    "JobClock",
+    ("rank", "INT64"),
+    ("host", "STRING"),
+    ("rank_from", "STRING"),
+    ("offset_ns", "INT64"),
+    ("how", "STRING"),
+)
+HAS_RANK = Label("HAS_RANK", (("rank", "INT64"),), ("Job", "Run"))
+HAS_STEP = Label("HAS_STEP", (), ("Job", "JobStep"))
+JOB_CP = Label(
+    "JOB_CP",
+    (
+        ("pos", "INT64"),  # order along the step's job path, from 0
+        ("rank", "INT64"),
+        ("event", "INT64"),  # the target's idx; -1 for a wait or gap (see the module doc)
+        ("name", "STRING"),
+        ("class", "STRING"),
+        ("t0", "INT64"),  # the job's clock (clock offsets applied), ns
+        ("t1", "INT64"),
+        ("ns", "INT64"),
+        ("wait", "BOOL"),
+    ),
+    ("JobStep", "Event"),
+)
+JOB_TABLES = (JOB_STEP, JOB_LATENESS, JOB_WAIT, JOB_CLOCK)
+
+NODES = (
+    RUN,
+    EVENT,
+    WINDOW,
+    SEGMENT,
+    SCENARIO,
+    RULE,
+    META,
+    BLOB,
+    *BREAKDOWN_LABELS.values(),
+    JOB,
+    *JOB_TABLES,
+)
+RELS = (DEP, CP, HAS_SCENARIO, HAS_WINDOW, HAS_SEGMENT, HAS_RANK, HAS_STEP, JOB_CP)
 
 
 def event_key(run_id: int, idx: int) -> int:

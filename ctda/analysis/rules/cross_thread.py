@@ -206,6 +206,12 @@ def gil_handoff(ctx: RuleContext) -> EdgeBatch:
     the resuming thread was most likely waiting for that thread to release the GIL
     (timestamp backtracking). Boundaries are event starts and ends at any depth, since a
     thread can block inside an open Python frame.
+
+    A hand-off needs evidence that it was one: where the other thread's Python stack is
+    recorded, it must have held the GIL over most of the pause (see
+    :func:`_held_over_pause`), and hand-offs beyond the lag window are kept only between
+    threads whose late resumes follow the releases more closely than chance (see
+    :func:`_late_tracks`).
     """
     n, opt = ctx.nodes, ctx.options
     cpu = np.flatnonzero(~n.is_gpu)
@@ -219,7 +225,7 @@ def gil_handoff(ctx: RuleContext) -> EdgeBatch:
     proc = pid_codes[lane]
     order = np.lexsort((node % 2 == 0, time, proc))  # ends before starts at equal times
     release, blocks = _gil_points(ctx, node)
-    src, dst = _handoffs(
+    src, dst, late, since = _handoffs(
         node[order],
         lane[order],
         time[order],
@@ -229,7 +235,100 @@ def gil_handoff(ctx: RuleContext) -> EdgeBatch:
         opt.gil_min_gap_ns,
         opt.gil_max_lag_ns,
     )
-    return EdgeBatch.of(src, dst, RULE_TYPE)
+    keep = _late_tracks(n.lane[dst // 2].astype(np.int64), n.lane[src // 2].astype(np.int64), late)
+    keep &= _held_over_pause(ctx, src, since)
+    return EdgeBatch.of(src[keep], dst[keep], RULE_TYPE)
+
+
+#: share of the pause (up to the release) the releasing thread must have held the GIL
+MIN_HELD = 0.5
+
+
+def _held_over_pause(ctx: RuleContext, src: I64, since: I64) -> npt.NDArray[np.bool_]:
+    """Did the releasing thread hold the GIL over the resuming thread's pause?
+
+    A hand-off can only come from a thread that held the GIL. Where a thread's Python
+    stack is recorded, it may hold the GIL while a Python frame, or a builtin called from
+    one, is innermost (not a blocking wait: CPython releases the GIL around it; builtins
+    count, since most of them keep it, and one that drops it, like a decoder, is where the
+    hand-off happens, at its start); an opaque native span
+    (a ``record_function`` around NumPy products, a C++ op) does not say it held anything,
+    and a thread that was in one for most of the pause did not make the other wait: it
+    was more likely starved of a core, and the boundary that ended the pause is the other
+    thread's by chance. So on threads with Python frames, a hand-off is kept only when the
+    releasing thread held the GIL for at least ``MIN_HELD`` of the pause, from its start
+    (``since``) to the release; threads without recorded stacks give no such evidence
+    and keep their hand-offs.
+    """
+    n = ctx.nodes
+    keep = np.ones(len(src), dtype=bool)
+    if len(src) == 0:
+        return keep
+    tl = ctx.timeline
+    lane = n.lane[tl.src // 2].astype(np.int64)
+    has = tl.owner >= 0
+    own = np.maximum(tl.owner, 0)
+    py = has & (n.kind[own] == Kind.PYTHON)
+    holds = py & ~ctx.name_mask(BLOCKING_FRAMES)[own]
+    t0, t1 = n.time[tl.src], n.time[tl.dst]
+    b_lane = n.lane[src // 2].astype(np.int64)
+    stacks = np.bincount(lane[py], minlength=int(max(lane.max(), b_lane.max())) + 1) > 0
+    check = np.flatnonzero(stacks[b_lane])
+    for b in np.unique(b_lane[check]):
+        m = lane == b
+        s0, s1 = t0[m], t1[m]
+        o = np.argsort(s0, kind="stable")
+        s0, s1, h = s0[o], s1[o], holds[m][o]
+        # held time up to each segment's start; the held time up to t is read off it
+        cum = np.concatenate([[0], np.cumsum(np.where(h, s1 - s0, 0))])
+        k = check[b_lane[check] == b]
+        held = _held_until(s0, s1, h, cum, n.time[src[k]]) - _held_until(s0, s1, h, cum, since[k])
+        pause = n.time[src[k]] - since[k]
+        keep[k] = held >= MIN_HELD * pause
+    return keep
+
+
+def _held_until(s0: I64, s1: I64, h: npt.NDArray[np.bool_], cum: I64, t: I64) -> I64:
+    """GIL-holding time of one thread (segments ``s0..s1``, sorted) before each time ``t``."""
+    i = np.searchsorted(s0, t, side="right") - 1
+    ok = i >= 0
+    j = np.maximum(i, 0)
+    inside = np.where(h[j], np.clip(t - s0[j], 0, s1[j] - s0[j]), 0)
+    return np.where(ok, cum[j] + inside, 0)  # type: ignore[no-any-return]
+
+
+#: a pair's late resumes must sit this many standard errors closer to the releases than
+#: chance puts them (one-sided) for its late hand-offs to be kept
+LATE_Z = 2.0
+
+
+def _late_tracks(a_lane: I64, b_lane: I64, late: npt.NDArray[np.float64]) -> npt.NDArray[np.bool_]:
+    """Which hand-offs to keep: all those within the lag window, and late ones (``late``
+    >= 0) only between threads whose late resumes track the other thread's releases.
+
+    ``late`` is, per late hand-off, where the resume fell between the earliest a late one
+    can (the lag window's end) and the latest it could have without another boundary of
+    the other threads, or one of its own, coming first, as a fraction (-1 for edges within
+    the window). If the resuming thread did not wait for the release (a thread starved of
+    cores resumes whenever it is scheduled), its resume is unrelated to the release and
+    that fraction is uniform on 0..1 (mean 1/2, standard error ``1 / sqrt(12 k)`` over
+    ``k`` resumes). A thread that waited for the release and was woken late resumes early
+    in that range. So the late hand-offs of a (resuming, releasing) thread pair are kept
+    only when their mean fraction is at least ``LATE_Z`` standard errors below 1/2: a lone
+    late resume never is (at most 1.7), two must average within the first 9 % of the range.
+    """
+    keep = late < 0
+    is_late = ~keep
+    if not is_late.any():
+        return keep
+    k = int(max(a_lane.max(), b_lane.max())) + 1
+    pair = a_lane[is_late] * k + b_lane[is_late]
+    inv = np.unique(pair, return_inverse=True)[1]
+    cnt = np.bincount(inv).astype(np.float64)
+    mean = np.bincount(inv, weights=late[is_late]) / cnt
+    z = (0.5 - mean) * np.sqrt(12.0 * cnt)
+    keep[is_late] = (z >= LATE_Z)[inv]
+    return keep
 
 
 def _gil_points(ctx: RuleContext, node: I64) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_]]:
@@ -257,10 +356,18 @@ def _handoffs(node, lane, time, proc, release, blocks, min_gap, max_lag):  # typ
     """
     n = node.shape[0]
     nl = lane.max() + 1 if n else 0
+    # the next boundary of another thread of the process after each position: a resume
+    # could have come as late as that and still be linked to the same release
+    nxt = np.full(n, -1, dtype=np.int64)
+    for k in range(n - 2, -1, -1):
+        if proc[k + 1] == proc[k]:
+            nxt[k] = k + 1 if lane[k + 1] != lane[k] else nxt[k + 1]
     last_time = np.full(nl, -(2**62), dtype=np.int64)
     last_blocks = np.zeros(nl, dtype=np.bool_)
     src = np.empty(n, dtype=np.int64)
     dst = np.empty(n, dtype=np.int64)
+    late = np.empty(n, dtype=np.float64)
+    since = np.empty(n, dtype=np.int64)
     m = 0
     for k in range(n):
         v = node[k]
@@ -272,16 +379,26 @@ def _handoffs(node, lane, time, proc, release, blocks, min_gap, max_lag):  # typ
             j = k - 1
             while j >= 0 and proc[j] == proc[k] and time[j] > prev:
                 if lane[j] != ln:
-                    near = time[k] - time[j] <= max_lag
-                    if near or (release[j] and not last_blocks[ln]):
+                    lag = time[k] - time[j]
+                    if lag <= max_lag or (release[j] and not last_blocks[ln]):
                         src[m] = node[j]
                         dst[m] = v
+                        late[m] = -1.0
+                        since[m] = prev
+                        if lag > max_lag:
+                            # where the resume fell in the range a late one could take:
+                            # after the window, before our gap began (going back) and
+                            # before the other threads' next boundary
+                            span = time[k] - prev
+                            if nxt[k] >= 0 and time[nxt[k]] - time[j] < span:
+                                span = time[nxt[k]] - time[j]
+                            late[m] = min(1.0, (lag - max_lag) / max(span - max_lag, 1))
                         m += 1
                     break
                 j -= 1
         last_time[ln] = time[k]
         last_blocks[ln] = blocks[k]
-    return src[:m], dst[:m]
+    return src[:m], dst[:m], late[:m], since[:m]
 
 
 @rule("cuda_lock", "cross_thread")

@@ -1,0 +1,62 @@
+"""Argument checks and small conversions :mod:`ctda.api` shares (kept apart so the API
+module reads as the list of what ctda does)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from ctda.analysis.engine import Analysis
+from ctda.ingest.reader import read_trace
+from ctda.ingest.table import EventTable
+from ctda.options import OptionError, parse_step
+from ctda.whatif import compare as cmp
+from ctda.whatif.scenario import Scenario
+from ctda.whatif.select import SelectionError
+
+Reader = Callable[[Path], EventTable]
+
+
+def read_with(path: Path, reader: Reader | None) -> EventTable:
+    return reader(path) if reader is not None else read_trace(path)
+
+
+def step(step: str | int) -> str:
+    s = parse_step(step)
+    return "all" if s is None else str(s)
+
+
+def top(top: int) -> None:
+    if isinstance(top, bool) or not isinstance(top, int) or top < 1:
+        raise OptionError(f"top must be a positive integer, not {top!r}")
+
+
+def strings(values: Sequence[str], what: str) -> list[str]:
+    if isinstance(values, str):  # one selection given bare
+        return [values]
+    if not all(isinstance(v, str) for v in values):
+        raise SelectionError(f"{what} takes strings, not {values!r}")
+    return list(values)
+
+
+def is_file(path: Path) -> bool:
+    try:
+        return path.is_file()
+    except OSError:  # e.g. Cypher text too long to be a file name
+        return False
+
+
+def label(x: Analysis | Scenario | cmp.Side, default: str) -> str:
+    if isinstance(x, Scenario):
+        return x.name
+    if isinstance(x, cmp.Side):
+        return x.label
+    return str(x.table.meta.path or default)
+
+
+def side(x: Analysis | Scenario | cmp.Side, label: str) -> cmp.Side:
+    if isinstance(x, cmp.Side):
+        return x
+    if isinstance(x, Scenario):
+        return cmp.Side(label, x.analysis, predicted=True)
+    return cmp.Side(label, x)

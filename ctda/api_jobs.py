@@ -1,0 +1,87 @@
+"""The job half of :class:`ctda.api.StoreSession`: store a distributed job, list jobs, read
+one back as the :class:`~ctda.job.report.JobReport` its analysis gave.
+
+    with ctda.open_store("runs.lbug") as store:
+        store.ingest_job(["traces/job42/"])          # a directory, or files with name=
+        rep = store.job("job42")                     # steps, lateness, path, waits, clocks
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from ctda.api_checks import top as check_top
+from ctda.job.report import JobReport
+from ctda.options import validate_options
+from ctda.store.base import Store, StoreError
+from ctda.store.config import Target
+from ctda.store.job_ingest import JobIngested
+from ctda.store.job_model import JobInfo, report_from
+
+__all__ = ["JobInfo", "JobIngested", "JobReport", "JobSession"]
+
+
+class JobSession:
+    """Jobs in one store; mixed into :class:`ctda.api.StoreSession`, which provides
+    ``target``, ``_open`` and ``location``."""
+
+    target: Target
+    _closed: bool
+    _open: Callable[..., Store]
+
+    def ingest_job(
+        self,
+        paths: str | Path | Sequence[str | Path],
+        name: str | None = None,
+        *,
+        force: bool = False,
+        executor: str | None = None,
+        top: int = 10,
+        progress: Callable[[int, int], None] | None = None,
+        **options: Any,
+    ) -> JobIngested:
+        """Analyse a job (a directory of per-rank traces, or the ranks' files) and store it:
+        a Job with its tables and a run per rank, ``NAME/rRANK``. The same files with the
+        same options are not stored again unless ``force``. ``executor`` as in
+        :func:`ctda.job.run.analyze_job`; options are checked before any file is read."""
+        from ctda.store.job_ingest import ingest_job
+
+        opts = validate_options(**options)
+        check_top(top)
+        files = [Path(paths)] if isinstance(paths, (str, Path)) else [Path(p) for p in paths]
+        if self._closed:
+            raise StoreError(f"the session on {self.target.location} is closed")
+        return ingest_job(
+            files, self.target, opts, name=name, force=force, executor=executor, top=top, progress=progress
+        )
+
+    def jobs(self, include_incomplete: bool = False) -> list[JobInfo]:
+        """The stored jobs (with ``include_incomplete``, also those being written or deleted)."""
+        with self._open() as s:
+            return s.jobs(include_incomplete=include_incomplete)
+
+    def job(self, name: str, top: int = 10) -> JobReport:
+        """The report of stored job ``name``, read back from the store: the tables its
+        analysis gave (``top`` rows of the path's items)."""
+        with self._open() as s:
+            info = s.find_job(name)
+            if info is None:
+                have = ", ".join(j.name for j in s.jobs()) or "none"
+                raise StoreError(f"no job {name!r} in {s.location} (jobs: {have})")
+            return report_from(info, s.read_job_rows(info.id), top)
+
+    def rm_job(self, name: str) -> None:
+        """Delete job ``name`` with its runs and tables."""
+        with self._open() as s:
+            if not any(j.name == name for j in s.jobs(include_incomplete=True)):
+                raise StoreError(f"no job {name!r} in {s.location}")
+        with self._open(write=True) as s:
+            s.delete_job(name)
+
+    def _member(self, name: str) -> str | None:
+        """The job run ``name`` belongs to, if any."""
+        with self._open() as s:
+            run = s.find_run(name)
+            return None if run is None else s.job_members().get(run.id, (None, 0))[0]
