@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,15 +19,16 @@ pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest
 
 from ctda.analysis.engine import Analysis, AnalysisOptions, analyze
+from ctda.api import open_store
 from ctda.ingest.reader import read_trace
 from ctda.job.report import JobReport
-from ctda.ui import charts, frames, jobcharts, jobdata, jobframes
+from ctda.ui import charts, frames, jobcharts, jobframes
 from tests.conftest import CORPUS, SKIP_CORPUS
-
-pytestmark = SKIP_CORPUS
 
 SLEEP = "g_ddp_ws2_sleep40_r1"  # rank 1 sleeps 40 ms per step: the straggler of every one
 COMPUTE = "g_ddp_ws4_compute30_r2"  # four ranks; the path changes rank within steps
+#: shipped with the tests (no corpus needed): rank 1 computes 30 ms more in every step
+SHIPPED = Path(__file__).parent / "data" / "multirank" / "g_ddp_ws2_compute30_r1"
 
 
 def job_dir(name: str) -> Path:
@@ -51,6 +51,7 @@ def rank_analyses() -> dict[int, Analysis]:
     return {r: analyze(read_trace(f), AnalysisOptions()) for r, f in files.items()}
 
 
+@SKIP_CORPUS
 def test_heatmap_holds_the_lateness_in_ms_centred_on_zero(reports: dict[str, JobReport]) -> None:
     for rep in reports.values():
         t = jobframes.tables(rep)
@@ -74,6 +75,7 @@ def test_heatmap_holds_the_lateness_in_ms_centred_on_zero(reports: dict[str, Job
     assert (np.asarray(sleep.data[0].z, dtype=float)[1] > 35).all()
 
 
+@SKIP_CORPUS
 def test_step_table_names_each_steps_straggler(reports: dict[str, JobReport]) -> None:
     rep = reports[SLEEP]
     t = jobframes.tables(rep)
@@ -94,6 +96,7 @@ def rank_changes(rep: JobReport, step: str) -> int:
     return int((r[1:] != r[:-1]).sum())
 
 
+@SKIP_CORPUS
 @pytest.mark.parametrize("name", [SLEEP, COMPUTE])
 def test_job_timeline_one_band_per_rank_and_connectors_on_rank_changes(
     reports: dict[str, JobReport], name: str
@@ -130,6 +133,7 @@ def test_job_timeline_one_band_per_rank_and_connectors_on_rank_changes(
     assert changes > 0  # both jobs' paths leave one rank for another somewhere
 
 
+@SKIP_CORPUS
 def test_job_timeline_draws_each_ranks_events_on_the_job_clock(
     reports: dict[str, JobReport], rank_analyses: dict[int, Analysis]
 ) -> None:
@@ -200,39 +204,36 @@ def array(v: Any) -> np.ndarray:
     return np.asarray(v, dtype=float)
 
 
-@pytest.fixture
-def store_with(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[[dict[str, JobReport]], None]:
-    """The page's store reads (:func:`ctda.ui.jobdata.read_store`) answering with these
-    jobs' reports, on an empty store of runs."""
-    monkeypatch.setenv("CTDA_DB", str(tmp_path / "store.lbug"))
-
-    def use(jobs: dict[str, JobReport]) -> None:
-        def read(db: str | None, name: str | None) -> jobdata.StoredJobs:
-            return jobdata.StoredJobs({n: "1" for n in sorted(jobs)}, jobs.get(name) if name else None)
-
-        monkeypatch.setattr(jobdata, "read_store", read)
-
-    return use
+@pytest.fixture(scope="module")
+def job_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An embedded store holding the shipped job as ``ctda ingest DIR`` stores it: the job
+    and a run per rank."""
+    db = tmp_path_factory.mktemp("job-store") / "store.lbug"
+    with open_store(db) as s:
+        s.ingest_job([SHIPPED], executor="serial")
+    return db
 
 
-def test_job_page_without_jobs_says_how_to_store_one(
-    store_with: Callable[[dict[str, JobReport]], None],
-) -> None:
-    store_with({})
+def test_job_page_without_jobs_says_how_to_store_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CTDA_DB", str(tmp_path / "empty.lbug"))
     at = page()
     assert at.title[0].value == "Job"
     assert any("ctda ingest DIR" in i.value for i in at.info)
     assert not at.get("plotly_chart")
 
 
-def test_job_page_shows_the_straggler_of_each_step(
-    reports: dict[str, JobReport], store_with: Callable[[dict[str, JobReport]], None]
-) -> None:
-    store_with(reports)
+def test_job_page_on_a_stored_job(job_store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from ctda.job.report import job_report
+    from ctda.job.run import analyze_job
+
+    monkeypatch.setenv("CTDA_DB", str(job_store))
+    with open_store(job_store) as s:
+        rep = s.job(SHIPPED.name)
+    # the store gives back the analysis' tables
+    fresh = job_report(analyze_job([SHIPPED], executor="serial", full=False))
+    pd.testing.assert_frame_equal(rep.lateness, fresh.lateness, check_dtype=False)
     at = page()
-    assert at.selectbox(key="job_name").options == sorted(reports)
-    at.selectbox(key="job_name").set_value(SLEEP).run()
-    rep = reports[SLEEP]
+    assert at.selectbox(key="job_name").options == [SHIPPED.name]
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Ranks"] == "2" and metrics["Steps"] == "5"
     assert metrics["Straggler most often"] == "r1 (5 of 5)"
@@ -243,13 +244,29 @@ def test_job_page_shows_the_straggler_of_each_step(
     assert mark["y"] == ["r1"] * 5
     steps = at.dataframe[0].value
     assert list(steps.straggler) == ["r1"] * 5 and list(steps.step) == list(rep.steps.step)
-    # the timeline: the first step, a band per rank, the path across them
-    assert tl["layout"]["title"]["text"].startswith("ProfilerStep#2: ")
-    assert [t for t in tl["layout"]["yaxis"]["ticktext"]] == ["r0 · job path", "r1 · job path"]
+    np.testing.assert_allclose(steps.late_ms, rep.steps.late_ns / 1e6)
+    # rank 1 did more work, arrived last, and slowed rank 0 on the shared cores
+    assert list(steps["last"]) == ["r1"] * 5
+    assert all(x.startswith("slowed r0 ") for x in steps.host_contention)
+
+    def check_timeline(fig: dict[str, Any], step: str) -> None:
+        assert fig["layout"]["title"]["text"].startswith(f"{step}: ")
+        ticks = fig["layout"]["yaxis"]["ticktext"]
+        # a band per rank: its path row, then its threads from its stored run
+        for r in (0, 1):
+            band = [x for x in ticks if x.startswith(f"r{r} · ")]
+            assert band[0] == f"r{r} · job path" and len(band) > 1
+        names = [d.get("name") for d in fig["data"]]
+        assert "rank's events (class colour, pale)" in names
+        n = rank_changes(rep, step)
+        lines = [d for d in fig["data"] if d.get("name") == jobcharts.PATH_TRACE]
+        assert (len(lines[0]["x"]) if lines else 0) == 3 * n
+
+    check_timeline(tl, "ProfilerStep#2")
     # another step redraws it; waits and clocks follow
     box = next(s for s in at.selectbox if str(s.key).startswith("job_step@"))
     box.set_value("ProfilerStep#5").run()
-    assert figures(at)[1]["layout"]["title"]["text"].startswith("ProfilerStep#5: ")
+    check_timeline(figures(at)[1], "ProfilerStep#5")
     waits, clocks = at.dataframe[1].value, at.dataframe[2].value
     assert set(waits.waited_for) == {"r1"} and list(clocks["rank"]) == ["r0", "r1"]
-    assert any("path changes rank" in c.value for c in at.caption)
+    assert any("the own events of 2 of 2 ranks" in c.value for c in at.caption)

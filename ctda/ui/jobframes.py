@@ -53,7 +53,9 @@ class JobTables:
     name: str
     base_ns: int  # the job's start on its clock: x = 0 of every timeline
     lateness: Lateness
-    steps: pd.DataFrame  # step, job_step_ms, slowest, straggler, late_ms, straggler_top, path_by_rank
+    #: step, job_step_ms, slowest, straggler, late_ms, straggler_top, path_by_rank,
+    #: straggler_own, last, host_contention (as ``ctda analyze DIR`` prints them)
+    steps: pd.DataFrame
     waits: pd.DataFrame  # step, op, on_rank, waited_for, wait_ms, transfer_ms
     clocks: pd.DataFrame  # rank, host, rank_from, offset_ms, how
     offsets_ns: dict[int, int]  # per rank: add to a rank's own times for the job's clock
@@ -78,9 +80,12 @@ def lateness(rep: JobReport) -> Lateness:
     return Lateness(steps, ranks, grid, strag)
 
 
-def _col(df: pd.DataFrame, name: str, dtype: str = "object") -> pd.Series:
-    """A column, or an empty one: a job without steps (or waits) has a frame without columns."""
-    return df[name] if name in df.columns else pd.Series(dtype=dtype)
+def _col(df: pd.DataFrame, name: str, dtype: str = "object", fill: object = "") -> pd.Series:
+    """A column, or ``fill`` in every row: a job without steps (or waits) has a frame
+    without columns, and a job stored by an older ctda lacks the newer columns."""
+    if name in df.columns:
+        return df[name]
+    return pd.Series([fill] * len(df), index=df.index, dtype=dtype)
 
 
 def _ranks(values: pd.Series) -> list[str]:
@@ -93,12 +98,16 @@ def tables(rep: JobReport) -> JobTables:
     steps = pd.DataFrame(
         {
             "step": _col(s, "step").astype(str),
-            "job_step_ms": _col(s, "job_step_ns", "int64") / MS,
+            "job_step_ms": _col(s, "job_step_ns", "int64", 0) / MS,
             "slowest": _ranks(_col(s, "slowest_rank")),
             "straggler": _ranks(_col(s, "straggler")),
-            "late_ms": _col(s, "late_ns", "int64") / MS,
+            "late_ms": _col(s, "late_ns", "int64", 0) / MS,
             "straggler_top": _col(s, "straggler_top").astype(str),
             "path_by_rank": _col(s, "path_by_rank").astype(str),
+            # did the straggler do more work, or was it slowed (and did it slow others)?
+            "straggler_own": _col(s, "straggler_own").astype(str),
+            "last": _ranks(_col(s, "last_to_arrive", "int64", -1)),
+            "host_contention": _col(s, "host_contention").astype(str),
         }
     )
     waits = pd.DataFrame(

@@ -48,6 +48,9 @@ def steps_table(t: jobframes.JobTables) -> None:
         "late_ms": ms("late ms"),
         "straggler_top": "top item on straggler",
         "path_by_rank": "path by rank",
+        "straggler_own": "its extra work / stalls ms",
+        "last": "last to arrive",
+        "host_contention": "stalls it caused on its host",
     }
     st.dataframe(t.steps, hide_index=True, width="stretch", column_config=config)
 
