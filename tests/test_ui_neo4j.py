@@ -58,7 +58,7 @@ def test_pages_on_neo4j(neo4j_run: str) -> None:
     runs = at.dataframe[0].value.set_index("run")
     assert runs.loc[neo4j_run, "steps"] == 2
     assert "launch_overhead" in runs.loc[neo4j_run, "CP breakdown"]
-    for page in ("critical_path", "hotspots", "whatif", "compare"):
+    for page in ("critical_path", "hotspots", "whatif", "compare", "job"):
         at.switch_page(f"views/{page}.py").run()
         assert not at.exception, (page, [e.message for e in at.exception])
         assert not at.error, (page, [e.value for e in at.error])

@@ -32,6 +32,7 @@ PAGES = (
     Page("views/critical_path.py", "Critical path", ":material/timeline:", "critical-path"),
     Page("views/hotspots.py", "Hotspots", ":material/local_fire_department:", "hotspots"),
     Page("views/breakdowns.py", "Breakdowns", ":material/stacked_bar_chart:", "breakdowns"),
+    Page("views/job.py", "Job", ":material/lan:", "job"),
     Page("views/whatif.py", "What-if", ":material/tune:", "what-if"),
     Page("views/compare.py", "Compare", ":material/compare_arrows:", "compare"),
     Page("views/console.py", "Cypher console", ":material/terminal:", "console"),

@@ -37,10 +37,16 @@ def browser_paths() -> tuple[str, str]:
 
 
 @pytest.fixture(scope="module")
-def ui_server(tmp_path_factory: pytest.TempPathFactory, browser_paths: tuple[str, str]) -> Iterator[str]:
+def ui_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The embedded store the module's server works on (tests may write to it with the CLI)."""
+    return tmp_path_factory.mktemp("ui-e2e") / "store.lbug"
+
+
+@pytest.fixture(scope="module")
+def ui_server(ui_store: Path, browser_paths: tuple[str, str]) -> Iterator[str]:
     """``ctda ui`` on a fresh embedded store and a free port; yields its base URL."""
-    root = tmp_path_factory.mktemp("ui-e2e")
-    server = browser.Server(root / "store.lbug", root / "uploads", root / "server.log")
+    root = ui_store.parent
+    server = browser.Server(ui_store, root / "uploads", root / "server.log")
     try:
         yield server.url
     finally:

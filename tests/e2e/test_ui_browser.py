@@ -3,12 +3,15 @@
 Upload two real traces through the page, then use every page as a person would and check
 what it shows: the step picker follows the run, Compare puts the older run first, What-if
 keeps its groups across pages, the hotspot table follows the "Sort by" box and a row click
-drills into that row, and the page never asks the internet for anything. A screenshot of
+drills into that row, a job stored with ``ctda ingest DIR`` shows its stragglers on the Job
+page, and the page never asks the internet for anything. A screenshot of
 each step lands in ``test-artifacts/ui/`` (gitignored) for people to look at.
 """
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -17,6 +20,7 @@ import pytest
 
 from bench import browser
 from bench.browser import body, choose, open_page, plots, selected, settled
+from tests.conftest import CORPUS, SKIP_CORPUS
 from tests.e2e.conftest import ARTIFACTS
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "hta"
@@ -222,5 +226,69 @@ def test_ui_in_a_real_browser(ui_server: str, driver: Any) -> None:
     go(d, "Runs")
     shot(d, "12-runs-two")
     # offline: every request the page made went to the server itself (or was inline data)
+    outside = browser.external(browser.requests_made(d), ui_server)
+    assert not outside, outside
+
+
+#: rank 1 sleeps 40 ms before each step's all-reduce: the straggler of every step
+JOB = "g_ddp_ws2_sleep40_r1"
+#: the Job page's figures as drawn: the heatmap's ranks, steps and lateness, its marked
+#: stragglers, and the timeline's row labels
+JOB_FIGURES = """
+const [heat, tl] = document.querySelectorAll('.js-plotly-plot');
+const mark = heat.data.find(t => t.name === 'straggler');
+return {
+  x: Array.from(heat.data[0].x), y: Array.from(heat.data[0].y),
+  // plotly.js decodes the typed arrays Streamlit ships into the full data, not the input
+  z: Array.from(heat._fullData[0].z, row => Array.from(row)),
+  straggler: Array.from(mark.y),
+  rows: Array.from(tl.layout.yaxis.ticktext),
+};
+"""
+
+
+@SKIP_CORPUS
+def test_job_page_in_a_real_browser(ui_server: str, ui_store: Path, driver: Any) -> None:
+    """A job stored with the CLI while the UI is up: its lateness heatmap, the straggler
+    of each step, and the job timeline with a band per rank."""
+    assert CORPUS is not None
+    job = CORPUS / "generated" / "multirank" / JOB
+    cmd = [
+        sys.executable,
+        "-m",
+        "ctda.cli.app",
+        "ingest",
+        str(job),
+        "--db",
+        str(ui_store),
+        "--executor",
+        "serial",
+    ]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    d = driver
+    d.get(ui_server + "/")
+    settled(d)
+    go(d, "Job")
+    wait_text(d, "Straggler most often", "r1 (5 of 5)", "Collectives on the path", "Clock offsets")
+    wait(d, lambda d: plots(d) >= 2, "the heatmap and the job timeline")
+    assert selected(d, "Job") == JOB
+    figs = d.execute_script(JOB_FIGURES)
+    steps = [f"ProfilerStep#{i}" for i in range(2, 7)]
+    assert figs["x"] == steps and figs["y"] == ["r0", "r1"]
+    assert figs["straggler"] == ["r1"] * 5
+    # rank 1 arrives ~40 ms after rank 0 at every step's collectives
+    assert all(v > 35 for v in figs["z"][1]) and all(v < -35 for v in figs["z"][0])
+    assert timeline_title(d).startswith("ProfilerStep#2: ")
+    assert figs["rows"][0] == "r0 · job path" and "r1 · job path" in figs["rows"]
+    assert len(figs["rows"]) > 2  # the ranks' threads, from their stored runs
+    rows = grid_rows(d, 0)
+    strag = rows[0].index("straggler")
+    assert [r[strag] for r in rows[1:]] == ["r1"] * 5
+    shot(d, "13-job")
+    choose(d, "Step", next(o for o in browser.options(d, "Step") if o.startswith("ProfilerStep#5")))
+    settled(d)
+    wait(d, lambda d: timeline_title(d).startswith("ProfilerStep#5: "), "step 5's timeline")
+    shot(d, "14-job-step5")
     outside = browser.external(browser.requests_made(d), ui_server)
     assert not outside, outside

@@ -1,0 +1,144 @@
+"""Job page: a stored multi-rank job, who made each step late, and its path across ranks.
+
+Everything drawn here comes from the job's tables (:mod:`ctda.ui.jobframes`), computed once
+per job and step and cached (:mod:`ctda.ui.jobdata`); this script only lays them out.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import streamlit as st
+
+from ctda.store.base import StoreError
+from ctda.ui import data, figures, jobdata, jobframes, widgets
+from ctda.ui.settings import Settings
+
+HOW_TO_STORE = (
+    "The store holds no jobs yet. Store one from a directory of per-rank traces with "
+    "`ctda ingest DIR` (each rank is stored as a run, plus the job)."
+)
+
+
+def ms(label: str) -> Any:
+    """A column of milliseconds, to the microsecond like every table of ctda."""
+    return st.column_config.NumberColumn(label, format="%.3f")
+
+
+def headline(t: jobframes.JobTables) -> None:
+    c1, c2, c3, c4 = st.columns(4)
+    c1.metric("Ranks", len(t.lateness.ranks))
+    c2.metric("Steps", len(t.lateness.steps))
+    c3.metric("Mean job step", widgets.ms(t.mean_step_ms) if len(t.steps) else "-")
+    c4.metric("Straggler most often", t.top_straggler)
+    st.caption(t.summary)
+    for note in t.notes:
+        st.warning(note)
+
+
+def steps_table(t: jobframes.JobTables) -> None:
+    st.markdown(
+        "**Per step** (job step: the slowest rank's; straggler: the latest to arrive at its collectives)"
+    )
+    config: dict[str, Any] = {
+        "step": "step",
+        "job_step_ms": ms("job step ms"),
+        "slowest": "slowest",
+        "straggler": "straggler",
+        "late_ms": ms("late ms"),
+        "straggler_top": "top item on straggler",
+        "path_by_rank": "path by rank",
+        "straggler_own": "its extra work / stalls ms",
+        "last": "last to arrive",
+        "host_contention": "stalls it caused on its host",
+    }
+    st.dataframe(t.steps, hide_index=True, width="stretch", column_config=config)
+
+
+def step_timeline(s: Settings, job: jobdata.StoredJobs, key: str, t: jobframes.JobTables) -> None:
+    assert job.report is not None
+    steps = list(t.steps.step)
+    if not steps:
+        st.info("The job has no steps to draw.")
+        return
+    step = widgets.choice(
+        "Step",
+        steps,
+        key=widgets.scoped("job_step", s.location, t.name),
+        format_func=t.step_labels.get,
+        help="The job step whose path the timeline draws across the ranks.",
+    )
+    tl, fig = jobdata.timeline(s, job, key, t, step)
+    st.plotly_chart(fig, width="stretch", key="job_timeline", config=figures.CONFIG)
+    stored = f"the own events of {tl.ranks_drawn} of {len(tl.bands)} ranks (from their stored runs)"
+    if tl.ranks_drawn < len(tl.bands):
+        stored += "; a rank whose run is not in the store has its path row only"
+    if len(tl.busy) < tl.busy_total:
+        stored += (
+            f"; drew {len(tl.busy):,} of their {tl.busy_total:,} events, picked as on the Critical path page"
+        )
+    st.caption(
+        f"{len(tl.path):,} path stretches, the path changes rank {len(tl.jumps)} time(s); {stored}. "
+        "Drag to zoom, double-click to reset."
+    )
+
+
+def waits_and_clocks(t: jobframes.JobTables) -> None:
+    left, right = st.columns([3, 2])
+    with left:
+        st.markdown("**Collectives on the path**: waiting for the last rank vs the transfer")
+        if len(t.waits):
+            st.dataframe(
+                t.waits,
+                hide_index=True,
+                width="stretch",
+                column_config={
+                    "on_rank": "on rank",
+                    "waited_for": "waited for",
+                    "wait_ms": ms("wait ms"),
+                    "transfer_ms": ms("transfer ms"),
+                },
+            )
+        else:
+            st.caption("No collective on the job path.")
+    with right:
+        st.markdown("**Clock offsets** (added to each rank's times for the job's clock)")
+        st.dataframe(
+            t.clocks,
+            hide_index=True,
+            width="stretch",
+            column_config={"rank_from": "rank from", "offset_ms": ms("offset ms")},
+        )
+
+
+def render() -> None:
+    s = widgets.settings()
+    st.title("Job")
+    try:
+        jobs = jobdata.listing(s.db, data.store_stamp(s.db))
+    except StoreError as exc:
+        st.error(f"store {s.location}: {exc}")
+        return
+    if not jobs.names:
+        st.info(HOW_TO_STORE)
+        return
+    name = widgets.choice("Job", jobs.names, key="job_name", help="A stored multi-rank job.")
+    key = jobdata.job_key(s, jobs, name)
+    try:
+        job = jobdata.stored(s.db, key, name)
+    except StoreError as exc:
+        st.error(f"job {name}: {exc}")
+        return
+    if job.report is None:
+        st.info(f"No job {name!r} in the store any more.")
+        return
+    t = jobdata.tables(key, job.report)
+    headline(t)
+    st.plotly_chart(jobdata.heatmap(key, t), width="stretch", key="job_heatmap", config=figures.CONFIG)
+    steps_table(t)
+    step_timeline(s, job, key, t)
+    waits_and_clocks(t)
+
+
+if __name__ == "__main__":
+    render()

@@ -1,0 +1,272 @@
+"""The Job page's tables and figures on real multi-rank jobs: the lateness heatmap holds the
+report's lateness, the per-step table its stragglers, the job timeline one band per rank and
+a connector exactly where the job path changes rank, each rank's events on the job's clock."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+
+pytest.importorskip("plotly")
+pytest.importorskip("streamlit")
+
+from streamlit.testing.v1 import AppTest
+
+from ctda.analysis.engine import Analysis, AnalysisOptions, analyze
+from ctda.api import open_store
+from ctda.ingest.reader import read_trace
+from ctda.job.report import JobReport
+from ctda.ui import charts, frames, jobcharts, jobframes
+from tests.conftest import CORPUS, SKIP_CORPUS
+
+SLEEP = "g_ddp_ws2_sleep40_r1"  # rank 1 sleeps 40 ms per step: the straggler of every one
+COMPUTE = "g_ddp_ws4_compute30_r2"  # four ranks; the path changes rank within steps
+#: shipped with the tests (no corpus needed): rank 1 computes 30 ms more in every step
+SHIPPED = Path(__file__).parent / "data" / "multirank" / "g_ddp_ws2_compute30_r1"
+
+
+def job_dir(name: str) -> Path:
+    assert CORPUS is not None
+    return CORPUS / "generated" / "multirank" / name
+
+
+@pytest.fixture(scope="module")
+def reports() -> dict[str, JobReport]:
+    from ctda.job.report import job_report
+    from ctda.job.run import analyze_job
+
+    return {n: job_report(analyze_job([job_dir(n)], full=False)) for n in (SLEEP, COMPUTE)}
+
+
+@pytest.fixture(scope="module")
+def rank_analyses() -> dict[int, Analysis]:
+    """Each rank of the sleep job analysed on its own, as a stored run of it would be."""
+    files = {r: job_dir(SLEEP) / f"rank{r}.pt.trace.json.gz" for r in (0, 1)}
+    return {r: analyze(read_trace(f), AnalysisOptions()) for r, f in files.items()}
+
+
+@SKIP_CORPUS
+def test_heatmap_holds_the_lateness_in_ms_centred_on_zero(reports: dict[str, JobReport]) -> None:
+    for rep in reports.values():
+        t = jobframes.tables(rep)
+        fig = jobcharts.heatmap(t.lateness)
+        hm = next(d for d in fig.data if d.type == "heatmap")
+        want = rep.lateness.pivot(index="rank", columns="step", values="late_ns") / 1e6
+        want = want.loc[rep.ranks, list(rep.steps.step)]
+        np.testing.assert_array_equal(np.asarray(hm.z, dtype=float), want.to_numpy(dtype=float))
+        assert list(hm.y) == [f"r{r}" for r in rep.ranks] and list(hm.x) == list(rep.steps.step)
+        # diverging, centred on 0, symmetric: early and late of one size look alike
+        assert hm.zmid == 0 and hm.zmin == -hm.zmax
+        assert hm.zmax == pytest.approx(np.nanmax(np.abs(want.to_numpy(dtype=float))))
+        # one unit in the tooltip: ms, with the value formatted like every chart's
+        assert "ms" in hm.customdata[0][0] and "late %{customdata}" in hm.hovertemplate
+        mark = next(d for d in fig.data if d.name == jobcharts.STRAGGLER)
+        assert list(mark.x) == list(rep.steps.step)
+        assert list(mark.y) == [f"r{r}" for r in rep.steps.straggler]
+    # rank 1 sleeps: it is marked in every step, and it is late by ~40 ms or more in each
+    sleep = jobcharts.heatmap(jobframes.tables(reports[SLEEP]).lateness)
+    assert set(next(d for d in sleep.data if d.name == jobcharts.STRAGGLER).y) == {"r1"}
+    assert (np.asarray(sleep.data[0].z, dtype=float)[1] > 35).all()
+
+
+@SKIP_CORPUS
+def test_step_table_names_each_steps_straggler(reports: dict[str, JobReport]) -> None:
+    rep = reports[SLEEP]
+    t = jobframes.tables(rep)
+    assert list(t.steps.straggler) == ["r1"] * 5
+    np.testing.assert_allclose(t.steps.late_ms, rep.steps.late_ns / 1e6)
+    np.testing.assert_allclose(t.steps.job_step_ms, rep.steps.job_step_ns / 1e6)
+    assert all("sleep" in x for x in t.steps.straggler_top)
+    assert all(x.startswith("r1 ") for x in t.steps.path_by_rank)
+    # collective waits: rank 0 waited for rank 1; the clocks need no correction on one host
+    assert set(t.waits.waited_for) == {"r1"} and (t.waits.wait_ms >= 0).all()
+    np.testing.assert_allclose(t.waits.wait_ms, rep.waits.wait_ns / 1e6)
+    assert list(t.clocks["rank"]) == ["r0", "r1"] and (t.clocks.offset_ms == 0).all()
+    assert "2 of 2 ranks, 5 step(s); 10 collectives matched, 0 unmatched" in t.summary
+
+
+def rank_changes(rep: JobReport, step: str) -> int:
+    r = rep.path[rep.path.step == step].sort_values("pos")["rank"].to_numpy()
+    return int((r[1:] != r[:-1]).sum())
+
+
+@SKIP_CORPUS
+@pytest.mark.parametrize("name", [SLEEP, COMPUTE])
+def test_job_timeline_one_band_per_rank_and_connectors_on_rank_changes(
+    reports: dict[str, JobReport], name: str
+) -> None:
+    rep = reports[name]
+    t = jobframes.tables(rep)
+    changes = 0
+    for step in t.lateness.steps:
+        tl = jobframes.timeline(rep, t.base_ns, step)
+        fig = jobcharts.timeline(tl)
+        # a band per rank (its path row alone: no runs stored here), rank 0 on top
+        assert tl.bands == rep.ranks
+        assert list(fig.layout.yaxis.ticktext) == [f"r{r} · job path" for r in rep.ranks]
+        # every stretch of the step's path is drawn, outlined in the path's colour
+        part = rep.path[rep.path.step == step]
+        bars = [d for d in fig.data if d.type == "bar"]
+        assert sum(len(d.x) for d in bars) == len(part)
+        assert all(d.marker.line.color == charts.PATH_COLOR for d in bars)
+        # the drawn range is the job step
+        job_ms = float(rep.steps.set_index("step").job_step_ns[step]) / 1e6
+        assert tl.end_ms - tl.start_ms == pytest.approx(job_ms, abs=1e-6)
+        # connectors: one per change of rank, each joining two different ranks' path rows
+        n = rank_changes(rep, step)
+        assert len(tl.jumps) == n
+        lines = [d for d in fig.data if d.name == jobcharts.PATH_TRACE]
+        if n == 0:
+            assert not lines
+            continue
+        ys = list(lines[0].y)
+        assert len(ys) == 3 * n and all(v is None for v in ys[2::3])
+        centers = {r.center: r.rank for r in tl.rows if r.is_path}
+        assert all(centers[ys[k]] != centers[ys[k + 1]] for k in range(0, len(ys), 3))
+        changes += n
+    assert changes > 0  # both jobs' paths leave one rank for another somewhere
+
+
+@SKIP_CORPUS
+def test_job_timeline_draws_each_ranks_events_on_the_job_clock(
+    reports: dict[str, JobReport], rank_analyses: dict[int, Analysis]
+) -> None:
+    rep = reports[SLEEP]
+    t = jobframes.tables(rep)
+    step = "ProfilerStep#3"
+    busy = {}
+    for r, a in rank_analyses.items():
+        w = next(k for k, win in enumerate(a.windows) if win.label == step)
+        tl = frames.timeline(a, w, 4000, frames.Names(a))
+        busy[r] = jobframes.Busy(tl, jobframes.shift_ms(frames.t0(a), t.offsets_ns[r], t.base_ns))
+    jt = jobframes.timeline(rep, t.base_ns, step, busy)
+    # each band: the path row, then one row per thread / stream of the rank
+    for r, b in busy.items():
+        labels = [row.label for row in jt.rows if row.rank == r]
+        assert labels == [f"r{r} · job path"] + [f"r{r} · {lane.label}" for lane in b.timeline.lanes]
+    assert len(jt.busy) == sum(len(b.timeline.events) for b in busy.values())
+    # a path stretch on an event lies within that event as the rank's run draws it: the
+    # run's times, moved by the rank's clock offset, are the job's
+    drawn = {(int(r), int(e)): x for r, e, x in zip(jt.busy["rank"], jt.busy.event, jt.busy.start_ms)}
+    checked = 0
+    for s in jt.path[jt.path.event >= 0].itertuples():
+        r, e = int(s.rank), int(s.event)
+        a = rank_analyses[r]
+        st, en = frames.event_times(a)
+        start = (int(st[e]) + t.offsets_ns[r] - t.base_ns) / 1e6
+        end = (int(en[e]) + t.offsets_ns[r] - t.base_ns) / 1e6
+        # the same event: the run's raw name of event ``e`` is the path's
+        assert a.table.strings("name")[a.table.col("name")[a.nodes.uid[e]]] == s.name
+        assert start - 1e-6 <= s.start_ms and s.end_ms <= end + 1e-6
+        if (r, e) in drawn:
+            assert drawn[(r, e)] == pytest.approx(start, abs=1e-6)
+            checked += 1
+    assert checked > 100
+    # the figure: busy bars faded, path bars outlined, y ticks for every row
+    fig = jobcharts.timeline(jt)
+    assert len(fig.layout.yaxis.ticktext) == len(jt.rows)
+    faded = next(d for d in fig.data if d.name.startswith("rank's events"))
+    assert faded.marker.line.width == 0 and len(faded.x) == len(jt.busy)
+    assert isinstance(jt.busy, pd.DataFrame) and jt.busy.start_ms.notna().all()
+
+
+# --- the page, under Streamlit's AppTest -------------------------------------------------
+
+APP = Path(__file__).resolve().parents[1] / "ctda" / "ui" / "app.py"
+
+
+def page() -> AppTest:
+    """The app opened on the Job page: no exception, no error box."""
+    at = AppTest.from_file(str(APP), default_timeout=120)
+    at.run()
+    at.switch_page("views/job.py").run()
+    assert not at.exception, [e.message for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+    return at
+
+
+def figures(at: AppTest) -> list[dict[str, Any]]:
+    return [json.loads(el.proto.spec) for el in at.get("plotly_chart")]
+
+
+def array(v: Any) -> np.ndarray:
+    """A figure array: Plotly ships numpy arrays as base64 typed arrays (with a shape)."""
+    if isinstance(v, dict) and "bdata" in v:
+        flat = np.frombuffer(base64.b64decode(v["bdata"]), dtype=np.dtype(v["dtype"]))
+        shape = v.get("shape")
+        return flat.reshape([int(x) for x in str(shape).split(",")]) if shape else flat
+    return np.asarray(v, dtype=float)
+
+
+@pytest.fixture(scope="module")
+def job_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An embedded store holding the shipped job as ``ctda ingest DIR`` stores it: the job
+    and a run per rank."""
+    db = tmp_path_factory.mktemp("job-store") / "store.lbug"
+    with open_store(db) as s:
+        s.ingest_job([SHIPPED], executor="serial")
+    return db
+
+
+def test_job_page_without_jobs_says_how_to_store_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CTDA_DB", str(tmp_path / "empty.lbug"))
+    at = page()
+    assert at.title[0].value == "Job"
+    assert any("ctda ingest DIR" in i.value for i in at.info)
+    assert not at.get("plotly_chart")
+
+
+def test_job_page_on_a_stored_job(job_store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from ctda.job.report import job_report
+    from ctda.job.run import analyze_job
+
+    monkeypatch.setenv("CTDA_DB", str(job_store))
+    with open_store(job_store) as s:
+        rep = s.job(SHIPPED.name)
+    # the store gives back the analysis' tables
+    fresh = job_report(analyze_job([SHIPPED], executor="serial", full=False))
+    pd.testing.assert_frame_equal(rep.lateness, fresh.lateness, check_dtype=False)
+    at = page()
+    assert at.selectbox(key="job_name").options == [SHIPPED.name]
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Ranks"] == "2" and metrics["Steps"] == "5"
+    assert metrics["Straggler most often"] == "r1 (5 of 5)"
+    heat, tl = figures(at)
+    want = rep.lateness.pivot(index="rank", columns="step", values="late_ns") / 1e6
+    np.testing.assert_allclose(array(heat["data"][0]["z"]), want.loc[[0, 1], list(rep.steps.step)].to_numpy())
+    mark = next(d for d in heat["data"] if d.get("name") == jobcharts.STRAGGLER)
+    assert mark["y"] == ["r1"] * 5
+    steps = at.dataframe[0].value
+    assert list(steps.straggler) == ["r1"] * 5 and list(steps.step) == list(rep.steps.step)
+    np.testing.assert_allclose(steps.late_ms, rep.steps.late_ns / 1e6)
+    # rank 1 did more work, arrived last, and slowed rank 0 on the shared cores
+    assert list(steps["last"]) == ["r1"] * 5
+    assert all(x.startswith("slowed r0 ") for x in steps.host_contention)
+
+    def check_timeline(fig: dict[str, Any], step: str) -> None:
+        assert fig["layout"]["title"]["text"].startswith(f"{step}: ")
+        ticks = fig["layout"]["yaxis"]["ticktext"]
+        # a band per rank: its path row, then its threads from its stored run
+        for r in (0, 1):
+            band = [x for x in ticks if x.startswith(f"r{r} · ")]
+            assert band[0] == f"r{r} · job path" and len(band) > 1
+        names = [d.get("name") for d in fig["data"]]
+        assert "rank's events (class colour, pale)" in names
+        n = rank_changes(rep, step)
+        lines = [d for d in fig["data"] if d.get("name") == jobcharts.PATH_TRACE]
+        assert (len(lines[0]["x"]) if lines else 0) == 3 * n
+
+    check_timeline(tl, "ProfilerStep#2")
+    # another step redraws it; waits and clocks follow
+    box = next(s for s in at.selectbox if str(s.key).startswith("job_step@"))
+    box.set_value("ProfilerStep#5").run()
+    check_timeline(figures(at)[1], "ProfilerStep#5")
+    waits, clocks = at.dataframe[1].value, at.dataframe[2].value
+    assert set(waits.waited_for) == {"r1"} and list(clocks["rank"]) == ["r0", "r1"]
+    assert any("the own events of 2 of 2 ranks" in c.value for c in at.caption)
