@@ -326,10 +326,15 @@ class Store(JobFlows, ABC):
 
     def _allocate(self, data: RunData) -> int:
         """Create the run's node as ``pending`` (invisible to readers); returns its new id."""
+        return self._create_pending(schema.RUN, data.run)
+
+    def _create_pending(self, label: schema.Label, props: dict[str, Any]) -> int:
+        """A ``pending`` node of ``label`` (a Run or a Job) with the next id of the one
+        sequence runs and jobs share (ids are never reused); returns the id."""
 
         def work(run: Run) -> int:
             # writing the Meta node first takes its write lock: the increment is atomic
-            rid = int(
+            nid = int(
                 run(
                     "MATCH (m:Meta) WHERE m.key = $k "
                     "SET m.lock = 1, m.next_run_id = coalesce(m.next_run_id, 0) + 1 "
@@ -337,10 +342,10 @@ class Store(JobFlows, ABC):
                     {"k": META_KEY},
                 )[0]["rid"]
             )
-            props = dict(data.run, id=rid, status=PENDING, heartbeat=int(time.time()))
-            sets = ", ".join(f"{k}: ${k}" for k in schema.RUN.columns)
-            run(f"CREATE (:Run {{{sets}}})", {k: props[k] for k in schema.RUN.columns})
-            return rid
+            row = dict(props, id=nid, status=PENDING, heartbeat=int(time.time()))
+            sets = ", ".join(f"{k}: ${k}" for k in label.columns)
+            run(f"CREATE (:{label.name} {{{sets}}})", {k: row[k] for k in label.columns})
+            return nid
 
         return self._transaction(work)
 

@@ -49,6 +49,7 @@ class JobFlows:
     _transaction: Callable[[Callable[[Any], Any]], Any]
     _writable: Callable[[], None]
     _allocate: Callable[[Any], int]
+    _create_pending: Callable[[schema.Label, dict[str, Any]], int]
     _load: Callable[[int, Any, FaultCounter, Any], None]
     _write_extras: Callable[[int, Any, FaultCounter], None]
     _add_nodes: Callable[[schema.Label, Any], None]
@@ -165,22 +166,7 @@ class JobFlows:
 
     def _allocate_job(self, data: JobData) -> int:
         """The Job node, ``pending``, with an id from the run id sequence."""
-
-        def work(run: Any) -> int:
-            jid = int(
-                run(
-                    "MATCH (m:Meta) WHERE m.key = $k "
-                    "SET m.lock = 1, m.next_run_id = coalesce(m.next_run_id, 0) + 1 "
-                    "RETURN m.next_run_id AS rid",
-                    {"k": META_KEY},
-                )[0]["rid"]
-            )
-            props = dict(data.job, id=jid, status=PENDING, heartbeat=int(time.time()))
-            sets = ", ".join(f"{k}: ${k}" for k in schema.JOB.columns)
-            run(f"CREATE (:Job {{{sets}}})", {k: props[k] for k in schema.JOB.columns})
-            return jid
-
-        return int(self._transaction(work))
+        return self._create_pending(schema.JOB, data.job)
 
     def _beat_job(self, jid: int, run_ids: list[int]) -> None:
         """Keep a job being written, and its runs written so far, from looking abandoned."""
