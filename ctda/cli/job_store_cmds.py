@@ -11,6 +11,7 @@ import typer
 from ctda import api
 from ctda.analysis.engine import AnalysisOptions
 from ctda.cli.common import FormatOption, app, err_console, guarded, printable, write_progress
+from ctda.job.load import job_files
 from ctda.render.job import job_doc
 from ctda.render.output import Format, emit
 from ctda.render.store import jobs_doc
@@ -35,10 +36,15 @@ def ingest_job_cmd(
     """Analyse and store a job, then print its report (what ``ctda analyze DIR`` prints)."""
 
     def go() -> None:
+        files = job_files(traces)  # a directory without traces: one line before the store opens
+        tty = sys.stderr.isatty()
         with api.open_store(db) as store:
-            what = f"{len(traces)} trace(s)" if len(traces) > 1 else f"the traces in {traces[0]}"
-            err_console.print(f"analysing {printable(what)} as one job", highlight=False)
-            with write_progress(sys.stderr.isatty()) as progress:
+            if tty:  # a note while the ranks are analysed; off a terminal only errors, one line each
+                what = (
+                    f"{len(files)} trace(s)" if len(traces) > 1 else f"the {len(files)} traces in {traces[0]}"
+                )
+                err_console.print(f"analysing {printable(what)} as one job", highlight=False)
+            with write_progress(tty) as progress:
                 done = store.ingest_job(
                     traces, job, force=force, executor=executor, top=top, progress=progress, options=options
                 )
