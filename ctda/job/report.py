@@ -66,19 +66,22 @@ class JobReport:
 def json_rows(df: pd.DataFrame) -> list[dict[str, Any]]:
     out = []
     for rec in df.to_dict(orient="records"):
-        out.append({str(k): _plain(v) for k, v in rec.items()})
+        out.append({str(k): plain(v) for k, v in rec.items()})
     return out
 
 
-def _plain(v: Any) -> Any:
+def plain(v: Any) -> Any:
+    """``v`` with numpy scalars as Python ones and dict keys as text (JSON can hold it)."""
     if isinstance(v, np.integer):
         return int(v)
     if isinstance(v, np.floating):
         return float(v)
+    if isinstance(v, np.bool_):
+        return bool(v)
     if isinstance(v, dict):
-        return {str(k): _plain(x) for k, x in v.items()}
+        return {str(k): plain(x) for k, x in v.items()}
     if isinstance(v, (list, tuple)):
-        return [_plain(x) for x in v]
+        return [plain(x) for x in v]
     return v
 
 

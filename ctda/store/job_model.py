@@ -21,7 +21,7 @@ import pyarrow as pa
 from ctda import __version__
 from ctda.analysis import tables
 from ctda.analysis.engine import AnalysisOptions
-from ctda.job.report import LATENESS_COLUMNS, PATH_COLUMNS, JobReport, path_items
+from ctda.job.report import LATENESS_COLUMNS, PATH_COLUMNS, JobReport, path_items, plain
 from ctda.store import schema
 from ctda.store.model import RunData
 
@@ -128,8 +128,8 @@ def job_data(rep: JobReport, runs: dict[int, RunData], sha256: str, options: Ana
         "steps": len(rep.steps),
         "cp_ns": int(rep.steps.job_step_ns.sum()) if len(rep.steps) else 0,
         "notes_json": json.dumps(list(rep.notes)),
-        "checks_json": json.dumps(_plain(rep.checks)),
-        "matching_json": json.dumps(_plain(rep.matching)),
+        "checks_json": json.dumps(plain(rep.checks)),
+        "matching_json": json.dumps(plain(rep.matching)),
     }
     return JobData(rep.name, job, runs, rep)
 
@@ -184,7 +184,7 @@ def _path_table(
     else the rank's SOURCE pseudo event)."""
     n = len(path)
     step_of = {str(s): i for i, s in enumerate(_col(steps, "step", str))}
-    sidx = np.array([step_of[str(s)] for s in path.step], dtype=np.int64) if n else np.zeros(0, np.int64)
+    sidx = path.step.astype(str).map(step_of).to_numpy(dtype=np.int64) if n else np.zeros(0, np.int64)
     rank = _col(path, "rank")
     event = _col(path, "event")
     # per (step, rank), in path order: the next charged event, else the last one before
@@ -192,12 +192,13 @@ def _path_table(
     group = sidx * (max(runs, default=0) + 1) + rank
     after = charged.groupby(group).bfill()
     before = charged.groupby(group).ffill()
-    source = np.array([int(runs[int(r)].run["events"]) for r in rank], dtype=np.int64)
+    by_rank = pd.Series(rank)
+    source = by_rank.map({r: int(d.run["events"]) for r, d in runs.items()}).to_numpy(dtype=np.int64)
     near = after.fillna(before).to_numpy()
     target = np.where(event >= 0, event, np.where(np.isnan(near), source, np.nan_to_num(near))).astype(
         np.int64
     )
-    keys = np.array([run_ids[int(r)] for r in rank], dtype=np.int64) * schema.KEY_SPAN + target
+    keys = by_rank.map(run_ids).to_numpy(dtype=np.int64) * schema.KEY_SPAN + target
     cols = {
         "pos": _col(path, "pos"),
         "rank": rank,
@@ -209,8 +210,9 @@ def _path_table(
         "ns": _col(path, "ns"),
         "wait": event < 0,
     }
+    step_keys = np.asarray(skeys, dtype=object)[sidx]
     return pa.table(
-        {"from": pa.array([skeys[int(s)] for s in sidx], pa.string()), "to": pa.array(keys, pa.int64())}
+        {"from": pa.array(step_keys, pa.string()), "to": pa.array(keys, pa.int64())}
         | {c: pa.array(v) for c, v in cols.items()}
     )
 
@@ -289,17 +291,3 @@ def _js(text: Any, default: Any) -> Any:
     except (TypeError, ValueError):
         return default
     return value if isinstance(value, type(default)) else default
-
-
-def _plain(v: Any) -> Any:
-    if isinstance(v, np.integer):
-        return int(v)
-    if isinstance(v, np.floating):
-        return float(v)
-    if isinstance(v, np.bool_):
-        return bool(v)
-    if isinstance(v, dict):
-        return {str(k): _plain(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [_plain(x) for x in v]
-    return v
