@@ -30,6 +30,9 @@ The definitions (``docs/host-contention.md#definitions``, with inputs and limits
   much of the stall's span their busy extra work (not blocked, self time) overlapped; what
   their overlap does not cover stays unexplained. Ranks on other hosts, or with no host
   recorded, charge nothing; a rank with no extra work charges nothing.
+- Unexplained excess on a host contended in the step (some stall charged there), of a rank
+  doing no busy extra work itself, leaves the stalled rank's lateness for no rank
+  (``NOISE``).
 """
 
 from __future__ import annotations
@@ -53,9 +56,13 @@ STALL_RATIO = 4.0
 STALL_MIN_NS = 2_000_000
 #: events with less self time are not sent back (they can neither stall nor overlap much)
 KEEP_NS = 100_000
+#: the ``by`` of stall time no rank's work explains (charged to no rank, see ``_unexplained``)
+NOISE = -1
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 
 WORK_COLUMNS = ["window", "event", "name", "k", "t0", "t1", "self_ns", "busy", "may_stall"]
+#: per step and rank: its extra work's self time, and its largest extra event (rank-local index)
+EXTRA_COLUMNS = ["label", "rank", "extra_ns", "top_name", "top_ns", "top_event"]
 SLOWED_COLUMNS = [
     "label",
     "rank",
@@ -87,8 +94,8 @@ class HostLoad:
     ``event`` (rank-local analysed index), the op, its span (job clock), self time and
     excess, the rank ``by`` and event ``by_event`` whose busy extra work overlapped it, and
     the part of the excess charged to that event. ``moved``: per collective part (``cid``,
-    ``rank``) and causing rank ``by``, the charged stall time the part's rank spent before
-    it arrived. ``extra``: per step and rank, the self time of its extra work and its
+    ``rank``) and causing rank ``by`` (``NOISE``: no rank), the charged stall time the
+    part's rank spent before it arrived. ``extra``: per step and rank, the self time of its extra work and its
     largest extra event.
     """
 
@@ -159,7 +166,7 @@ def host_contention(
     empty = HostLoad(
         pd.DataFrame(columns=SLOWED_COLUMNS),
         pd.DataFrame(columns=["cid", "rank", "by", "charged_ns"]),
-        pd.DataFrame(columns=["label", "rank", "extra_ns", "top_name", "top_ns"]),
+        pd.DataFrame(columns=EXTRA_COLUMNS),
     )
     if w.empty:
         return empty
@@ -182,7 +189,10 @@ def host_contention(
     stalls = stalls.round().astype(np.int64).reset_index()
     if slowed.empty:
         return HostLoad(empty.slowed, empty.moved, extra, stalls)
-    return HostLoad(slowed, _moved(slowed, parts, offsets), extra, stalls)
+    noise = _unexplained(stall, slowed, busy, host)
+    charges = pd.concat([slowed, noise], ignore_index=True) if len(noise) else slowed
+    moved = _moved(charges, parts, offsets)
+    return HostLoad(slowed, moved, extra, stalls)
 
 
 def _gather(
@@ -210,11 +220,11 @@ def _extra(w: pd.DataFrame) -> pd.DataFrame:
     """Per step and rank: self time of its extra work and its largest extra event."""
     x = w[w.extra]
     if x.empty:
-        return pd.DataFrame(columns=["label", "rank", "extra_ns", "top_name", "top_ns"])
+        return pd.DataFrame(columns=EXTRA_COLUMNS)
     tot = x.groupby(["label", "rank"]).self_ns.sum().rename("extra_ns")
     top = x.sort_values("self_ns", ascending=False, kind="stable").groupby(["label", "rank"]).head(1)
-    top = top.set_index(["label", "rank"])[["name", "self_ns"]].rename(
-        columns={"name": "top_name", "self_ns": "top_ns"}
+    top = top.set_index(["label", "rank"])[["name", "self_ns", "event"]].rename(
+        columns={"name": "top_name", "self_ns": "top_ns", "event": "top_event"}
     )
     return pd.concat([tot, top], axis=1).reset_index()
 
@@ -291,6 +301,33 @@ def _charge(stall: pd.DataFrame, busy: pd.DataFrame, host: dict[int, str | None]
         return pd.DataFrame(columns=SLOWED_COLUMNS)
     s = pd.concat(out, ignore_index=True)
     return s[s.charged_ns > 0].reset_index(drop=True)
+
+
+def _unexplained(
+    stall: pd.DataFrame, slowed: pd.DataFrame, busy: pd.DataFrame, host: dict[int, str | None]
+) -> pd.DataFrame:
+    """Stall excess no other rank's work explains, on a host shown contended in that step.
+
+    Rows shaped like ``slowed`` with ``by = NOISE``: the time leaves the stalled rank's
+    lateness and is charged to no rank. A host is *contended* in a step when some stall of
+    it was charged there: its ranks then run more busy work than it has cores, and a stall
+    of a rank doing nothing extra, beside no extra work, is the scheduler's doing, not the
+    rank's. A rank that did busy extra work in the step keeps its stalls (the scheduler
+    makes a thread that ran long wait longer afterwards: its own doing), and so does every
+    stall on other hosts and steps (a device wait, a page fault: the rank's own).
+    """
+    hot = pd.DataFrame({"h": slowed["rank"].map(host), "label": slowed.label}).drop_duplicates()
+    s = stall.assign(h=stall["rank"].map(host).to_numpy()).merge(hot, on=["h", "label"])
+    own = busy[["label", "rank"]].drop_duplicates().assign(busy_extra=True)
+    s = s.merge(own, on=["label", "rank"], how="left")
+    s = s[s.busy_extra.isna()]
+    if s.empty:
+        return pd.DataFrame(columns=SLOWED_COLUMNS)
+    got = slowed.groupby(["rank", "event"]).charged_ns.sum()
+    key = pd.MultiIndex.from_arrays([s["rank"], s.event])
+    rest = (s.self_ns - s.med).to_numpy(dtype=np.float64) - got.reindex(key).fillna(0).to_numpy()
+    out = s.assign(by=NOISE, by_event=-1, charged_ns=np.rint(np.maximum(rest, 0)).astype(np.int64))
+    return out.loc[out.charged_ns > 0, ["label", "rank", "t1", "by", "charged_ns"]]
 
 
 def _moved(slowed: pd.DataFrame, parts: pd.DataFrame, offsets: dict[int, int]) -> pd.DataFrame:

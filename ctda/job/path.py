@@ -132,7 +132,8 @@ def stragglers(
     The straggler is the rank with the largest lateness once that time is
     charged to its cause; with nothing moved (other hosts, no extra work) it is the latest
     to arrive. ``last`` is the latest to arrive either way. When the path does not visit the
-    straggler in a step (it ran on the ranks it slowed), its largest extra work is listed.
+    straggler in a step (it ran on the ranks it slowed), or the straggler is not the latest
+    to arrive, its largest extra work is listed first.
     """
     by_rank = late.groupby(["label", "rank"]).late_ns.sum()
     charged = by_rank.copy()
@@ -164,8 +165,9 @@ def stragglers(
             (int(e), names[int(e)], int(ns), CLASSES[int(classes[int(e)])])
             for e, ns in zip(top.event, top.ns)
         ]
-        if not listed and (label, strag) in extra_top:
-            listed = [extra_top[(label, strag)]]
+        if (label, strag) in extra_top and (not listed or strag != last):
+            # named for what its extra work did to others: that work is what it was doing
+            listed = [extra_top[(label, strag)], *listed][:TOP_ITEMS]
         late_by = {int(cast(int, k)): int(v) for k, v in per_rank.items()}
         charged_by = {int(cast(int, k)): round(float(v)) for k, v in mine_charged.items()}
         rows.append((label, strag, round(float(mine_charged.max())), late_by, listed, last, charged_by))
@@ -186,7 +188,8 @@ def _charged_shift(late: pd.DataFrame, moved: pd.DataFrame) -> pd.Series:
     cap = np.maximum(m.late_ns.to_numpy(dtype=np.float64), 0.0)
     moved_ns = m.charged_ns.to_numpy(dtype=np.float64) * np.minimum(1.0, cap / np.maximum(got, 1.0))
     taken = pd.Series(-moved_ns).groupby([m.label.to_numpy(), m["rank"].to_numpy()]).sum()
-    given = pd.Series(moved_ns).groupby([m.label.to_numpy(), m.by.to_numpy()]).sum()
+    cause = m.by.to_numpy() >= 0  # unexplained stall time (``by`` -1) is given to no rank
+    given = pd.Series(moved_ns[cause]).groupby([m.label.to_numpy()[cause], m.by.to_numpy()[cause]]).sum()
     out = taken.add(given, fill_value=0)
     out.index = out.index.set_names(["label", "rank"])
     return out

@@ -81,7 +81,7 @@ def job_doc(rep: JobReport) -> Document:
         Section.of(
             "steps",
             "Per step (job step: the slowest rank's; straggler: the latest to arrive at its collectives"
-            " once the stalls it caused on its host are charged to it)",
+            " once stalls on a shared host are charged to their cause)",
             steps,
             # the host column only where some straggler slowed ranks of its host
             STEP_COLS

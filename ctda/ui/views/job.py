@@ -38,7 +38,8 @@ def headline(t: jobframes.JobTables) -> None:
 
 def steps_table(t: jobframes.JobTables) -> None:
     st.markdown(
-        "**Per step** (job step: the slowest rank's; straggler: the latest to arrive at its collectives)"
+        "**Per step** (job step: the slowest rank's; straggler: the latest to arrive at its collectives"
+        " once stalls on a shared host are charged to their cause)"
     )
     config: dict[str, Any] = {
         "step": "step",
@@ -46,11 +47,11 @@ def steps_table(t: jobframes.JobTables) -> None:
         "slowest": "slowest",
         "straggler": "straggler",
         "late_ms": ms("late ms"),
-        "straggler_top": "top item on straggler",
-        "path_by_rank": "path by rank",
-        "straggler_own": "its extra work / stalls ms",
+        "straggler_top": st.column_config.TextColumn("top item on straggler", width="medium"),
+        "path_by_rank": st.column_config.TextColumn("path by rank", width="small"),
+        "straggler_own": st.column_config.TextColumn("its extra work / stalls ms", width="small"),
         "last": "last to arrive",
-        "host_contention": "stalls it caused on its host",
+        "host_contention": st.column_config.TextColumn("stalls it caused on its host", width="medium"),
     }
     st.dataframe(t.steps, hide_index=True, width="stretch", column_config=config)
 
