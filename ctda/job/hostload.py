@@ -46,6 +46,7 @@ import pandas as pd
 
 from ctda.analysis.classify import CLASS_CODE
 from ctda.analysis.contention import _intersect, _timeline_edges
+from ctda.analysis.edges import EdgeType
 from ctda.analysis.engine import Analysis
 from ctda.analysis.rules.cross_thread import BLOCKING_FRAMES
 
@@ -60,7 +61,7 @@ KEEP_NS = 100_000
 NOISE = -1
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 
-WORK_COLUMNS = ["window", "event", "name", "k", "t0", "t1", "self_ns", "busy", "may_stall"]
+WORK_COLUMNS = ["window", "event", "name", "k", "t0", "t1", "self_ns", "busy", "may_stall", "cls"]
 #: per step and rank: its extra work's self time, and its largest extra event (rank-local index)
 EXTRA_COLUMNS = ["label", "rank", "extra_ns", "top_name", "top_ns", "top_event"]
 SLOWED_COLUMNS = [
@@ -74,6 +75,8 @@ SLOWED_COLUMNS = [
     "excess_ns",
     "by",
     "by_event",
+    "by_name",
+    "by_cls",
     "charged_ns",
 ]
 
@@ -113,6 +116,11 @@ def normalize(names: npt.NDArray[np.object_]) -> npt.NDArray[np.object_]:
     return clean[inv.reshape(-1)]
 
 
+def bare(name: str) -> str:
+    """One event name without object addresses."""
+    return _ADDRESS.sub("", name)
+
+
 def work_table(a: Analysis, window: I64, done: I64) -> Work:
     """The rank's CPU events in its windows (``window``: per analysed event, -1 outside).
 
@@ -138,6 +146,7 @@ def work_table(a: Analysis, window: I64, done: I64) -> Work:
     frame["t0"], frame["t1"], frame["self_ns"] = n.ts[ev], n.end[ev], self_ns[ev]
     frame["busy"] = ~blocking & ~waited
     frame["may_stall"] = ~blocking & ~waited & ~comm
+    frame["cls"] = a.event_cls[ev].astype(np.int8)
     keep = frame.self_ns.to_numpy() >= KEEP_NS
     events = frame.loc[keep, WORK_COLUMNS].reset_index(drop=True)
     # names as categories: each distinct name is sent back once, not once per event
@@ -293,6 +302,8 @@ def _charge(stall: pd.DataFrame, busy: pd.DataFrame, host: dict[int, str | None]
                     "excess_ns": np.rint(excess).astype(np.int64),
                     "by": b["rank"].to_numpy()[j],
                     "by_event": b.event.to_numpy()[j],
+                    "by_name": b.name.to_numpy()[j],
+                    "by_cls": b.cls.to_numpy()[j],
                     "charged_ns": np.rint(excess * share).astype(np.int64),
                 }
             )
@@ -339,3 +350,64 @@ def _moved(slowed: pd.DataFrame, parts: pd.DataFrame, offsets: dict[int, int]) -
     hit = hit[hit.t1 <= hit.arr]
     out = hit.groupby(["cid", "rank", "by"]).charged_ns.sum().reset_index()
     return out.astype({"cid": np.int64, "rank": np.int64, "by": np.int64, "charged_ns": np.int64})
+
+
+def host_waits(paths: pd.DataFrame, slowed: pd.DataFrame, base: dict[int, int]) -> pd.DataFrame:
+    """The job path with each charged stall's time moved onto the extra work that caused it.
+
+    ``paths``: the stitched job path (``ctda.job.stitch.COLUMNS``, ``event`` = job id);
+    ``base``: each rank's first job event id. A stalled op on the path waited, for the part
+    of its excess charged to another rank's extra event, for the core that event held: that
+    part of the op's longest path row becomes a ``HOST`` row on the causing rank, naming
+    its event, at the end of the op's row (the stall delayed the op's end). The step's rows
+    still sum to the job step; nothing else moves.
+    """
+    if slowed.empty or paths.empty:
+        return paths
+    s = slowed.assign(job_event=slowed.event + slowed["rank"].map(base).to_numpy(dtype=np.int64))
+    s = s.groupby(
+        ["label", "job_event", "by", "by_event", "by_name", "by_cls"], as_index=False
+    ).charged_ns.sum()
+    p = paths.reset_index(drop=True)
+    hit = p[p.event.isin(s.job_event.unique())]
+    if hit.empty:
+        return paths
+    # the stalled op's longest row in each step takes its charges
+    row = hit.sort_values("ns", ascending=False, kind="stable").groupby(["label", "event"]).head(1)
+    m = s.merge(row.reset_index(), left_on=["label", "job_event"], right_on=["label", "event"])
+    if m.empty:
+        return paths
+    total = m.groupby("index").charged_ns.transform("sum").to_numpy(dtype=np.float64)
+    room = m.ns.to_numpy(dtype=np.float64)
+    m["cut"] = np.floor(m.charged_ns.to_numpy() * np.minimum(1.0, room / np.maximum(total, 1.0))).astype(
+        np.int64
+    )
+    m = m[m.cut > 0]
+    if m.empty:
+        return paths
+    taken = m.groupby("index").cut.sum()
+    end = p.t1.to_numpy()
+    own = p.copy()
+    idx = taken.index.to_numpy()
+    own.loc[idx, "ns"] = own.ns.to_numpy()[idx] - taken.to_numpy()
+    own.loc[idx, "t1"] = end[idx] - taken.to_numpy()
+    # the causes follow the op's own part, one after another, up to the row's end
+    after = m.groupby("index").cut.cumsum().to_numpy() - m.cut.to_numpy()
+    start = end[m["index"].to_numpy()] - taken.reindex(m["index"]).to_numpy() + after
+    causes = pd.DataFrame(
+        {
+            "label": m.label.to_numpy(),
+            "t0": start,
+            "t1": start + m.cut.to_numpy(),
+            "etype": int(EdgeType.HOST),
+            "event": m.by_event.to_numpy(dtype=np.int64) + m.by.map(base).to_numpy(dtype=np.int64),
+            "cls": m.by_cls.to_numpy(dtype=np.int64),
+            "ns": m.cut.to_numpy(),
+            "rank": m.by.to_numpy(dtype=np.int64),
+            "name": m.by_name.to_numpy(dtype=object),
+            "_at": m["index"].to_numpy(dtype=np.float64) + 0.5,
+        }
+    )
+    own["_at"] = np.arange(len(own), dtype=np.float64)
+    out = pd.concat([own[own.ns > 0], causes], ignore_index=True).sort_values("_at", kind="stable")
+    return out.drop(columns="_at").reset_index(drop=True)[paths.columns]

@@ -21,6 +21,7 @@ from ctda.analysis import attribution
 from ctda.analysis.classify import CLASSES
 from ctda.analysis.windows import Window
 from ctda.job.graph import JobGraph
+from ctda.job.hostload import bare
 from ctda.job.match import ClockOffsets, Matching
 
 #: items of the path on the straggler listed per step
@@ -167,7 +168,10 @@ def stragglers(
         ]
         if (label, strag) in extra_top and (not listed or strag != last):
             # named for what its extra work did to others: that work is what it was doing
-            listed = [extra_top[(label, strag)], *listed][:TOP_ITEMS]
+            x = extra_top[(label, strag)]
+            same = [it for it in listed if bare(it[1]) == bare(x[1])]
+            first = same[0] if same else x
+            listed = [first, *(it for it in listed if it is not first)][:TOP_ITEMS]
         late_by = {int(cast(int, k)): int(v) for k, v in per_rank.items()}
         charged_by = {int(cast(int, k)): round(float(v)) for k, v in mine_charged.items()}
         rows.append((label, strag, round(float(mine_charged.max())), late_by, listed, last, charged_by))

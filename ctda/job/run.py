@@ -18,7 +18,7 @@ from ctda.ingest.reader import read_trace
 from ctda.job import path as jpath
 from ctda.job.executor import map_ranks
 from ctda.job.graph import JobGraph, build_job_graph
-from ctda.job.hostload import HostLoad, host_contention
+from ctda.job.hostload import HostLoad, host_contention, host_waits
 from ctda.job.load import JobLayout, RankId, identify, job_files, rank_of
 from ctda.job.match import ClockOffsets, Matching, clock_offsets, match
 from ctda.job.skeleton import Skeleton, issue_rule, skeleton
@@ -119,6 +119,8 @@ def assemble_job(name: str, layout: JobLayout, parts: dict[int, RankPart]) -> Jo
     labels = {r: list(s.windows.label) for r, s in skels.items()}
     late = jpath.lateness(offsets, matching, labels)
     host = _host_load(skels, labels, offsets, matching, late, list(steps.label))
+    if host is not None:
+        paths = host_waits(paths, host.slowed, base)
     strag = jpath.stragglers(late, paths, steps, host.moved if host else None, host.extra if host else None)
     jg = None
     if all(p.analysis is not None for p in parts.values()):
