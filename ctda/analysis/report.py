@@ -44,7 +44,7 @@ class Report:
 
     def to_dict(self) -> dict[str, Any]:
         def rows(df: pd.DataFrame) -> list[dict[str, Any]]:
-            return [{str(k): _plain(v) for k, v in r.items()} for r in df.to_dict(orient="records")]
+            return json_rows(df)
 
         return {
             "trace": self.trace,
@@ -62,14 +62,24 @@ class Report:
         }
 
 
-def _plain(v: Any) -> Any:
-    if isinstance(v, (np.integer,)):
+def plain(v: Any) -> Any:
+    """``v`` with numpy scalars as Python ones and dict keys as text (JSON can hold it)."""
+    if isinstance(v, np.integer):
         return int(v)
-    if isinstance(v, (np.floating,)):
+    if isinstance(v, np.floating):
         return float(v)
-    if isinstance(v, (np.bool_,)):
+    if isinstance(v, np.bool_):
         return bool(v)
+    if isinstance(v, dict):
+        return {str(k): plain(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [plain(x) for x in v]
     return v
+
+
+def json_rows(df: pd.DataFrame) -> list[dict[str, Any]]:
+    """A table's rows as JSON-ready dicts."""
+    return [{str(k): plain(v) for k, v in r.items()} for r in df.to_dict(orient="records")]
 
 
 def select_windows(a: Analysis, step: str) -> list[int]:

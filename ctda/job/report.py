@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from ctda.analysis.classify import CLASSES
+from ctda.analysis.report import json_rows
 from ctda.job.run import Job
 
 LATENESS_COLUMNS = ["step", "rank", "late_ns"]
@@ -61,28 +62,6 @@ class JobReport:
             "checks": self.checks,
             "lateness": rows(self.lateness),
         }
-
-
-def json_rows(df: pd.DataFrame) -> list[dict[str, Any]]:
-    out = []
-    for rec in df.to_dict(orient="records"):
-        out.append({str(k): plain(v) for k, v in rec.items()})
-    return out
-
-
-def plain(v: Any) -> Any:
-    """``v`` with numpy scalars as Python ones and dict keys as text (JSON can hold it)."""
-    if isinstance(v, np.integer):
-        return int(v)
-    if isinstance(v, np.floating):
-        return float(v)
-    if isinstance(v, np.bool_):
-        return bool(v)
-    if isinstance(v, dict):
-        return {str(k): plain(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [plain(x) for x in v]
-    return v
 
 
 def job_report(job: Job, top: int = 10) -> JobReport:

@@ -21,7 +21,8 @@ import pyarrow as pa
 from ctda import __version__
 from ctda.analysis import tables
 from ctda.analysis.engine import AnalysisOptions
-from ctda.job.report import LATENESS_COLUMNS, PATH_COLUMNS, JobReport, path_items, plain
+from ctda.analysis.report import plain
+from ctda.job.report import LATENESS_COLUMNS, PATH_COLUMNS, JobReport, path_items
 from ctda.store import schema
 from ctda.store.model import RunData
 
