@@ -131,6 +131,12 @@ def test_compute_straggler_is_rank2_once_its_host_contention_is_charged(jobs) ->
     assert 10.4e6 < on["ProfilerStep#3"] < 10.6e6  # rank 3's max_pool2d stall
     cp = job.paths.groupby("label").ns.sum()
     assert (cp.reindex(job.steps.label).to_numpy() == job.steps.job_step_ns.to_numpy()).all()
+    # each host row lies within its cause's run, and the path stays contiguous in time
+    jg = job.full()
+    assert (jg.nodes.ts[host.event] <= host.t0).all() and (host.t1 <= jg.nodes.end[host.event]).all()
+    p = job.paths
+    same = p.label.to_numpy()[1:] == p.label.to_numpy()[:-1]
+    assert (p.t1.to_numpy()[:-1][same] == p.t0.to_numpy()[1:][same]).all()
     # ProfilerStep#2 and #3: rank 2 is named for what its loop did to others; its listed
     # item is that loop, on the path through the HOST rows, inside its data_prep
     for label in ("ProfilerStep#2", "ProfilerStep#3"):

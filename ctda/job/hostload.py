@@ -77,6 +77,7 @@ SLOWED_COLUMNS = [
     "by_event",
     "by_name",
     "by_cls",
+    "by_t1",
     "charged_ns",
 ]
 
@@ -304,6 +305,7 @@ def _charge(stall: pd.DataFrame, busy: pd.DataFrame, host: dict[int, str | None]
                     "by_event": b.event.to_numpy()[j],
                     "by_name": b.name.to_numpy()[j],
                     "by_cls": b.cls.to_numpy()[j],
+                    "by_t1": b1[j],
                     "charged_ns": np.rint(excess * share).astype(np.int64),
                 }
             )
@@ -358,42 +360,43 @@ def host_waits(paths: pd.DataFrame, slowed: pd.DataFrame, base: dict[int, int]) 
     ``paths``: the stitched job path (``ctda.job.stitch.COLUMNS``, ``event`` = job id);
     ``base``: each rank's first job event id. A stalled op on the path waited, for the part
     of its excess charged to another rank's extra event, for the core that event held: that
-    part of the op's longest path row becomes a ``HOST`` row on the causing rank, naming
-    its event, at the end of the op's row (the stall delayed the op's end). The step's rows
+    part of the op's longest path row becomes a ``HOST`` row on the causing rank, naming its
+    event. It is placed to end when the cause ended (or the row did, if earlier), the op's
+    own time around it; a row the step's window clips keeps it at its end. The step's rows
     still sum to the job step; nothing else moves.
     """
     if slowed.empty or paths.empty:
         return paths
     s = slowed.assign(job_event=slowed.event + slowed["rank"].map(base).to_numpy(dtype=np.int64))
-    s = s.groupby(
-        ["label", "job_event", "by", "by_event", "by_name", "by_cls"], as_index=False
-    ).charged_ns.sum()
+    keys = ["label", "job_event", "by", "by_event", "by_name", "by_cls", "by_t1"]
+    s = s.groupby(keys, as_index=False).charged_ns.sum()
     p = paths.reset_index(drop=True)
     hit = p[p.event.isin(s.job_event.unique())]
-    if hit.empty:
-        return paths
     # the stalled op's longest row in each step takes its charges
     row = hit.sort_values("ns", ascending=False, kind="stable").groupby(["label", "event"]).head(1)
     m = s.merge(row.reset_index(), left_on=["label", "job_event"], right_on=["label", "event"])
-    if m.empty:
-        return paths
     total = m.groupby("index").charged_ns.transform("sum").to_numpy(dtype=np.float64)
-    room = m.ns.to_numpy(dtype=np.float64)
-    m["cut"] = np.floor(m.charged_ns.to_numpy() * np.minimum(1.0, room / np.maximum(total, 1.0))).astype(
-        np.int64
-    )
+    share = np.minimum(1.0, m.ns.to_numpy(dtype=np.float64) / np.maximum(total, 1.0))
+    m["cut"] = np.floor(m.charged_ns.to_numpy() * share).astype(np.int64)
     m = m[m.cut > 0]
     if m.empty:
         return paths
-    taken = m.groupby("index").cut.sum()
-    end = p.t1.to_numpy()
+    g = m.groupby("index")
+    idx = np.asarray(g.cut.sum().index, dtype=np.int64)
+    cut = g.cut.sum().to_numpy()
+    t0, t1, ns = p.t0.to_numpy()[idx], p.t1.to_numpy()[idx], p.ns.to_numpy()[idx]
+    whole = ns == t1 - t0  # not clipped by the window
+    x1 = np.where(whole, np.clip(np.minimum(t1, g.by_t1.max().to_numpy()), t0 + cut, t1), t1)
     own = p.copy()
-    idx = taken.index.to_numpy()
-    own.loc[idx, "ns"] = own.ns.to_numpy()[idx] - taken.to_numpy()
-    own.loc[idx, "t1"] = end[idx] - taken.to_numpy()
-    # the causes follow the op's own part, one after another, up to the row's end
-    after = m.groupby("index").cut.cumsum().to_numpy() - m.cut.to_numpy()
-    start = end[m["index"].to_numpy()] - taken.reindex(m["index"]).to_numpy() + after
+    own["_at"] = np.arange(len(own), dtype=np.float64)
+    tail = own.iloc[idx[whole & (x1 < t1)]].copy()
+    tail["t0"] = x1[whole & (x1 < t1)]
+    tail["ns"] = tail.t1 - tail.t0
+    tail["_at"] += 0.75
+    own.loc[idx, "t1"] = x1 - cut
+    own.loc[idx, "ns"] = np.where(whole, x1 - cut - t0, ns - cut)
+    at = pd.Series(x1 - cut, index=idx).reindex(m["index"]).to_numpy()
+    start = at + g.cut.cumsum().to_numpy() - m.cut.to_numpy()
     causes = pd.DataFrame(
         {
             "label": m.label.to_numpy(),
@@ -408,6 +411,5 @@ def host_waits(paths: pd.DataFrame, slowed: pd.DataFrame, base: dict[int, int]) 
             "_at": m["index"].to_numpy(dtype=np.float64) + 0.5,
         }
     )
-    own["_at"] = np.arange(len(own), dtype=np.float64)
-    out = pd.concat([own[own.ns > 0], causes], ignore_index=True).sort_values("_at", kind="stable")
+    out = pd.concat([own[own.ns > 0], causes, tail], ignore_index=True).sort_values("_at", kind="stable")
     return out.drop(columns="_at").reset_index(drop=True)[paths.columns]
