@@ -81,3 +81,35 @@ def test_path_style_lanes_and_tooltips() -> None:
     # one unit per tooltip
     texts = [s for t in fig.data if t.type == "bar" for s in t.hovertext]
     assert texts and all(" ms" in s and "µs" not in s and " us" not in s for s in texts)
+
+
+def test_margins_are_sized_here_so_the_browser_draws_once() -> None:
+    # plotly.js grows a margin by drawing the whole figure again: every chart of the pages
+    # sizes its own margins instead, wide enough for its labels
+    from ctda.ui import margins
+
+    a = analyze(read_trace(MINITOY), AnalysisOptions())
+    tl = frames.timeline(a, 0, 1000, frames.Names(a))
+    by = frames.by_class(a)
+    per = frames.class_by_window(a)
+    pair = by.assign(a_ms=by.cp_ms, b_ms=by.cp_ms / 2)
+    steps = per.drop_duplicates("window").assign(a_ms=1.0, b_ms=2.0)
+    figs = {
+        "timeline": charts.timeline(tl),
+        "breakdown": charts.breakdown(by),
+        "steps": charts.steps(per, 0),
+        "side_by_side": charts.side_by_side(pair, "class", "a", "b", "t"),
+        "step_compare": charts.step_compare(steps, "a", "b", "t"),
+        "deltas": charts.deltas(pair.assign(delta_ms=1.0), "class", "t"),
+    }
+    for name, fig in figs.items():
+        lay = fig.layout
+        assert lay.margin.autoexpand is False, name
+        assert lay.xaxis.automargin is False and lay.yaxis.automargin is False, name
+        assert lay.margin.t >= margins.TITLE_PX, name
+    labels = [lane.label for lane in tl.lanes]
+    assert figs["timeline"].layout.margin.l >= margins.text_px(labels)
+    assert figs["breakdown"].layout.margin.l >= margins.text_px(by["class"])
+    # a legend with more entries than fit in a row gets more room above the plot
+    assert margins.legend_rows(["x" * 30] * 12) > 1 == margins.legend_rows(["a", "b"])
+    assert figs["timeline"].layout.margin.t >= margins.TITLE_PX + margins.LINE_PX

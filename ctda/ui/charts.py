@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -12,6 +13,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from ctda.analysis.classify import CLASSES
+from ctda.ui import margins
 from ctda.ui.frames import Timeline
 
 #: one colour per bound-by class, the same on every chart
@@ -137,7 +139,7 @@ def timeline(tl: Timeline) -> go.Figure:
     """One lane per CPU thread / GPU stream. Critical events are coloured by class and
     outlined; the rest are pale; thin dark connectors show where the path changes lane.
     Drag to zoom, double-click to reset."""
-    fig = go.Figure()
+    traces: list[dict[str, Any]] = []
     ev = tl.events
     rows = rows_of(tl)
     # a zero-length bar is invisible: give instants a sliver of the window
@@ -158,16 +160,19 @@ def timeline(tl: Timeline) -> go.Figure:
         }
         if pattern:
             marker["pattern"] = {"shape": pattern, "fgcolor": "#777", "size": 5}
-        fig.add_bar(
-            x=np.maximum(dur, min_w),
-            base=part.start_ms.to_numpy(),
-            y=y,
-            width=width,
-            orientation="h",
-            marker=marker,
-            name=name,
-            hovertext=_hover(part, critical),
-            hoverinfo="text",
+        traces.append(
+            {
+                "type": "bar",
+                "x": np.maximum(dur, min_w),
+                "base": part.start_ms.to_numpy(dtype=np.float64),
+                "y": y,
+                "width": width,
+                "orientation": "h",
+                "marker": marker,
+                "name": name,
+                "hovertext": _hover(part, critical),
+                "hoverinfo": "text",
+            }
         )
 
     other = ev[~ev.on_cp]
@@ -180,13 +185,16 @@ def timeline(tl: Timeline) -> go.Figure:
         bars(part, CLASS_COLORS.get(c, "#333"), f"critical: {c}", True, CLASS_PATTERNS.get(c, ""))
     xs, ys = _connectors(tl, rows)
     if xs:
-        fig.add_scatter(
-            x=xs,
-            y=ys,
-            mode="lines",
-            line={"color": PATH_COLOR, "width": 1},
-            name="path changes lane",
-            hoverinfo="skip",
+        traces.append(
+            {
+                "type": "scatter",
+                "x": xs,
+                "y": ys,
+                "mode": "lines",
+                "line": {"color": PATH_COLOR, "width": 1},
+                "name": "path changes lane",
+                "hoverinfo": "skip",
+            }
         )
     shapes = [
         {
@@ -202,18 +210,19 @@ def timeline(tl: Timeline) -> go.Figure:
         }
         for lane in tl.lanes
     ]
+    # built from plain values of known types: plotly's checks of every array (a few hundred
+    # ms for 2,000 bars, on each step and what-if change) are skipped
+    fig = go.Figure(data=traces, _validate=False)
+    top = margins.legend_on_top(fig)
     fig.update_layout(
         barmode="overlay",
-        height=int(min(max(280, ROW_PX * rows.total + 150), 1600)),
-        # the right margin holds the (vertical) mode bar, so it never covers data
-        margin={"l": 10, "r": 46, "t": 80, "b": 40},
+        height=int(min(max(280, ROW_PX * rows.total + 70 + top), 1600)),
         title={
             "text": f"{tl.label}: {fmt_ms(tl.end_ms - tl.start_ms)}",
             "x": 0,
             "y": 0.995,
             "yanchor": "top",
         },
-        legend={"orientation": "h", "x": 0, "y": 1.0, "yanchor": "bottom"},
         dragmode="zoom",
         modebar={"orientation": "v"},
         hoverlabel={"align": "left"},
@@ -228,7 +237,9 @@ def timeline(tl: Timeline) -> go.Figure:
             "zeroline": False,
         },
     )
-    return fig
+    # the right margin holds the (vertical) mode bar, so it never covers data
+    labels = [lane.label for lane in tl.lanes]
+    return margins.fix(fig, left=margins.y_labels_px(labels), right=46, top=top, bottom=margins.NUMERIC_X_PX)
 
 
 def breakdown(df: pd.DataFrame, title: str = "Bound by") -> go.Figure:
@@ -250,11 +261,14 @@ def breakdown(df: pd.DataFrame, title: str = "Bound by") -> go.Figure:
     fig.update_layout(
         title={"text": title, "x": 0},
         height=max(220, 28 * len(df) + 90),
-        margin={"l": 10, "r": 10, "t": 40, "b": 30},
         xaxis={"title": "critical-path ms"},
         yaxis={"autorange": "reversed"},
     )
-    return fig
+    # the title line stays even without a title: the mode bar sits there
+    top = margins.TITLE_PX + 10
+    return margins.fix(
+        fig, left=margins.y_labels_px(df["class"]), right=10, top=top, bottom=margins.NUMERIC_X_PX
+    )
 
 
 def steps(df: pd.DataFrame, selected: int | None = None) -> go.Figure:
@@ -285,17 +299,28 @@ def steps(df: pd.DataFrame, selected: int | None = None) -> go.Figure:
             y1=total,
             line={"color": "#111", "width": 2},
         )
-    ticks = order if len(order) <= 30 else order.iloc[:: max(len(order) // 30, 1)]
+    ticks = order if len(order) <= MAX_TICKS else order.iloc[:: -(-len(order) // MAX_TICKS)]
     fig.update_layout(
         barmode="stack",
         title={"text": "Critical path per step, by class", "x": 0},
-        height=300,
-        margin={"l": 10, "r": 10, "t": 40, "b": 40},
-        xaxis={"tickvals": ticks.window, "ticktext": ticks.label, "title": None},
+        xaxis={"tickvals": ticks.window, "ticktext": ticks.label, "title": None, "tickangle": TICK_ANGLE},
         yaxis={"title": "ms"},
-        legend={"orientation": "h", "y": -0.25},
     )
-    return fig
+    top = margins.legend_on_top(fig)
+    bottom = _slanted_px(ticks.label)
+    fig.update_layout(height=int(top + bottom + 200))
+    return margins.fix(fig, left=margins.NUMERIC_Y_PX, right=10, top=top, bottom=bottom)
+
+
+#: step labels on a step axis: at most this many, slanted so long names fit
+MAX_TICKS = 20
+TICK_ANGLE = -35
+
+
+def _slanted_px(labels: Iterable[object]) -> float:
+    """Bottom margin of x tick labels drawn at ``TICK_ANGLE``."""
+    a = math.radians(abs(TICK_ANGLE))
+    return margins.text_px(labels) * math.sin(a) + 14 * math.cos(a) + 16
 
 
 def side_by_side(df: pd.DataFrame, key: str, a: str, b: str, title: str) -> go.Figure:
@@ -306,21 +331,21 @@ def side_by_side(df: pd.DataFrame, key: str, a: str, b: str, title: str) -> go.F
     fig.update_layout(
         barmode="group",
         title={"text": title, "x": 0},
-        height=max(240, 40 * len(df) + 100),
-        margin={"l": 10, "r": 10, "t": 40, "b": 30},
         xaxis={"title": "ms"},
         yaxis={"autorange": "reversed"},
-        legend={"orientation": "h", "y": -0.15},
     )
-    return fig
+    top = margins.legend_on_top(fig)
+    fig.update_layout(height=max(240, 40 * len(df) + 60) + top)
+    return margins.fix(fig, left=margins.y_labels_px(df[key]), right=10, top=top, bottom=margins.NUMERIC_X_PX)
 
 
 def deltas(df: pd.DataFrame, key: str, title: str, top: int = 20) -> go.Figure:
     """Horizontal bars of the ``top`` non-zero ``delta_ms`` per ``key``: green got faster, red slower."""
     part = df[df.delta_ms != 0].head(top)
+    labels = part[key].astype(str).str.slice(0, 60)
     fig = go.Figure(
         go.Bar(
-            y=part[key].astype(str).str.slice(0, 60),
+            y=labels,
             x=part.delta_ms,
             orientation="h",
             marker={"color": ["#54A24B" if d < 0 else "#E45756" for d in part.delta_ms]},
@@ -330,11 +355,16 @@ def deltas(df: pd.DataFrame, key: str, title: str, top: int = 20) -> go.Figure:
     fig.update_layout(
         title={"text": title, "x": 0},
         height=max(240, 24 * len(part) + 100),
-        margin={"l": 10, "r": 10, "t": 40, "b": 30},
         xaxis={"title": "Δ ms (b − a)"},
         yaxis={"autorange": "reversed"},
     )
-    return fig
+    return margins.fix(
+        fig,
+        left=margins.y_labels_px(labels),
+        right=10,
+        top=margins.TITLE_PX + 10,
+        bottom=margins.NUMERIC_X_PX,
+    )
 
 
 def step_compare(df: pd.DataFrame, a: str, b: str, title: str) -> go.Figure:
@@ -342,13 +372,14 @@ def step_compare(df: pd.DataFrame, a: str, b: str, title: str) -> go.Figure:
     fig = go.Figure()
     fig.add_bar(x=df.label, y=df.a_ms, name=a, marker={"color": "#4C78A8"})
     fig.add_bar(x=df.label, y=df.b_ms, name=b, marker={"color": "#F58518"})
+    shown = len(df) <= 30
     fig.update_layout(
         barmode="group",
         title={"text": title, "x": 0},
-        height=300,
-        margin={"l": 10, "r": 10, "t": 40, "b": 40},
         yaxis={"title": "ms"},
-        xaxis={"showticklabels": len(df) <= 30},
-        legend={"orientation": "h", "y": -0.2},
+        xaxis={"showticklabels": shown, "tickangle": TICK_ANGLE},
     )
-    return fig
+    top = margins.legend_on_top(fig)
+    bottom = _slanted_px(df.label) if shown else 16
+    fig.update_layout(height=int(top + bottom + 200))
+    return margins.fix(fig, left=margins.NUMERIC_Y_PX, right=10, top=top, bottom=bottom)
