@@ -121,10 +121,10 @@ def test_compute_straggler_is_rank2_once_its_host_contention_is_charged(jobs) ->
     assert ps3.late_by_rank[3] > 75e6 and ps3.charged_by_rank[3] < 1e6  # 76.9 measured, 0.4 its own
     assert 34e6 < ps3.charged_by_rank[2] < 35.5e6  # 13.8 measured + 2 x 10.5 charged
     # the path crosses to rank 2's loop where a stall on it was charged to the loop: the
-    # stalled op's row gives that time to a HOST row on rank 2 (the step's sum unchanged)
-    from ctda.analysis.edges import EdgeType
+    # stalled op's row gives that time to a host row on rank 2 (the step's sum unchanged)
+    from ctda.job.hostload import HOST_ROW
 
-    host = job.paths[job.paths.etype == int(EdgeType.HOST)]
+    host = job.paths[job.paths.etype == HOST_ROW]
     assert set(host["rank"]) == {2} and host["name"].str.endswith("busy_loop").all()
     on = host.groupby("label").ns.sum()
     assert 16.4e6 < on["ProfilerStep#2"] < 16.6e6  # rank 3's conv2d stall beside the loop
@@ -370,7 +370,7 @@ def test_unknown_executor_is_a_clear_error() -> None:
 def test_path_walked_over_skeletons_is_the_job_graphs_path(jobs, name: str) -> None:  # type: ignore[no-untyped-def]
     """The cross-rank stage's path (ranks' chains stitched at collectives) is, row for row,
     the path backtracked through the whole job graph (both with the stalls charged to
-    other ranks' extra work moved onto it, ``HOST`` rows)."""
+    other ranks' extra work moved onto it as host rows)."""
     from ctda.job import path as jpath
     from ctda.job.hostload import host_waits
 

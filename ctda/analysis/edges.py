@@ -30,9 +30,6 @@ class EdgeType(IntEnum):
     RELEASE = 8  # SOURCE -> a node nothing else explains (its observed release time)
     TERMINAL = 9  # a node -> SINK
     CROSS_RANK = 10  # a rank's arrival at a collective -> its completion on another rank (jobs)
-    # a stalled op on one rank waiting for the core another rank's extra work held (job
-    # paths only: a row of the path, never an edge of a graph; docs/host-contention.md)
-    HOST = 11
 
 
 @dataclass(frozen=True)
@@ -59,7 +56,6 @@ SPECS: dict[EdgeType, EdgeSpec] = {
     EdgeType.TERMINAL: EdgeSpec("terminal", 0, "cpu_gap"),
     # charged to the collective on the completing rank: the transfer after the last arrival
     EdgeType.CROSS_RANK: EdgeSpec("cross-rank", 0, "communication"),
-    EdgeType.HOST: EdgeSpec("host", 0, "event"),
 }
 
 

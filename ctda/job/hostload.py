@@ -46,7 +46,6 @@ import pandas as pd
 
 from ctda.analysis.classify import CLASS_CODE
 from ctda.analysis.contention import _intersect, _timeline_edges
-from ctda.analysis.edges import EdgeType
 from ctda.analysis.engine import Analysis
 from ctda.analysis.rules.cross_thread import BLOCKING_FRAMES
 
@@ -57,6 +56,9 @@ STALL_RATIO = 4.0
 STALL_MIN_NS = 2_000_000
 #: events with less self time are not sent back (they can neither stall nor overlap much)
 KEEP_NS = 100_000
+#: ``etype`` of a job path row that is a stall's wait for another rank's extra work: not an
+#: edge of any graph, so outside ``EdgeType``'s codes (docs/host-contention.md)
+HOST_ROW = 100
 #: the ``by`` of stall time no rank's work explains (charged to no rank, see ``_unexplained``)
 NOISE = -1
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
@@ -360,7 +362,7 @@ def host_waits(paths: pd.DataFrame, slowed: pd.DataFrame, base: dict[int, int]) 
     ``paths``: the stitched job path (``ctda.job.stitch.COLUMNS``, ``event`` = job id);
     ``base``: each rank's first job event id. A stalled op on the path waited, for the part
     of its excess charged to another rank's extra event, for the core that event held: that
-    part of the op's longest path row becomes a ``HOST`` row on the causing rank, naming its
+    part of the op's longest path row becomes a ``HOST_ROW`` row on the causing rank, naming its
     event. It is placed to end when the cause ended (or the row did, if earlier), the op's
     own time around it; a row the step's window clips keeps it at its end. The step's rows
     still sum to the job step; nothing else moves.
@@ -402,7 +404,7 @@ def host_waits(paths: pd.DataFrame, slowed: pd.DataFrame, base: dict[int, int]) 
             "label": m.label.to_numpy(),
             "t0": start,
             "t1": start + m.cut.to_numpy(),
-            "etype": int(EdgeType.HOST),
+            "etype": HOST_ROW,
             "event": m.by_event.to_numpy(dtype=np.int64) + m.by.map(base).to_numpy(dtype=np.int64),
             "cls": m.by_cls.to_numpy(dtype=np.int64),
             "ns": m.cut.to_numpy(),
