@@ -28,7 +28,7 @@ pytest.importorskip("ladybug")
 TRACE = Path(__file__).parent / "data" / "hta" / "rocm62_mi250_minitoy_train.json.gz"
 RUN = "victim"
 #: store-file changes to kill at (a small trace's write makes about 60 of them)
-CHANGE_POINTS = list(range(2, 60, 2))
+CHANGE_POINTS = list(range(3, 60, 3))
 #: seconds after the start, before the store is opened for writing
 EARLY_POINTS = [0.3, 1.5]
 CTDA = [sys.executable, "-c", "from ctda.cli.app import main; main()"]
@@ -106,5 +106,5 @@ def test_kill_ingest_anywhere_leaves_an_openable_store(tmp_path: Path) -> None:
             _cli("report", RUN, "--db", str(db))
         _cli("ingest", str(TRACE), "--db", str(db), "--run", RUN, "--force")
         assert RUN in _cli("runs", "--db", str(db), "--format", "json")
-    assert killed >= 30, f"only {killed} ingests were killed before they finished"
+    assert killed >= len(points) - 1, f"only {killed} ingests were killed before they finished"
     assert in_checkpoint >= 3, f"only {in_checkpoint} kills landed during a checkpoint"
