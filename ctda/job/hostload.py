@@ -101,8 +101,8 @@ class HostLoad:
     excess, the rank ``by`` and event ``by_event`` whose busy extra work overlapped it, and
     the part of the excess charged to that event. ``moved``: per collective part (``cid``,
     ``rank``) and causing rank ``by`` (``NOISE``: no rank), the charged stall time the
-    part's rank spent before it arrived. ``extra``: per step and rank, the self time of its extra work and its
-    largest extra event.
+    part's rank spent before it arrived. ``extra``: per step and rank, the self time of its
+    extra work and its largest extra event.
     """
 
     slowed: pd.DataFrame
@@ -112,16 +112,16 @@ class HostLoad:
     stalls: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=["label", "rank", "stall_ns"]))
 
 
-def normalize(names: npt.NDArray[np.object_]) -> npt.NDArray[np.object_]:
-    """Event names without object addresses (``<built-in method conv2d of ... at 0x7f..>``)."""
-    values, inv = np.unique(names.astype(str), return_inverse=True)
-    clean = np.array([_ADDRESS.sub("", v) for v in values] or [""], dtype=object)
-    return clean[inv.reshape(-1)]
-
-
 def bare(name: str) -> str:
     """One event name without object addresses."""
     return _ADDRESS.sub("", name)
+
+
+def normalize(names: npt.NDArray[np.object_]) -> npt.NDArray[np.object_]:
+    """Event names without object addresses (``<built-in method conv2d of ... at 0x7f..>``)."""
+    values, inv = np.unique(names.astype(str), return_inverse=True)
+    clean = np.array([bare(v) for v in values] or [""], dtype=object)
+    return clean[inv.reshape(-1)]
 
 
 def work_table(a: Analysis, window: I64, done: I64) -> Work:
@@ -323,7 +323,8 @@ def _unexplained(
 ) -> pd.DataFrame:
     """Stall excess no other rank's work explains, on a host shown contended in that step.
 
-    Rows shaped like ``slowed`` with ``by = NOISE``: the time leaves the stalled rank's
+    Rows of ``label``, ``rank``, ``t1``, ``by = NOISE`` and ``charged_ns`` (what ``_moved``
+    reads of ``slowed``): the time leaves the stalled rank's
     lateness and is charged to no rank. A host is *contended* in a step when some stall of
     it was charged there: its ranks then run more busy work than it has cores, and a stall
     of a rank doing nothing extra, beside no extra work, is the scheduler's doing, not the
@@ -341,7 +342,7 @@ def _unexplained(
     got = slowed.groupby(["rank", "event"]).charged_ns.sum()
     key = pd.MultiIndex.from_arrays([s["rank"], s.event])
     rest = (s.self_ns - s.med).to_numpy(dtype=np.float64) - got.reindex(key).fillna(0).to_numpy()
-    out = s.assign(by=NOISE, by_event=-1, charged_ns=np.rint(np.maximum(rest, 0)).astype(np.int64))
+    out = s.assign(by=NOISE, charged_ns=np.rint(np.maximum(rest, 0)).astype(np.int64))
     return out.loc[out.charged_ns > 0, ["label", "rank", "t1", "by", "charged_ns"]]
 
 

@@ -21,7 +21,7 @@ from ctda.analysis import attribution
 from ctda.analysis.classify import CLASSES
 from ctda.analysis.windows import Window
 from ctda.job.graph import JobGraph
-from ctda.job.hostload import bare
+from ctda.job.hostload import NOISE, bare
 from ctda.job.match import ClockOffsets, Matching
 
 #: items of the path on the straggler listed per step
@@ -192,7 +192,7 @@ def _charged_shift(late: pd.DataFrame, moved: pd.DataFrame) -> pd.Series:
     cap = np.maximum(m.late_ns.to_numpy(dtype=np.float64), 0.0)
     moved_ns = m.charged_ns.to_numpy(dtype=np.float64) * np.minimum(1.0, cap / np.maximum(got, 1.0))
     taken = pd.Series(-moved_ns).groupby([m.label.to_numpy(), m["rank"].to_numpy()]).sum()
-    cause = m.by.to_numpy() >= 0  # unexplained stall time (``by`` -1) is given to no rank
+    cause = m.by.to_numpy() != NOISE  # unexplained stall time is given to no rank
     given = pd.Series(moved_ns[cause]).groupby([m.label.to_numpy()[cause], m.by.to_numpy()[cause]]).sum()
     out = taken.add(given, fill_value=0)
     out.index = out.index.set_names(["label", "rank"])
