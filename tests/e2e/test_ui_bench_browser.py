@@ -14,7 +14,7 @@ pytestmark = pytest.mark.slow
 
 
 def test_browser_bench_measures_every_interaction(browser_paths: tuple[str, str], tmp_path: Path) -> None:
-    rows = ui_browser_bench.measure(TRACE, 0, quick=True, reps=2, store_dir=tmp_path)
+    rows = ui_browser_bench.measure(TRACE, 0, quick=True, reps=1, store_dir=tmp_path)
     assert all(r["error"] is None for r in rows), [r["error"] for r in rows if r["error"]]
     assert all(r["via"] == "browser" for r in rows)
     got = {(r["page"], r["interaction"]) for r in rows if r["kind"] == "warm"}
