@@ -11,6 +11,7 @@ from ctda.cli.common import FormatOption, app, console, err_console, fail, guard
 from ctda.render.indb import indb_doc
 from ctda.render.output import Format, emit
 from ctda.render.whatif import comparison_doc, opportunities_doc, scenario_doc
+from ctda.whatif import blind
 
 
 @app.command("whatif")
@@ -77,6 +78,8 @@ def whatif_cmd(
         if perfetto:
             api.export(sc, perfetto)
         emit(scenario_doc(sc, top), fmt)
+        for line in blind.notes(sc):  # on stderr: the output formats stay as they are
+            err_console.print(f"note: {line}", highlight=False, soft_wrap=True)
 
     guarded(go)
 

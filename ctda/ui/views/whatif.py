@@ -16,6 +16,7 @@ from ctda.queries import loader
 from ctda.store.base import StoreError
 from ctda.ui import charts, data, explain, figures, widgets
 from ctda.ui.settings import Settings
+from ctda.whatif import blind
 from ctda.whatif.export import write_perfetto
 from ctda.whatif.scenario import Scenario
 from ctda.whatif.select import Override, SelectionError, from_rows, parse_scale
@@ -133,6 +134,8 @@ def outcome(loaded: data.Loaded, sc: Scenario) -> None:
     change = (pred_ms - base_ms) / base_ms if base_ms else 0.0
     c2.metric("Mean step (predicted)", widgets.ms(pred_ms), delta=widgets.pct(change), delta_color="inverse")
     c3.metric("Critical path changes", f"+{len(joined):,} / -{len(left):,} events")
+    for line in blind.notes(sc):
+        st.warning(f"Not in this prediction: {line}.", icon=":material/visibility_off:")
     observed = data.by_class(loaded.tag, None, loaded.analysis)
     predicted = data.by_class(data.scenario_tag(loaded, sc), None, sc.analysis)
     by = pd.merge(

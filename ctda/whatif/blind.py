@@ -1,0 +1,49 @@
+"""What a prediction cannot see, said next to it.
+
+A trace records one process. Where a scenario changes work that the trace only shows the
+traced process waiting for, the prediction re-times those waits and nothing else: the CPU
+time the unrecorded work takes from the traced threads stays in their observed durations
+(see the limits of contention-aware re-timing in docs/whatif-accuracy.md). The user gets
+one line saying so, instead of a number that looks as trustworthy as the others.
+
+Each check is a function of the scenario returning its line, or None; :data:`CHECKS` is
+the registry, :func:`notes` the only entry point.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import numpy.typing as npt
+
+from ctda.analysis.engine import Analysis
+from ctda.whatif.scenario import Scenario
+
+#: PyTorch's iterator over a DataLoader whose batches come from worker processes
+MULTIPROCESS_LOADER = "_MultiProcessingDataLoaderIter"
+
+
+def _named(a: Analysis, part: str) -> npt.NDArray[np.bool_]:
+    """Per analysed event: whether its name contains ``part`` (a test per distinct name)."""
+    hits = [i for i, v in enumerate(a.table.strings("name")) if part in v]
+    return np.isin(a.table.col("name")[a.nodes.uid], hits)
+
+
+def loader_workers(sc: Scenario) -> str | None:
+    """The scenario changes the waits for batches that DataLoader worker processes make."""
+    if not (_named(sc.base, MULTIPROCESS_LOADER) & (sc.factors != 1.0)).any():
+        return None
+    return (
+        "the batches come from DataLoader worker processes this trace does not record: the "
+        "prediction re-times the waits for them, not the CPU time their work takes from the "
+        "training threads (profile the workers to see it)"
+    )
+
+
+CHECKS: tuple[Callable[[Scenario], str | None], ...] = (loader_workers,)
+
+
+def notes(sc: Scenario) -> list[str]:
+    """One line per part of ``sc`` the trace cannot show (empty: none known)."""
+    return [line for check in CHECKS if (line := check(sc)) is not None]
