@@ -43,19 +43,16 @@ class Report:
         return int(self.steps.duration_ns.sum())
 
     def to_dict(self) -> dict[str, Any]:
-        def rows(df: pd.DataFrame) -> list[dict[str, Any]]:
-            return json_rows(df)
-
         return {
             "trace": self.trace,
             "options": self.options,
             "critical_path_ns": self.total_ns,
-            "steps": rows(self.steps),
-            "bound_by": rows(self.by_class),
-            "hotspots": rows(self.hotspots),
-            "by_category": rows(self.by_category),
-            "by_thread_or_stream": rows(self.by_lane),
-            "near_critical": rows(self.near_critical),
+            "steps": json_rows(self.steps),
+            "bound_by": json_rows(self.by_class),
+            "hotspots": json_rows(self.hotspots),
+            "by_category": json_rows(self.by_category),
+            "by_thread_or_stream": json_rows(self.by_lane),
+            "near_critical": json_rows(self.near_critical),
             "recommendations": self.recommendations,
             "checks": self.checks,
             "graph": self.graph,

@@ -324,13 +324,13 @@ def _unexplained(
     """Stall excess no other rank's work explains, on a host shown contended in that step.
 
     Rows of ``label``, ``rank``, ``t1``, ``by = NOISE`` and ``charged_ns`` (what ``_moved``
-    reads of ``slowed``): the time leaves the stalled rank's
-    lateness and is charged to no rank. A host is *contended* in a step when some stall of
-    it was charged there: its ranks then run more busy work than it has cores, and a stall
-    of a rank doing nothing extra, beside no extra work, is the scheduler's doing, not the
-    rank's. A rank that did busy extra work in the step keeps its stalls (the scheduler
-    makes a thread that ran long wait longer afterwards: its own doing), and so does every
-    stall on other hosts and steps (a device wait, a page fault: the rank's own).
+    reads of ``slowed``): the time leaves the stalled rank's lateness and is charged to no
+    rank. A host is *contended* in a step when some stall of it was charged there: its ranks
+    then run more busy work than it has cores, and a stall of a rank doing nothing extra,
+    beside no extra work, is the scheduler's doing, not the rank's. A rank that did busy
+    extra work in the step keeps its stalls (the scheduler makes a thread that ran long wait
+    longer afterwards: its own doing), and so does every stall on other hosts and steps (a
+    device wait, a page fault: the rank's own).
     """
     hot = pd.DataFrame({"h": slowed["rank"].map(host), "label": slowed.label}).drop_duplicates()
     s = stall.assign(h=stall["rank"].map(host).to_numpy()).merge(hot, on=["h", "label"])
@@ -385,8 +385,8 @@ def host_waits(paths: pd.DataFrame, slowed: pd.DataFrame, base: dict[int, int]) 
     if m.empty:
         return paths
     g = m.groupby("index")
-    idx = np.asarray(g.cut.sum().index, dtype=np.int64)
-    cut = g.cut.sum().to_numpy()
+    per_row = g.cut.sum()
+    idx, cut = np.asarray(per_row.index, dtype=np.int64), per_row.to_numpy()
     t0, t1, ns = p.t0.to_numpy()[idx], p.t1.to_numpy()[idx], p.ns.to_numpy()[idx]
     whole = ns == t1 - t0  # not clipped by the window
     x1 = np.where(whole, np.clip(np.minimum(t1, g.by_t1.max().to_numpy()), t0 + cut, t1), t1)

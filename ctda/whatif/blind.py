@@ -12,27 +12,19 @@ the registry, :func:`notes` the only entry point.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
-import numpy as np
-import numpy.typing as npt
-
-from ctda.analysis.engine import Analysis
 from ctda.whatif.scenario import Scenario
+from ctda.whatif.select import name_mask
 
 #: PyTorch's iterator over a DataLoader whose batches come from worker processes
 MULTIPROCESS_LOADER = "_MultiProcessingDataLoaderIter"
 
 
-def _named(a: Analysis, part: str) -> npt.NDArray[np.bool_]:
-    """Per analysed event: whether its name contains ``part`` (a test per distinct name)."""
-    hits = [i for i, v in enumerate(a.table.strings("name")) if part in v]
-    return np.isin(a.table.col("name")[a.nodes.uid], hits)
-
-
 def loader_workers(sc: Scenario) -> str | None:
     """The scenario changes the waits for batches that DataLoader worker processes make."""
-    if not (_named(sc.base, MULTIPROCESS_LOADER) & (sc.factors != 1.0)).any():
+    if not (name_mask(sc.base, re.escape(MULTIPROCESS_LOADER)) & (sc.factors != 1.0)).any():
         return None
     return (
         "the batches come from DataLoader worker processes this trace does not record: the "

@@ -41,13 +41,15 @@ class Override:
         return {"label": self.label, "n_events": len(self.events), "factor": self.factor}
 
 
-def _mask_names(a: Analysis, pattern: str) -> npt.NDArray[np.bool_]:
+def name_mask(a: Analysis, pattern: str) -> npt.NDArray[np.bool_]:
+    """Per analysed event: whether its name matches the regex (one test per distinct name)."""
     try:
         rx = re.compile(pattern)
     except re.error as exc:
         raise SelectionError(f"bad regex {pattern!r}: {exc}") from None
     values = a.table.strings("name")
-    lut = np.array([bool(rx.search(v or "")) for v in values] or [False])
+    # the last entry answers for events without a name (code -1)
+    lut = np.array([bool(rx.search(v or "")) for v in values] + [False])
     return lut[a.table.col("name")[a.nodes.uid]]
 
 
@@ -82,7 +84,7 @@ def parse_scale(a: Analysis, spec: str) -> Override:
     key, value, factor = m.group("key"), m.group("value"), float(m.group("factor"))
     if factor < 0:
         raise SelectionError(f"--scale {spec!r}: the factor must be >= 0")
-    pick = {"name~": _mask_names, "cat=": _mask_cat, "class=": _mask_class, "thread=": _mask_thread}[key]
+    pick = {"name~": name_mask, "cat=": _mask_cat, "class=": _mask_class, "thread=": _mask_thread}[key]
     events = np.flatnonzero(pick(a, value))
     if len(events) == 0:
         raise SelectionError(f"--scale {spec!r} matches no event")
