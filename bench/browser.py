@@ -409,6 +409,59 @@ def slider_value(d: Any, nth: int = 0) -> str:
 
 
 def plots(d: Any) -> int:
+    """Charts on the page: Plotly's (SVG) and Vega-Lite's (the timelines, on a canvas)."""
     from selenium.webdriver.common.by import By
 
-    return len(d.find_elements(By.CSS_SELECTOR, ".js-plotly-plot"))
+    return len(d.find_elements(By.CSS_SELECTOR, '.js-plotly-plot, [data-testid="stVegaLiteChart"]'))
+
+
+_FIND_COLOR = """
+const [r, g, b] = arguments[0];
+const all = Array.from(document.querySelectorAll('[data-testid="stVegaLiteChart"] canvas'));
+for (const c of all.slice(arguments[1]).slice(0, 1)) {
+  const px = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+  const scale = c.width / c.getBoundingClientRect().width;
+  // from the bottom up: the legend, on top, has a swatch of every colour too
+  for (let i = px.length - 4; i >= 0; i -= 4) {
+    if (Math.abs(px[i] - r) + Math.abs(px[i + 1] - g) + Math.abs(px[i + 2] - b) < 6) {
+      const k = i / 4;
+      return [(k % c.width) / scale, Math.floor(k / c.width) / scale, c.getBoundingClientRect().width,
+              c.getBoundingClientRect().height, all.indexOf(c)];
+    }
+  }
+}
+return null;
+"""
+
+
+def hover_color(d: Any, rgb: tuple[int, int, int], nth: int = -1) -> str:
+    """Point the mouse at the lowest pixel of colour ``rgb`` on the ``nth`` Vega-Lite canvas
+    (a few pixels in, to be inside the mark); the tooltip's text then."""
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+
+    found = d.execute_script(_FIND_COLOR, list(rgb), nth)
+    if not found:
+        raise AssertionError(f"no pixel of colour {rgb} on canvas {nth}")
+    x, y, w, h, nth = found
+    canvas = d.find_elements(By.CSS_SELECTOR, '[data-testid="stVegaLiteChart"] canvas')[int(nth)]
+    ActionChains(d).move_to_element_with_offset(canvas, int(x - 2 - w / 2), int(y - 2 - h / 2)).perform()
+    tip = wait(d, lambda d: d.find_elements(By.CSS_SELECTOR, "#vg-tooltip-element.visible"), "a tooltip")
+    return str(tip[0].get_attribute("textContent"))
+
+
+def canvas_ink(d: Any) -> list[int]:
+    """Pixels not of the background on each Vega-Lite chart's canvas: what a canvas draws
+    is not in the page's DOM, so this is how a test sees that marks were drawn."""
+    return [
+        int(n)
+        for n in d.execute_script(
+            """
+return Array.from(document.querySelectorAll('[data-testid="stVegaLiteChart"] canvas')).map(c => {
+  const px = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+  let n = 0;
+  for (let i = 0; i < px.length; i += 4) if (px[i + 3] > 0 && px[i] + px[i + 1] + px[i + 2] < 720) n++;
+  return n;
+});"""
+        )
+    ]

@@ -1,36 +1,33 @@
 """The critical-path timeline as drawn: its own path style, lanes sized by content, GPU
-work visible, one unit per tooltip (on real traces)."""
+work visible, one unit per tooltip (on real traces); the other charts' margins."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
-import numpy as np
+import pandas as pd
 import pytest
 
 pytest.importorskip("plotly")
 
 from ctda.analysis.engine import AnalysisOptions, analyze
 from ctda.ingest.reader import read_trace
-from ctda.ui import charts, frames
+from ctda.ui import canvas, charts, frames, lanes
 from tests.conftest import CORPUS, SKIP_CORPUS
 
 MINITOY = Path(__file__).parent / "data" / "hta" / "rocm62_mi250_minitoy_train.json.gz"
 
 
-def drawn(fig: object, tl: frames.Timeline) -> dict[str, int]:
+def drawn(chart: lanes.Chart, tl: frames.Timeline) -> dict[str, int]:
     """Bars drawn per lane label (by the y of each bar's centre)."""
-    rows = charts.rows_of(tl)
-    out: dict[str, int] = {}
+    rows = lanes.rows_of(tl)
     labels = {lane.lane: lane.label for lane in tl.lanes}
-    for t in fig.data:  # type: ignore[attr-defined]
-        if t.type != "bar":
-            continue
-        for y in np.asarray(t.y, dtype=float):
-            lane = next(
-                x for x in rows.lanes if rows.top[x] - 0.01 <= y <= rows.top[x] + rows.height[x] + 0.01
-            )
-            out[labels[lane]] = out.get(labels[lane], 0) + 1
+    bars = chart.data[chart.data.kind == "bar"]
+    out: dict[str, int] = {}
+    for y in ((bars.y0 + bars.y1) / 2).tolist():
+        lane = next(x for x in rows.lanes if rows.top[x] - 0.01 <= y <= rows.top[x] + rows.height[x] + 0.01)
+        out[labels[lane]] = out.get(labels[lane], 0) + 1
     return out
 
 
@@ -42,8 +39,7 @@ def test_gpu_streams_are_drawn_even_when_the_path_stays_on_the_cpu() -> None:
     a = analyze(read_trace(CORPUS / "hta" / "ddp_nccl_allreduce_ws2_rank0.json.gz"), AnalysisOptions())
     tl = frames.timeline(a, 0, 4000, frames.Names(a))
     assert tl.critical == 7695 and tl.shown == 4000
-    fig = charts.timeline(tl)
-    per_lane = drawn(fig, tl)
+    per_lane = drawn(lanes.chart(tl), tl)
     assert per_lane["GPU 0 stream 7"] >= 100 and per_lane["GPU 0 stream 40"] >= 7
     assert sum(per_lane.values()) == 4000
 
@@ -51,36 +47,52 @@ def test_gpu_streams_are_drawn_even_when_the_path_stays_on_the_cpu() -> None:
 def test_path_style_lanes_and_tooltips() -> None:
     a = analyze(read_trace(MINITOY), AnalysisOptions())
     tl = frames.timeline(a, 0, 1000, frames.Names(a))
-    fig = charts.timeline(tl)
-    rows = charts.rows_of(tl)
-    # GPU stream rows are taller than a CPU call level
+    chart = lanes.chart(tl)
+    data = chart.data
+    rows = lanes.rows_of(tl)
+    # GPU stream rows are taller than a CPU call level, and GPU lanes have a band behind them
     gpu = [lane for lane in tl.lanes if lane.is_gpu]
     cpu = [lane for lane in tl.lanes if not lane.is_gpu]
     assert gpu and cpu
-    assert all(rows.row[lane.lane] == charts.GPU_ROW for lane in gpu)
+    assert all(rows.row[lane.lane] == lanes.GPU_ROW for lane in gpu)
     assert all(rows.height[lane.lane] == lane.rows for lane in cpu)
+    assert (data.kind == "band").sum() == len(gpu)
     # the path has its own colour, used by no class
     assert charts.PATH_COLOR not in charts.CLASS_COLORS.values()
     assert charts.CLASS_COLORS["cpu_gap"] != charts.CLASS_COLORS["gpu_gap"]
     # connectors only where the path changes lane: each segment joins two different lanes
-    conn = next(t for t in fig.data if t.name == "path changes lane")
-    xs, ys = list(conn.x), list(conn.y)
-    assert len(xs) % 3 == 0 and len(xs) >= 3 and all(v is None for v in xs[2::3])
+    links = data[data.kind == "link"]
+    assert len(links) >= 1
 
     def lane_at(y: float) -> int:
         return next(x for x in rows.lanes if rows.top[x] - 0.01 <= y <= rows.top[x] + rows.height[x] + 0.01)
 
-    for k in range(0, len(ys), 3):
-        assert lane_at(ys[k]) != lane_at(ys[k + 1])
-    # critical bars are outlined in the path colour; the rest are not
-    for t in fig.data:
-        if t.type == "bar" and t.name.startswith("critical: "):
-            assert t.marker.line.color == charts.PATH_COLOR
-        elif t.type == "bar":
-            assert t.marker.line.width == 0
+    assert all(lane_at(y0) != lane_at(y1) for y0, y1 in zip(links.y0, links.y1))
+    ends = links[["x0", "x1"]].to_numpy()
+    assert (ends >= tl.start_ms - 1e-9).all() and (ends <= tl.end_ms + 1e-9).all()
+    # critical bars wide enough to show a fill are outlined (in the path colour); the rest not
+    bars = data[data.kind == "bar"]
+    crit = bars.path == "critical"
+    assert crit.any() and (~crit).any()
+    assert (bars.outline[~crit] == 0).all() and (bars.outline[crit] > 0).any()
+    layer = next(x for x in chart.spec["layer"] if x["transform"][0]["filter"] == "datum.kind === 'bar'")
+    assert layer["mark"]["stroke"] == charts.PATH_COLOR
+    # each class in its colour; off the path faded
+    enc = layer["encoding"]
+    assert dict(zip(enc["color"]["scale"]["domain"], enc["color"]["scale"]["range"])) == {
+        c: charts.CLASS_COLORS[c] for c in set(bars["class"])
+    }
+    assert enc["opacity"]["scale"]["range"] == [1.0, lanes.FADED]
+    # lanes labelled at their centres
+    axis = enc["y"]["axis"]
+    assert len(axis["values"]) == len(tl.lanes)
+    assert all(json.dumps(lane.label) in axis["labelExpr"] for lane in tl.lanes)
     # one unit per tooltip
-    texts = [s for t in fig.data if t.type == "bar" for s in t.hovertext]
-    assert texts and all(" ms" in s and "µs" not in s and " us" not in s for s in texts)
+    tips = enc["tooltip"]
+    assert [t["field"] for t in tips] == ["event", "lane", "start_ms", "dur_ms", "class", "path"]
+    assert all(t["title"].endswith("(ms)") and t["format"] == canvas.MS_FORMAT for t in tips[2:4])
+    assert bars.dur_ms.to_numpy() == pytest.approx(tl.events.dur_ms.to_numpy())
+    assert chart.title.startswith(tl.label + ": ") and chart.title.endswith(" ms")
 
 
 def test_margins_are_sized_here_so_the_browser_draws_once() -> None:
@@ -89,17 +101,11 @@ def test_margins_are_sized_here_so_the_browser_draws_once() -> None:
     from ctda.ui import margins
 
     a = analyze(read_trace(MINITOY), AnalysisOptions())
-    tl = frames.timeline(a, 0, 1000, frames.Names(a))
     by = frames.by_class(a)
-    per = frames.class_by_window(a)
     pair = by.assign(a_ms=by.cp_ms, b_ms=by.cp_ms / 2)
-    steps = per.drop_duplicates("window").assign(a_ms=1.0, b_ms=2.0)
     figs = {
-        "timeline": charts.timeline(tl),
         "breakdown": charts.breakdown(by),
-        "steps": charts.steps(per, 0),
         "side_by_side": charts.side_by_side(pair, "class", "a", "b", "t"),
-        "step_compare": charts.step_compare(steps, "a", "b", "t"),
         "deltas": charts.deltas(pair.assign(delta_ms=1.0), "class", "t"),
     }
     for name, fig in figs.items():
@@ -107,9 +113,40 @@ def test_margins_are_sized_here_so_the_browser_draws_once() -> None:
         assert lay.margin.autoexpand is False, name
         assert lay.xaxis.automargin is False and lay.yaxis.automargin is False, name
         assert lay.margin.t >= margins.TITLE_PX, name
-    labels = [lane.label for lane in tl.lanes]
-    assert figs["timeline"].layout.margin.l >= margins.text_px(labels)
     assert figs["breakdown"].layout.margin.l >= margins.text_px(by["class"])
     # a legend with more entries than fit in a row gets more room above the plot
     assert margins.legend_rows(["x" * 30] * 12) > 1 == margins.legend_rows(["a", "b"])
-    assert figs["timeline"].layout.margin.t >= margins.TITLE_PX + margins.LINE_PX
+    assert figs["side_by_side"].layout.margin.t >= margins.TITLE_PX + margins.LINE_PX
+
+
+def test_steps_chart_stacks_classes_and_outlines_the_picked_step() -> None:
+    a = analyze(read_trace(MINITOY), AnalysisOptions())
+    per = frames.class_by_window(a)
+    chart = canvas.steps(per, 1)
+    data = chart.data
+    # one bar segment per (step, class) with its ms; the steps in window order on the axis
+    assert len(data) == len(per) and data.ms.sum() == pytest.approx(per.ms.sum())
+    [bars] = chart.spec["layer"]
+    assert bars["encoding"]["x"]["sort"] == ["ProfilerStep#1", "ProfilerStep#2"]
+    # the stack follows the classes' fixed order, in their colours
+    stack = data.drop_duplicates("class").set_index("class")["stack"]
+    assert all(stack[c] == canvas.CLASSES.index(c) for c in stack.index)
+    assert bars["encoding"]["color"]["scale"]["range"] == [
+        charts.CLASS_COLORS[c] for c in bars["encoding"]["color"]["scale"]["domain"]
+    ]
+    # only the picked step is outlined
+    assert set(data[data.selected].step) == {"ProfilerStep#2"}
+    assert bars["encoding"]["strokeWidth"]["condition"] == {"test": "datum.selected", "value": 2}
+    # two windows of one label stay two bars
+    twice = canvas.steps(per.assign(label="trace"), None).data
+    assert set(twice.step) == {"trace (0)", "trace (1)"} and not twice.selected.any()
+
+
+def test_step_compare_pairs_the_two_sides_per_step() -> None:
+    df = pd.DataFrame({"label": ["s1", "s2", "s2"], "a_ms": [1.0, 2.0, 3.0], "b_ms": [0.5, 1.5, 2.5]})
+    chart = canvas.step_compare(df, "observed", "predicted", "Step time")
+    d = chart.data
+    assert d.step.tolist() == ["s1", "s1", "s2 (1)", "s2 (1)", "s2 (2)", "s2 (2)"]
+    assert d.side.tolist() == ["observed", "predicted"] * 3
+    assert d.ms.tolist() == [1.0, 0.5, 2.0, 1.5, 3.0, 2.5]
+    assert chart.spec["layer"][0]["encoding"]["x"]["sort"] == ["s1", "s2 (1)", "s2 (2)"]

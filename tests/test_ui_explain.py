@@ -21,7 +21,8 @@ def line(trace: Path, spec: str) -> tuple[str | None, object, object]:
     a = analyze(read_trace(trace), AnalysisOptions())
     sc = run(a, [parse_scale(a, spec)], name="x")
     before, after = explain.lane_shares(a), explain.lane_shares(sc.analysis)
-    return explain.reshuffle(frames.by_class(a), frames.by_class(sc.analysis), before, after), before, after
+    why = explain.reshuffle(frames.by_class(a), frames.by_class(sc.analysis), lambda: before, lambda: after)
+    return why, before, after
 
 
 @SKIP_CORPUS

@@ -13,7 +13,7 @@ pytest.importorskip("plotly")
 from ctda.analysis.engine import Analysis, AnalysisOptions, analyze
 from ctda.analysis.report import build
 from ctda.ingest.reader import read_trace
-from ctda.ui import charts, frames
+from ctda.ui import canvas, charts, frames, lanes
 from ctda.ui.rules import rule_doc, rule_docs, summary
 from ctda.whatif.scenario import run
 from ctda.whatif.select import parse_scale
@@ -133,11 +133,12 @@ def test_choices_for_whatif(minitoy: Analysis) -> None:
 def test_figures_build(minitoy: Analysis) -> None:
     names = frames.Names(minitoy)
     tl = frames.timeline(minitoy, 0, 1000, names)
-    fig = charts.timeline(tl)
-    assert fig.layout.yaxis.ticktext == tuple(lane.label for lane in tl.lanes)
-    assert {t.name for t in fig.data} >= {"path changes lane", "off the path (class colour, faded)"}
+    chart = lanes.chart(tl)
+    assert set(chart.data.kind) == {"bar", "band", "link"}
+    assert set(chart.data.path.dropna()) == {"critical", "off the path"}
+    assert len(chart.spec["layer"]) == 3
     assert charts.breakdown(frames.by_class(minitoy)).data[0].orientation == "h"
-    assert len(charts.steps(frames.class_by_window(minitoy), 0).layout.shapes) == 1
+    assert canvas.steps(frames.class_by_window(minitoy), 0).data.selected.any()
 
 
 def test_thin_keeps_the_shape_of_a_long_path() -> None:

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import pytest
 
 pytest.importorskip("streamlit")
@@ -72,6 +73,24 @@ def keyed(at: AppTest, kind: str, key: str) -> Any:
 
 def figures(at: AppTest) -> list[dict[str, Any]]:
     return [json.loads(el.proto.spec) for el in at.get("plotly_chart")]
+
+
+def canvases(at: AppTest) -> list[tuple[dict[str, Any], pd.DataFrame]]:
+    """Each canvas (Vega-Lite) chart on the page: its spec and its table."""
+    from streamlit.dataframe_util import convert_arrow_bytes_to_pandas_df
+
+    return [
+        (json.loads(c.proto.spec), convert_arrow_bytes_to_pandas_df(c.proto.data.data))
+        for c in at.get("vega_lite_chart")
+    ]
+
+
+def timelines(at: AppTest) -> list[tuple[dict[str, Any], pd.DataFrame]]:
+    """Each timeline on the page: its title (the bold line above it), spec and table."""
+    titles = [m.value.strip("*") for m in at.markdown if m.value.startswith("**") and " ms**" in m.value]
+    charts = [(spec, table) for spec, table in canvases(at) if "kind" in table.columns]
+    assert len(titles) == len(charts), titles
+    return [({**spec, "title": t}, table) for t, (spec, table) in zip(titles, charts)]
 
 
 def values(v: Any) -> list[Any]:
@@ -191,24 +210,24 @@ def test_critical_path_page(env: Path) -> None:
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Windows"] == "2"
     assert metrics["Bound by"] == "launch_overhead"
-    steps_fig, timeline, breakdown = figures(at)
-    assert "launch_overhead" in trace_names(steps_fig)
-    names = trace_names(timeline)
-    assert "path changes lane" in names and any(n.startswith("critical: ") for n in names)
-    lanes = timeline["layout"]["yaxis"]["ticktext"]
+    [breakdown] = figures(at)
+    steps = canvases(at)[0][1]
+    assert "launch_overhead" in set(steps["class"]) and set(steps[steps.selected].step) == {"ProfilerStep#1"}
+    [(spec, table)] = timelines(at)
+    assert {"bar", "link"} <= set(table.kind) and "critical" in set(table.path)
+    lanes = set(table.lane.dropna())
     assert any(x.startswith("thread ") for x in lanes) and any(x.startswith("GPU ") for x in lanes)
-    assert timeline["layout"]["title"]["text"].startswith("ProfilerStep#1")
-    path = next(t for t in timeline["data"] if t["name"] == "path changes lane")
-    lo, hi = timeline["layout"]["xaxis"]["range"]
-    xs = [x for x in values(path["x"]) if x is not None]
-    assert len(xs) > 2 and min(xs) >= lo - 1e-9 and max(xs) <= hi + 1e-9
+    assert spec["title"].startswith("ProfilerStep#1")
+    lo, hi = spec["layer"][1]["encoding"]["x"]["scale"]["domain"]
+    links = table[table.kind == "link"]
+    assert len(links) >= 1 and links.x0.min() >= lo - 1e-9 and links.x1.max() <= hi + 1e-9
     assert breakdown["data"][0]["y"][0] == "launch_overhead"
     listing = at.dataframe[0].value
     assert listing.ms.sum() > 0 and {"class", "event", "rule"} <= set(listing.columns)
     # another step redraws the timeline for that window only
     keyed(at, "selectbox", "cp_step").set_value(1).run()
     ok(at)
-    assert figures(at)[1]["layout"]["title"]["text"].startswith("ProfilerStep#2")
+    assert timelines(at)[0][0]["title"].startswith("ProfilerStep#2")
 
 
 def test_breakdowns_page(env: Path) -> None:
@@ -221,9 +240,17 @@ def test_breakdowns_page(env: Path) -> None:
     whole = b.temporal[b.temporal.window < 0].iloc[0]
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["idle (whole trace)"] == f"{whole.idle_share:.1%}"
-    temporal, queue = figures(at)
-    assert trace_names(temporal) == ["compute", "communication", "memory", "idle"]
-    assert values(temporal["data"][3]["x"]) == pytest.approx(b.temporal.idle_share.tolist())
+    [queue] = figures(at)
+    [(spec, temporal)] = canvases(at)
+    assert spec["layer"][0]["encoding"]["color"]["scale"]["domain"] == [
+        "compute",
+        "communication",
+        "memory",
+        "idle",
+    ]
+    idle = temporal[temporal.part == "idle"]
+    assert idle.share.tolist() == pytest.approx(b.temporal.idle_share.tolist())
+    assert idle.row.tolist() == spec["layer"][0]["encoding"]["y"]["sort"]
     assert trace_names(queue) == ["stream 0"] and max(values(queue["data"][0]["y"])) == 1
     idle, launches, classes, kernels = (d.value for d in at.dataframe)  # no communication here
     assert launches.launches.tolist() == b.table("launches").launches.tolist()
@@ -251,9 +278,8 @@ def test_breakdowns_page_draws_the_allocator(tmp_path: Path, monkeypatch: pytest
 def test_critical_path_caps_drawn_events(env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CTDA_UI_MAX_EVENTS", "100")
     at = app("critical_path", run=SIMPLE)
-    timeline = figures(at)[1]
-    drawn = sum(len(values(t["y"])) for t in timeline["data"] if t["name"] != "path changes lane")
-    assert drawn == 100
+    [(_, table)] = timelines(at)
+    assert (table.kind == "bar").sum() == 100
     assert any("drew 100 of" in c.value for c in at.caption)
 
 
@@ -316,7 +342,11 @@ def test_whatif_page_predicts_and_exports(env: Path) -> None:
     assert predicted < observed
     figs = figures(at)
     assert {"observed", "predicted"} <= set(trace_names(figs[0]))
-    assert "path changes lane" in trace_names(figs[2])
+    per_step = next(table for _, table in canvases(at) if "side" in table.columns)
+    mean = per_step.groupby("side").ms.mean()
+    assert mean["predicted"] < mean["observed"] == pytest.approx(observed, abs=0.001)
+    [(spec, table)] = timelines(at)
+    assert spec["title"].startswith("ProfilerStep#") and (table.kind == "link").any()
     # the Perfetto export is prepared on request, then offered for download
     at.button(key="wi_export_prep").click().run()
     ok(at)

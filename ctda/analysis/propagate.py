@@ -8,7 +8,8 @@ from a backward pass with the same weights.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 import numpy.typing as npt
@@ -22,12 +23,28 @@ I64 = npt.NDArray[np.int64]
 
 @dataclass
 class Timing:
-    """One replay of the graph: node times, each node's binding in-edge, path and slack."""
+    """One replay of the graph: node times and each node's binding in-edge; the whole
+    trace's path and the slack on first use (a what-if's prediction needs neither, and
+    they are a third of a replay's time)."""
 
     time: I64
     binding_edge: I64  # per node; -1 for SOURCE
-    path: I64  # edge ids from SOURCE to SINK (the whole trace's critical path)
-    slack: I64  # per node
+    graph: Graph = field(repr=False)
+    weight: I64 = field(repr=False)
+    ends: I64 = field(repr=False)  # SINK and the anchors slack is measured against
+    t_source: int = 0
+
+    @cached_property
+    def path(self) -> I64:
+        """Edge ids from SOURCE to SINK: the whole trace's critical path."""
+        g = self.graph
+        return _backtrack_until(self.binding_edge, g.src, self.time, g.nodes.sink, self.t_source)  # type: ignore[no-any-return]
+
+    @cached_property
+    def slack(self) -> I64:
+        """Per node: how far it may slip before SINK or any anchor moves."""
+        g = self.graph
+        return _slack(g.order, g.out_ptr, g.out_edges, g.dst, self.weight, self.time, self.ends)  # type: ignore[no-any-return]
 
     @property
     def span(self) -> int:
@@ -44,10 +61,8 @@ def replay(
     """
     rank = _rank(g.etype, np.asarray(preferred, dtype=np.bool_), PRIORITY)
     time, bind = _forward(g.order, g.in_ptr, g.in_edges, g.src, weight, rank, g.nodes.source, t_source)
-    path = _backtrack_until(bind, g.src, time, g.nodes.sink, t_source)
     ends = np.array([g.nodes.sink], dtype=np.int64) if anchors is None else np.append(anchors, g.nodes.sink)
-    slack = _slack(g.order, g.out_ptr, g.out_edges, g.dst, weight, time, ends.astype(np.int64))
-    return Timing(time=time, binding_edge=bind, path=path, slack=slack)
+    return Timing(time, bind, g, weight, ends.astype(np.int64), t_source)
 
 
 @njit(cache=True)  # type: ignore[misc]

@@ -7,6 +7,8 @@ The bound-by bars show that the classes moved; the line here says where the path
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pandas as pd
 
@@ -40,13 +42,14 @@ def lane_shares(a: Analysis) -> pd.Series:
 def reshuffle(
     observed: pd.DataFrame,
     predicted: pd.DataFrame,
-    lanes_before: pd.Series,
-    lanes_after: pd.Series,
+    lanes_before: Callable[[], pd.Series],
+    lanes_after: Callable[[], pd.Series],
 ) -> str | None:
     """Why the bound-by classes moved, or None when nothing grew.
 
     ``observed``/``predicted``: per class ``class`` and ``cp_ms`` (all windows);
-    ``lanes_*``: :func:`lane_shares` of the run and of the scenario.
+    ``lanes_*``: :func:`lane_shares` of the run and of the scenario, called only when a
+    class grew (a pass over every charge of the scenario: most slider moves need none).
     """
     before = observed.set_index("class").cp_ms
     after = predicted.set_index("class").cp_ms
@@ -55,9 +58,17 @@ def reshuffle(
         before.index.union(after.index), fill_value=0.0
     )
     grown = delta[delta > MIN_GROWTH * total].sort_values(ascending=False)
-    if grown.empty or lanes_before.empty or lanes_after.empty:
+    if grown.empty:
         return None
-    cls = str(grown.index[0])
+    return _why(before, after, str(grown.index[0]), lanes_before(), lanes_after())
+
+
+def _why(
+    before: pd.Series, after: pd.Series, cls: str, lanes_before: pd.Series, lanes_after: pd.Series
+) -> str | None:
+    """The line for class ``cls``, which grew, from where the path ran before and after."""
+    if lanes_before.empty or lanes_after.empty:
+        return None
     what = f"{cls} grew {float(before.get(cls, 0.0)):,.3f} → {float(after.get(cls, 0.0)):,.3f} ms"
     top_b, top_a = str(lanes_before.index[0]), str(lanes_after.index[0])
     if top_b != top_a:
@@ -68,6 +79,6 @@ def reshuffle(
     moved = (lanes_after - lanes_before.reindex(lanes_after.index, fill_value=0.0)).sort_values()
     gainer = str(moved.index[-1])
     return (
-        f"Why: with that work shorter, the path runs more through {gainer} "
+        f"Why: with that work changed, the path runs more through {gainer} "
         f"({float(lanes_before.get(gainer, 0.0)):.0%} → {float(lanes_after[gainer]):.0%} of it), so {what}."
     )

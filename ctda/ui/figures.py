@@ -15,7 +15,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from ctda.analysis.engine import Analysis
-from ctda.ui import charts, data, explain
+from ctda.ui import canvas, charts, data, explain, lanes
 
 #: no plotly logo link (an external site) and no cloud-editing buttons
 CONFIG: dict[str, Any] = {
@@ -37,15 +37,28 @@ class Frozen(go.Figure):
 
 
 @st.cache_resource(max_entries=64, show_spinner=False)
-def timeline(tag: str, window: int, max_events: int, _a: Analysis) -> go.Figure:
-    """The critical-path timeline of one window (see :func:`charts.timeline`)."""
-    return Frozen(charts.timeline(data.timeline(tag, window, max_events, _a)))
+def timeline(tag: str, window: int, max_events: int, _a: Analysis) -> canvas.Chart:
+    """The critical-path timeline of one window (see :func:`lanes.chart`)."""
+    return lanes.chart(data.timeline(tag, window, max_events, _a))
+
+
+#: how to read and move the timeline (its marks are on a canvas: the caption says it)
+TIMELINE_HELP = (
+    "Critical events in full colour and outlined, the rest faded; thin dark lines: the path "
+    "changing lane. Shift + scroll zooms time, drag pans, double-click resets."
+)
+
+
+def show(chart: canvas.Chart, key: str) -> None:
+    """A canvas chart under its title (a line of the page, so it reads as text)."""
+    st.markdown(f"**{chart.title}**")
+    st.vega_lite_chart(chart.data, chart.spec, width="stretch", key=key)
 
 
 @st.cache_resource(max_entries=64, show_spinner=False)
-def steps(tag: str, selected: int | None, _a: Analysis) -> go.Figure:
-    """Critical path per step by class, ``selected`` outlined (see :func:`charts.steps`)."""
-    return Frozen(charts.steps(data.class_by_window(tag, _a), selected))
+def steps(tag: str, selected: int | None, _a: Analysis) -> canvas.Chart:
+    """Critical path per step by class, ``selected`` outlined (see :func:`canvas.steps`)."""
+    return canvas.steps(data.class_by_window(tag, _a), selected)
 
 
 @st.cache_resource(max_entries=128, show_spinner=False)

@@ -78,7 +78,9 @@ def timeline_title(d: Any) -> str:
     """The title of the page's timeline chart (``ProfilerStep#N: ... ms``)."""
     from selenium.webdriver.common.by import By
 
-    titles = [str(t.get_attribute("textContent")) for t in d.find_elements(By.CSS_SELECTOR, ".gtitle")]
+    # Plotly's title (the Job page) or the bold line above a Vega-Lite timeline
+    found = d.find_elements(By.CSS_SELECTOR, '.gtitle, [data-testid="stMarkdownContainer"] strong')
+    titles = [str(t.get_attribute("textContent")) for t in found]
     return next((t for t in titles if " ms" in t and ":" in t), "")
 
 
@@ -127,10 +129,13 @@ def test_ui_in_a_real_browser(ui_server: str, driver: Any) -> None:
 
     go(d, "Critical path")
     wait(d, lambda d: plots(d) >= 3, "three charts")
-    wait_text(
-        d, "Windows", "Bound by", "launch_overhead", "ProfilerStep#1", "GPU 2 stream 0", "path changes lane"
-    )
+    wait_text(d, "Windows", "Bound by", "launch_overhead", "ProfilerStep#1", "the path changing lane")
+    # the timeline's marks are on a canvas: its lanes and bars were drawn there
+    wait(d, lambda d: browser.canvas_ink(d) and min(browser.canvas_ink(d)) > 2000, "the timeline drawn")
     assert "on its critical path" in body(d)
+    # hovering a launch_overhead bar shows its tooltip, in ms
+    tip = browser.hover_color(d, (0xF5, 0x85, 0x18))
+    assert "launch_overhead" in tip and "starts (ms)" in tip and "critical pathcritical" in tip, tip
     choose(d, "Step", next(o for o in browser.options(d, "Step") if o.startswith("ProfilerStep#2")))
     settled(d)
     assert selected(d, "Step").startswith("ProfilerStep#2")

@@ -4,16 +4,15 @@ each with the part on the critical path (the same tables as ``ctda breakdown``).
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
 from ctda.analysis import launches, memory
 from ctda.analysis.breakdowns import KINDS, Breakdowns
 from ctda.analysis.engine import Analysis
-from ctda.ui import data, figures, widgets
+from ctda.ui import canvas, data, figures, widgets
 
-PARTS = ("compute", "communication", "memory", "idle")
+PARTS = tuple(canvas.PART_COLORS)
 KERNEL_ROWS = 200
 
 
@@ -23,33 +22,6 @@ def breakdowns(tag: str, _a: Analysis) -> Breakdowns:
     for kind in KINDS:
         every.table(kind)  # computed once here, read by every rerun
     return every
-
-
-def temporal_figure(t: pd.DataFrame) -> go.Figure:
-    """One stacked bar per window and device: the four parts as shares of the window."""
-    label = t.label + t.device.map(lambda d: f" · device {d}" if t.device.nunique() > 1 else "")
-    fig = go.Figure(
-        [
-            go.Bar(
-                name=p,
-                x=t[f"{p}_share"],
-                y=label,
-                orientation="h",
-                customdata=t[f"{p}_ns"] / 1e6,
-                hovertemplate=f"{p}: %{{x:.1%}} (%{{customdata:.3f}} ms)<extra></extra>",
-            )
-            for p in PARTS
-        ]
-    )
-    fig.update_layout(
-        barmode="stack",
-        height=90 + 28 * len(t),
-        margin={"l": 10, "r": 10, "t": 10, "b": 10},
-        xaxis={"tickformat": ".0%"},
-        yaxis={"autorange": "reversed"},
-        legend={"orientation": "h"},
-    )
-    return fig
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
@@ -94,10 +66,8 @@ def render_run(loaded: data.Loaded) -> None:
     cols = st.columns(4)
     for col, part in zip(cols, PARTS):
         col.metric(f"{part} (whole trace)", f"{float(whole[f'{part}_share'].mean()):.1%}")
-    st.markdown(
-        "**Device time per step** (compute first; communication not under compute; memory under neither)"
-    )
-    st.plotly_chart(temporal_figure(t), width="stretch", key="bd_temporal", config=figures.CONFIG)
+    figures.show(canvas.shares(t, "Device time per step"), "bd_temporal")
+    st.caption("Compute first; communication not under compute; memory under neither.")
     st.markdown("**Idle time per stream**, and how much of it the critical path spends waiting")
     idle = b.idle.assign(idle_ms=lambda f: f.idle_ns / 1e6, on_path_ms=lambda f: f.cp_ns / 1e6)
     st.dataframe(

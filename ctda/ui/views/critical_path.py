@@ -78,14 +78,9 @@ def render_run(s: Settings, loaded: data.Loaded) -> None:
         label="Step" if tag == loaded.tag else "Step (predicted times)",
     )
     assert window is not None
-    st.plotly_chart(figures.steps(tag, window, a), width="stretch", key="cp_steps", config=figures.CONFIG)
+    figures.show(figures.steps(tag, window, a), "cp_steps")
     tl = data.timeline(tag, window, s.max_events, a)
-    st.plotly_chart(
-        figures.timeline(tag, window, s.max_events, a),
-        width="stretch",
-        key="cp_timeline",
-        config=figures.CONFIG,
-    )
+    figures.show(figures.timeline(tag, window, s.max_events, a), "cp_timeline")
     capped = (
         f"; drew {tl.shown:,} of {tl.total:,}: each lane's longest, the most critical, then the longest"
         if tl.shown < tl.total
@@ -95,7 +90,7 @@ def render_run(s: Settings, loaded: data.Loaded) -> None:
         capped += f"; the path is drawn with {len(tl.path):,} of its {tl.path_points:,} points"
     st.caption(
         f"{label}: {tl.total:,} events overlap {tl.label}, {tl.critical:,} of them on its critical path"
-        f"{capped}. Drag to zoom, double-click to reset."
+        f"{capped}. {figures.TIMELINE_HELP}"
     )
     left, right = st.columns([2, 3])
     with left:

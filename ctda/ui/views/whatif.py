@@ -14,7 +14,7 @@ from ctda.analysis.classify import CLASSES
 from ctda.analysis.engine import Analysis
 from ctda.queries import loader
 from ctda.store.base import StoreError
-from ctda.ui import charts, data, explain, figures, widgets
+from ctda.ui import canvas, charts, data, explain, figures, widgets
 from ctda.ui.settings import Settings
 from ctda.whatif import blind
 from ctda.whatif.export import write_perfetto
@@ -148,8 +148,8 @@ def outcome(loaded: data.Loaded, sc: Scenario) -> None:
     why = explain.reshuffle(
         observed,
         predicted,
-        figures.lane_shares(loaded.tag, loaded.analysis),
-        figures.lane_shares(data.scenario_tag(loaded, sc), sc.analysis),
+        lambda: figures.lane_shares(loaded.tag, loaded.analysis),
+        lambda: figures.lane_shares(data.scenario_tag(loaded, sc), sc.analysis),
     )
     if why:
         st.info(why)
@@ -161,12 +161,7 @@ def outcome(loaded: data.Loaded, sc: Scenario) -> None:
         st.plotly_chart(fig, width="stretch", key="wi_breakdown", config=figures.CONFIG)
     with right_col:
         per = pd.DataFrame({"label": stt.window, "a_ms": stt.base_ns / 1e6, "b_ms": stt.predicted_ns / 1e6})
-        st.plotly_chart(
-            charts.step_compare(per, "observed", "predicted", "Step time"),
-            width="stretch",
-            key="wi_steps",
-            config=figures.CONFIG,
-        )
+        figures.show(canvas.step_compare(per, "observed", "predicted", "Step time"), "wi_steps")
 
 
 def predicted_path(s: Settings, loaded: data.Loaded, sc: Scenario) -> None:
@@ -186,12 +181,8 @@ def predicted_path(s: Settings, loaded: data.Loaded, sc: Scenario) -> None:
         key=widgets.scoped("wi_step", tag),
         format_func=lambda i: labels[i],
     )
-    st.plotly_chart(
-        figures.timeline(tag, window, s.max_events, a),
-        width="stretch",
-        key="wi_timeline",
-        config=figures.CONFIG,
-    )
+    figures.show(figures.timeline(tag, window, s.max_events, a), "wi_timeline")
+    st.caption(figures.TIMELINE_HELP)
 
 
 def free_name(name: str, taken: set[str]) -> str:

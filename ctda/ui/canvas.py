@@ -1,0 +1,199 @@
+"""Charts with hundreds to thousands of marks, as Vega-Lite drawn on a canvas.
+
+Plotly draws each bar as an SVG element; on the Critical path page (a bar per class and
+step, a bar per event of the timeline) styling and painting them took the browser more
+than a second per step change on a 2-core machine. A canvas costs a fraction of that
+(see the README's UI benchmark). Marks on a canvas are not in the page's DOM: a chart's
+title is therefore a line of the page (:attr:`Chart.title`), and its table is what tests read.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ctda.analysis.classify import CLASSES
+from ctda.ui.charts import CLASS_COLORS, TICK_ANGLE
+
+#: times in tooltips: ms, to the nanosecond, without trailing zeros (one unit everywhere)
+MS_FORMAT = ",.6~f"
+#: Streamlit picks a canvas by itself only for large charts; small ones are told to
+CANVAS = {"embedOptions": {"renderer": "canvas"}}
+LEGEND = {"orient": "top", "symbolStrokeWidth": 0, "labelLimit": 300}
+
+
+@dataclass(frozen=True)
+class Chart:
+    """A Vega-Lite spec, the one table its layers draw from, and its title."""
+
+    title: str
+    spec: dict[str, Any]
+    data: pd.DataFrame
+
+
+def class_color(classes: list[str]) -> dict[str, Any]:
+    """A colour encoding of the ``class`` field: each class in its colour of every chart."""
+    return {
+        "field": "class",
+        "type": "nominal",
+        "title": None,
+        "scale": {"domain": classes, "range": [CLASS_COLORS[c] for c in classes]},
+        "legend": {"columns": 8},
+    }
+
+
+def unique(labels: pd.Series, keys: pd.Series) -> pd.Series:
+    """Axis labels: a band per distinct label, so two rows of one label (e.g. windows both
+    called "trace") get their key appended and stay two bars."""
+    label = labels.astype(str)
+    dup = label.duplicated(keep=False)
+    return label.where(~dup, label + " (" + keys.astype(str) + ")")
+
+
+def steps(df: pd.DataFrame, selected: int | None = None) -> Chart:
+    """Stacked bars: each window's critical path split by class (``window``, ``label``,
+    ``class``, ``ms``); the ``selected`` window is outlined."""
+    order = df.drop_duplicates("window").sort_values("window")
+    label = unique(order.label, order.window)
+    step = dict(zip(order.window.tolist(), label.tolist()))
+    classes = [c for c in CLASSES if c in set(df["class"])]
+    data = pd.DataFrame(
+        {
+            "step": df.window.map(step).astype(str),
+            "class": df["class"].astype(str),
+            "ms": df.ms.astype(float),
+            "stack": df["class"].map({c: i for i, c in enumerate(CLASSES)}).astype(int),
+            "selected": df.window == selected,
+        }
+    )
+    x = {
+        "field": "step",
+        "type": "ordinal",
+        "sort": label.tolist(),
+        "title": None,
+        "axis": {"labelAngle": TICK_ANGLE, "labelOverlap": True, "labelLimit": 160},
+    }
+    # the picked step's segments outlined (an outline layer on top would take the hover)
+    bars = {
+        "mark": {"type": "bar", "stroke": "#111"},
+        "encoding": {
+            "x": x,
+            "y": {"field": "ms", "type": "quantitative", "title": "ms", "stack": "zero"},
+            "color": class_color(classes),
+            "order": {"field": "stack", "type": "quantitative"},
+            "strokeWidth": {"condition": {"test": "datum.selected", "value": 2}, "value": 0},
+            "tooltip": [
+                {"field": "step"},
+                {"field": "class"},
+                {"field": "ms", "title": "critical path (ms)", "format": MS_FORMAT},
+            ],
+        },
+    }
+    spec = {"height": 200, "layer": [bars], "config": {"legend": LEGEND}, "usermeta": CANVAS}
+    return Chart("Critical path per step, by class", spec, data)
+
+
+#: the parts of device time, coloured like the classes they correspond to
+PART_COLORS = {
+    "compute": CLASS_COLORS["gpu_compute"],
+    "communication": CLASS_COLORS["gpu_comm"],
+    "memory": CLASS_COLORS["gpu_memcpy"],
+    "idle": CLASS_COLORS["gpu_gap"],
+}
+
+
+def shares(t: pd.DataFrame, title: str) -> Chart:
+    """One stacked horizontal bar per row of ``t`` (``label``, ``device``, and ``P_share``,
+    ``P_ns`` for each part P of :data:`PART_COLORS`): the parts as shares of the row."""
+    several = t.device.nunique() > 1
+    label = unique(t.label.astype(str) + (" · device " + t.device.astype(str) if several else ""), t.window)
+    parts = list(PART_COLORS)
+    data = pd.DataFrame(
+        {
+            "row": np.repeat(label.to_numpy(), len(parts)),
+            "part": np.tile(parts, len(t)),
+            "share": np.column_stack([t[f"{p}_share"].to_numpy(dtype=float) for p in parts]).ravel(),
+            "ms": np.column_stack([t[f"{p}_ns"].to_numpy(dtype=float) / 1e6 for p in parts]).ravel(),
+            "stack": np.tile(np.arange(len(parts)), len(t)),
+        }
+    )
+    bars = {
+        "mark": {"type": "bar"},
+        "encoding": {
+            "y": {
+                "field": "row",
+                "type": "ordinal",
+                "sort": label.tolist(),
+                "title": None,
+                "axis": {"labelLimit": 300},
+            },
+            "x": {
+                "field": "share",
+                "type": "quantitative",
+                "title": None,
+                "stack": "zero",
+                "axis": {"format": ".0%"},
+                "scale": {"domain": [0, 1]},
+            },
+            "color": {
+                "field": "part",
+                "type": "nominal",
+                "title": None,
+                "scale": {"domain": parts, "range": list(PART_COLORS.values())},
+            },
+            "order": {"field": "stack", "type": "quantitative"},
+            "tooltip": [
+                {"field": "row", "title": "step"},
+                {"field": "part"},
+                {"field": "share", "format": ".1%"},
+                {"field": "ms", "title": "time (ms)", "format": MS_FORMAT},
+            ],
+        },
+    }
+    spec = {
+        "height": {"step": 22},
+        "layer": [bars],
+        "config": {"legend": LEGEND},
+        "usermeta": CANVAS,
+    }
+    return Chart(title, spec, data)
+
+
+def step_compare(df: pd.DataFrame, a: str, b: str, title: str) -> Chart:
+    """Two bars per window, ``a`` then ``b`` (``label``, ``a_ms``, ``b_ms``; e.g. observed
+    and predicted step time)."""
+    label = unique(df.label, pd.Series(range(len(df)), index=df.index))
+    n = len(df)
+    data = pd.DataFrame(
+        {
+            "step": np.repeat(label.to_numpy(), 2),
+            "side": np.tile([a, b], n),
+            "ms": np.column_stack([df.a_ms.to_numpy(dtype=float), df.b_ms.to_numpy(dtype=float)]).ravel(),
+        }
+    )
+    bars = {
+        "mark": {"type": "bar"},
+        "encoding": {
+            "x": {
+                "field": "step",
+                "type": "ordinal",
+                "sort": label.tolist(),
+                "title": None,
+                "axis": {"labelAngle": TICK_ANGLE, "labelOverlap": True, "labelLimit": 160},
+            },
+            "xOffset": {"field": "side", "sort": [a, b]},
+            "y": {"field": "ms", "type": "quantitative", "title": "ms"},
+            "color": {
+                "field": "side",
+                "type": "nominal",
+                "title": None,
+                "scale": {"domain": [a, b], "range": [CLASS_COLORS["cpu"], CLASS_COLORS["launch_overhead"]]},
+            },
+            "tooltip": [{"field": "step"}, {"field": "side"}, {"field": "ms", "format": MS_FORMAT}],
+        },
+    }
+    spec = {"height": 200, "layer": [bars], "config": {"legend": LEGEND}, "usermeta": CANVAS}
+    return Chart(title, spec, data)
