@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -106,29 +107,25 @@ def test_job_timeline_one_band_per_rank_and_connectors_on_rank_changes(
     changes = 0
     for step in t.lateness.steps:
         tl = jobframes.timeline(rep, t.base_ns, step)
-        fig = jobcharts.timeline(tl)
+        chart = jobcharts.timeline(tl)
         # a band per rank (its path row alone: no runs stored here), rank 0 on top
         assert tl.bands == rep.ranks
-        assert list(fig.layout.yaxis.ticktext) == [f"r{r} · job path" for r in rep.ranks]
+        assert row_labels(chart.spec) == [f"r{r} · job path" for r in rep.ranks]
         # every stretch of the step's path is drawn, outlined in the path's colour
         part = rep.path[rep.path.step == step]
-        bars = [d for d in fig.data if d.type == "bar"]
-        assert sum(len(d.x) for d in bars) == len(part)
-        assert all(d.marker.line.color == charts.PATH_COLOR for d in bars)
+        bars = chart.data[chart.data.kind == "bar"]
+        assert len(bars) == len(part) and (chart.data.kind == "busy").sum() == 0
+        assert layer(chart.spec, "bar")["mark"]["stroke"] == charts.PATH_COLOR and bars.outline.max() > 0
         # the drawn range is the job step
         job_ms = float(rep.steps.set_index("step").job_step_ns[step]) / 1e6
         assert tl.end_ms - tl.start_ms == pytest.approx(job_ms, abs=1e-6)
         # connectors: one per change of rank, each joining two different ranks' path rows
         n = rank_changes(rep, step)
         assert len(tl.jumps) == n
-        lines = [d for d in fig.data if d.name == jobcharts.PATH_TRACE]
-        if n == 0:
-            assert not lines
-            continue
-        ys = list(lines[0].y)
-        assert len(ys) == 3 * n and all(v is None for v in ys[2::3])
+        lines = chart.data[chart.data.kind == "link"]
+        assert len(lines) == n
         centers = {r.center: r.rank for r in tl.rows if r.is_path}
-        assert all(centers[ys[k]] != centers[ys[k + 1]] for k in range(0, len(ys), 3))
+        assert all(centers[a] != centers[b] for a, b in zip(lines.y0, lines.y1))
         changes += n
     assert changes > 0  # both jobs' paths leave one rank for another somewhere
 
@@ -168,11 +165,12 @@ def test_job_timeline_draws_each_ranks_events_on_the_job_clock(
             assert drawn[(r, e)] == pytest.approx(start, abs=1e-6)
             checked += 1
     assert checked > 100
-    # the figure: busy bars faded, path bars outlined, y ticks for every row
-    fig = jobcharts.timeline(jt)
-    assert len(fig.layout.yaxis.ticktext) == len(jt.rows)
-    faded = next(d for d in fig.data if d.name.startswith("rank's events"))
-    assert faded.marker.line.width == 0 and len(faded.x) == len(jt.busy)
+    # the chart: busy bars pale and not outlined, path bars outlined, a label for every row
+    chart = jobcharts.timeline(jt)
+    assert row_labels(chart.spec) == [r.label for r in jt.rows]
+    pale = chart.data[chart.data.kind == "busy"]
+    assert len(pale) == len(jt.busy) and (pale.outline == 0).all()
+    assert set(pale.fill) <= set(jobcharts.PALE.values()) | {jobcharts.PALE_OTHER}
     assert isinstance(jt.busy, pd.DataFrame) and jt.busy.start_ms.notna().all()
 
 
@@ -193,6 +191,28 @@ def page() -> AppTest:
 
 def figures(at: AppTest) -> list[dict[str, Any]]:
     return [json.loads(el.proto.spec) for el in at.get("plotly_chart")]
+
+
+def canvases(at: AppTest) -> list[tuple[dict[str, Any], pd.DataFrame]]:
+    from streamlit.dataframe_util import convert_arrow_bytes_to_pandas_df
+
+    return [
+        (json.loads(c.proto.spec), convert_arrow_bytes_to_pandas_df(c.proto.data.data))
+        for c in at.get("vega_lite_chart")
+    ]
+
+
+def layer(spec: dict[str, Any], kind: str) -> dict[str, Any]:
+    """The layer of a canvas chart that draws the rows of ``kind``."""
+    return next(x for x in spec["layer"] if x["transform"][0]["filter"] == f"datum.kind === '{kind}'")
+
+
+def row_labels(spec: dict[str, Any]) -> list[str]:
+    """A timeline's row labels, top to bottom, from its y axis's label expression."""
+    axis = layer(spec, "bar")["encoding"]["y"]["axis"]
+    found = re.findall(r'datum\.value === ([-0-9.e]+) \? ("(?:[^"\\]|\\.)*")', axis["labelExpr"])
+    labels = {float(v): json.loads(text) for v, text in found}
+    return [labels[float(v)] for v in axis["values"]]
 
 
 def array(v: Any) -> np.ndarray:
@@ -237,7 +257,8 @@ def test_job_page_on_a_stored_job(job_store: Path, monkeypatch: pytest.MonkeyPat
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Ranks"] == "2" and metrics["Steps"] == "5"
     assert metrics["Straggler most often"] == "r1 (5 of 5)"
-    heat, tl = figures(at)
+    [heat] = figures(at)
+    [tl] = canvases(at)
     want = rep.lateness.pivot(index="rank", columns="step", values="late_ns") / 1e6
     np.testing.assert_allclose(array(heat["data"][0]["z"]), want.loc[[0, 1], list(rep.steps.step)].to_numpy())
     mark = next(d for d in heat["data"] if d.get("name") == jobcharts.STRAGGLER)
@@ -249,24 +270,22 @@ def test_job_page_on_a_stored_job(job_store: Path, monkeypatch: pytest.MonkeyPat
     assert list(steps["last"]) == ["r1"] * 5
     assert all(x.startswith("slowed r0 ") for x in steps.host_contention)
 
-    def check_timeline(fig: dict[str, Any], step: str) -> None:
-        assert fig["layout"]["title"]["text"].startswith(f"{step}: ")
-        ticks = fig["layout"]["yaxis"]["ticktext"]
+    def check_timeline(chart: tuple[dict[str, Any], pd.DataFrame], step: str) -> None:
+        spec, table = chart
+        assert any(m.value.startswith(f"**{step}: ") for m in at.markdown)
+        ticks = row_labels(spec)
         # a band per rank: its path row, then its threads from its stored run
         for r in (0, 1):
             band = [x for x in ticks if x.startswith(f"r{r} · ")]
             assert band[0] == f"r{r} · job path" and len(band) > 1
-        names = [d.get("name") for d in fig["data"]]
-        assert "rank's events (class colour, pale)" in names
-        n = rank_changes(rep, step)
-        lines = [d for d in fig["data"] if d.get("name") == jobcharts.PATH_TRACE]
-        assert (len(lines[0]["x"]) if lines else 0) == 3 * n
+        assert (table.kind == "busy").sum() > 0
+        assert (table.kind == "link").sum() == rank_changes(rep, step)
 
     check_timeline(tl, "ProfilerStep#2")
     # another step redraws it; waits and clocks follow
     box = next(s for s in at.selectbox if str(s.key).startswith("job_step@"))
     box.set_value("ProfilerStep#5").run()
-    check_timeline(figures(at)[1], "ProfilerStep#5")
+    check_timeline(canvases(at)[0], "ProfilerStep#5")
     waits, clocks = at.dataframe[1].value, at.dataframe[2].value
     assert set(waits.waited_for) == {"r1"} and list(clocks["rank"]) == ["r0", "r1"]
     assert any("the own events of 2 of 2 ranks" in c.value for c in at.caption)

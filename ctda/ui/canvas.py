@@ -9,6 +9,7 @@ title is therefore a line of the page (:attr:`Chart.title`), and its table is wh
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +24,9 @@ MS_FORMAT = ",.6~f"
 #: Streamlit picks a canvas by itself only for large charts; small ones are told to
 CANVAS = {"embedOptions": {"renderer": "canvas"}}
 LEGEND = {"orient": "top", "symbolStrokeWidth": 0, "labelLimit": 300}
+#: the width fits the page; the height is the plot's, legend and axes come on top of it
+#: (Streamlit's default fits both: a tall legend or slanted labels squashed the plot)
+FIT_X = {"type": "fit-x", "contains": "padding"}
 
 
 @dataclass(frozen=True)
@@ -32,6 +36,79 @@ class Chart:
     title: str
     spec: dict[str, Any]
     data: pd.DataFrame
+
+
+def only(kind: str) -> list[dict[str, str]]:
+    """A layer's transform: the rows of its ``kind`` (every layer reads the one table)."""
+    return [{"filter": f"datum.kind === '{kind}'"}]
+
+
+def time_x(title: str, start_ms: float, end_ms: float) -> dict[str, Any]:
+    """A timeline's x: ``x0`` (to ``x1``) in ms over exactly the drawn range."""
+    return {
+        "field": "x0",
+        "type": "quantitative",
+        "title": title,
+        "scale": {"domain": [start_ms, end_ms], "nice": False, "zero": False},
+    }
+
+
+def rows_y(top: float, bottom: float, ticks: list[tuple[float, str]]) -> dict[str, Any]:
+    """A timeline's y: ``y0`` (to ``y1``) downwards from ``top``, each row labelled at its
+    ``ticks`` position (a quantitative axis labelled by an expression)."""
+    ticks = [(round(v, 4), label) for v, label in ticks]
+    expr = "".join(f"datum.value === {v} ? {json.dumps(label)} : " for v, label in ticks) + "''"
+    axis = {
+        "values": [v for v, _ in ticks],
+        "labelExpr": expr,
+        "grid": False,
+        "ticks": False,
+        "domain": False,
+        "labelLimit": 0,
+        "labelOverlap": False,  # every row keeps its label (rows are sized to fit one)
+        "title": None,
+    }
+    return {
+        "field": "y0",
+        "type": "quantitative",
+        "scale": {"domain": [bottom, top], "nice": False, "zero": False},  # reversed: first row on top
+        "axis": axis,
+    }
+
+
+#: the background fills' colours are their own, not entries of the classes' legend
+OWN_COLORS = {"scale": {"color": "independent"}, "legend": {"color": "independent"}}
+
+#: a timeline's time axis moves: shift + wheel zooms, a drag pans, a double-click resets
+ZOOM = {
+    "name": "zoom",
+    "select": {"type": "interval", "encodings": ["x"], "zoom": "wheel![event.shiftKey]"},
+    "bind": "scales",
+}
+
+
+def fills(kind: str, x: dict[str, Any], y: dict[str, Any]) -> dict[str, Any]:
+    """A layer of background rectangles, each in its row's ``fill`` colour (no tooltip)."""
+    return {
+        "transform": only(kind),
+        "mark": {"type": "rect", "clip": True, "tooltip": None},
+        "encoding": {
+            "x": x,
+            "x2": {"field": "x1"},
+            "y": y,
+            "y2": {"field": "y1"},
+            "color": {"field": "fill", "type": "nominal", "scale": None, "legend": None},
+        },
+    }
+
+
+def links(x: dict[str, Any], y: dict[str, Any], color: str) -> dict[str, Any]:
+    """Thin segments (x0, y0) -> (x1, y1): where a path changes lane or rank."""
+    return {
+        "transform": only("link"),
+        "mark": {"type": "rule", "color": color, "strokeWidth": 1, "clip": True, "tooltip": None},
+        "encoding": {"x": x, "x2": {"field": "x1"}, "y": y, "y2": {"field": "y1"}},
+    }
 
 
 def class_color(classes: list[str]) -> dict[str, Any]:
@@ -92,7 +169,13 @@ def steps(df: pd.DataFrame, selected: int | None = None) -> Chart:
             ],
         },
     }
-    spec = {"height": 200, "layer": [bars], "config": {"legend": LEGEND}, "usermeta": CANVAS}
+    spec = {
+        "height": 200,
+        "layer": [bars],
+        "config": {"legend": LEGEND},
+        "autosize": FIT_X,
+        "usermeta": CANVAS,
+    }
     return Chart("Critical path per step, by class", spec, data)
 
 
@@ -157,6 +240,7 @@ def shares(t: pd.DataFrame, title: str) -> Chart:
         "height": {"step": 22},
         "layer": [bars],
         "config": {"legend": LEGEND},
+        "autosize": FIT_X,
         "usermeta": CANVAS,
     }
     return Chart(title, spec, data)
@@ -195,5 +279,11 @@ def step_compare(df: pd.DataFrame, a: str, b: str, title: str) -> Chart:
             "tooltip": [{"field": "step"}, {"field": "side"}, {"field": "ms", "format": MS_FORMAT}],
         },
     }
-    spec = {"height": 200, "layer": [bars], "config": {"legend": LEGEND}, "usermeta": CANVAS}
+    spec = {
+        "height": 200,
+        "layer": [bars],
+        "config": {"legend": LEGEND},
+        "autosize": FIT_X,
+        "usermeta": CANVAS,
+    }
     return Chart(title, spec, data)

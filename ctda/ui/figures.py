@@ -1,9 +1,10 @@
-"""Plotly figures of :mod:`ctda.ui.charts`, cached like the tables of :mod:`ctda.ui.data`.
+"""The pages' charts, cached like the tables of :mod:`ctda.ui.data`: Plotly figures of
+:mod:`ctda.ui.charts` and canvas charts of :mod:`ctda.ui.canvas` and :mod:`ctda.ui.lanes`.
 
-Building a figure validates every array it holds (a 2,000-bar timeline takes a few hundred
-ms of plotly's own checks), and ``st.plotly_chart`` deep-copies it into a dict on every
-rerun. So a figure is built once per run, view and step, frozen into its dict (see
-:class:`Frozen`), and each rerun that shows it again pays only the JSON encoding.
+Building a Plotly figure validates every array it holds, and ``st.plotly_chart``
+deep-copies it into a dict on every rerun. So a figure is built once per run, view and
+step, frozen into its dict (see :class:`Frozen`), and each rerun that shows it again pays
+only the JSON encoding.
 """
 
 from __future__ import annotations

@@ -1,20 +1,33 @@
-"""Plotly figures of the Job page, from the tables in :mod:`ctda.ui.jobframes`.
+"""Charts of the Job page, from the tables in :mod:`ctda.ui.jobframes`: the lateness
+heatmap (Plotly) and the job timeline (on a canvas, like the Critical path page's).
 
 They keep the Critical path page's conventions (:mod:`ctda.ui.charts`): class colours,
 path stretches outlined in the path colour, connectors only where the path changes place
-(here: rank), one unit (ms) in every tooltip, the mode bar in a margin of its own.
+(here: rank), one unit (ms) in every tooltip; the heatmap's mode bar in a margin of its own.
 """
 
 from __future__ import annotations
-
-from collections.abc import Iterable
-from typing import Any
 
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from ctda.ui.charts import CLASS_COLORS, CLASS_PATTERNS, PATH_COLOR, ROW_PX, fmt_ms
+from ctda.ui.canvas import (
+    CANVAS,
+    FIT_X,
+    LEGEND,
+    MS_FORMAT,
+    OWN_COLORS,
+    ZOOM,
+    Chart,
+    class_color,
+    fills,
+    links,
+    only,
+    rows_y,
+    time_x,
+)
+from ctda.ui.charts import CLASS_COLORS, PATH_COLOR, ROW_PX, fmt_ms
 from ctda.ui.jobframes import JobTimeline, Lateness, rank_label
 
 
@@ -31,7 +44,9 @@ PALE_OTHER = "#E4EAF2"
 #: diverging: early (others waited less) blue, on time white, late (others waited) red
 LATENESS_SCALE = [[0.0, "#2166AC"], [0.25, "#92C5DE"], [0.5, "#F7F7F7"], [0.75, "#F4A582"], [1.0, "#B2182B"]]
 STRAGGLER = "straggler"
-PATH_TRACE = "job path changes rank"
+#: every other rank's band, and a rank's GPU rows (the Critical path page's green tint)
+BAND_SHADE = "rgba(0,0,0,0.035)"
+GPU_TINT = "rgba(84,162,75,0.07)"
 #: the mode bar sits in this right margin, vertically, so it never covers data
 MARGIN = {"l": 10, "r": 46, "t": 60, "b": 40}
 MODEBAR = {"orientation": "v"}
@@ -98,123 +113,108 @@ def heatmap(late: Lateness) -> go.Figure:
     return fig
 
 
-def _hover(df: pd.DataFrame, where: str, tail: str) -> list[str]:
-    rows: Iterable[Any] = df.itertuples()  # rows typed loosely by the stubs
-    return [
-        f"{r.name}<br>{rank_label(r.rank)} · {getattr(r, where)}<br>starts {fmt_ms(r.start_ms)}"
-        f" · lasts {fmt_ms(r.dur_ms)}<br>class {r.cls}{tail}"
-        for r in rows
-    ]
-
-
-def timeline(tl: JobTimeline) -> go.Figure:
-    """One band per rank: its job path row (stretches in their class colour, outlined) and,
-    when its run is stored, its threads and streams (events faded); a thin dark connector
-    wherever the job path moves from one rank to another."""
-    fig = go.Figure()
+def timeline_table(tl: JobTimeline) -> pd.DataFrame:
+    """What the job timeline draws, a row per mark: ``band`` (a rank's band, shaded every
+    other rank, and its GPU rows), ``busy`` (a rank's own events, pale), ``bar`` (the job
+    path's stretches) and ``link`` (where the path moves to another rank)."""
     span = max(tl.end_ms - tl.start_ms, 1e-6)
     min_w = span / 2000  # a zero-length bar is invisible: instants get a sliver
     outline_min = span / 300  # thinner bars would show only outline colour
-    busy = tl.busy
-    if len(busy):
-        busy = busy.assign(where=busy.lane)
-        fig.add_bar(
-            x=np.maximum(busy.dur_ms.to_numpy(), min_w),
-            base=busy.start_ms.to_numpy(),
-            y=busy.y.to_numpy(),
-            width=busy.height.to_numpy(),
-            orientation="h",
-            marker={"color": [PALE.get(str(c), PALE_OTHER) for c in busy.cls], "line": {"width": 0}},
-            name="rank's events (class colour, pale)",
-            hovertext=_hover(busy, "where", ""),
-            hoverinfo="text",
-        )
-    path = tl.path.assign(where="job path")
-    for cls, part in path.groupby("cls", sort=False):
-        c = str(cls)
-        dur = part.dur_ms.to_numpy()
-        marker: dict[str, Any] = {
-            "color": CLASS_COLORS.get(c, "#333"),
-            "line": {"width": np.where(dur >= outline_min, 1.2, 0.0), "color": PATH_COLOR},
-        }
-        if c in CLASS_PATTERNS:
-            marker["pattern"] = {"shape": CLASS_PATTERNS[c], "fgcolor": "#777", "size": 5}
-        fig.add_bar(
-            x=np.maximum(dur, min_w),
-            base=part.start_ms.to_numpy(),
-            y=part.y.to_numpy(),
-            width=part.height.to_numpy(),
-            orientation="h",
-            marker=marker,
-            name=f"job path: {c}",
-            hovertext=_hover(part, "where", "<br><b>on the job path</b>"),
-            hoverinfo="text",
-        )
-    if len(tl.jumps):
-        xs: list[float | None] = []
-        ys: list[float | None] = []
-        for x0, y0, x1, y1 in tl.jumps[["x0", "y0", "x1", "y1"]].to_numpy(dtype=np.float64).tolist():
-            xs += [x0, x1, None]
-            ys += [y0, y1, None]
-        fig.add_scatter(
-            x=xs,
-            y=ys,
-            mode="lines",
-            line={"color": PATH_COLOR, "width": 1},
-            name=PATH_TRACE,
-            hoverinfo="skip",
-        )
-    shapes = []
+    shade = []
     for k, rank in enumerate(tl.bands):
         rows = [r for r in tl.rows if r.rank == rank]
-        top, bottom = rows[0].top, rows[-1].top + rows[-1].height
-        shapes.append(
+        if rows and k % 2 == 0:  # alternate shading tells the bands apart
+            shade.append((rows[0].top - 0.3, rows[-1].top + rows[-1].height + 0.3, BAND_SHADE))
+    shade += [(r.top, r.top + r.height, GPU_TINT) for r in tl.rows if r.is_gpu]
+    bands = pd.DataFrame(
+        {
+            "kind": "band",
+            "x0": tl.start_ms,
+            "x1": tl.end_ms,
+            "y0": [y0 for y0, _, _ in shade],
+            "y1": [y1 for _, y1, _ in shade],
+            "fill": [f for _, _, f in shade],
+        }
+    )
+
+    def marks(df: pd.DataFrame, kind: str, where: pd.Series) -> pd.DataFrame:
+        start = df.start_ms.to_numpy(dtype=np.float64)
+        dur = df.dur_ms.to_numpy(dtype=np.float64)
+        y = df.y.to_numpy(dtype=np.float64)
+        h = df.height.to_numpy(dtype=np.float64)
+        cls = df.cls.astype(str)
+        return pd.DataFrame(
             {
-                "type": "rect",
-                "xref": "paper",
-                "x0": 0,
-                "x1": 1,
-                "y0": top - 0.3,
-                "y1": bottom + 0.3,
-                # alternate shading tells the bands apart; GPU rows get the page's green tint
-                "fillcolor": "rgba(0,0,0,0.035)" if k % 2 == 0 else "rgba(0,0,0,0)",
-                "line": {"width": 0},
-                "layer": "below",
+                "kind": kind,
+                "x0": start,
+                "x1": start + np.maximum(dur, min_w),
+                "y0": y - h / 2,
+                "y1": y + h / 2,
+                "class": cls.to_numpy(),
+                "fill": [PALE.get(c, PALE_OTHER) for c in cls] if kind == "busy" else None,
+                "outline": np.where(dur >= outline_min, 1.2, 0.0) if kind == "bar" else 0.0,
+                "event": df.name.astype(str).to_numpy(),
+                "rank": [rank_label(r) for r in df["rank"]],
+                "where": where.astype(str).to_numpy(),
+                "start_ms": start,
+                "dur_ms": dur,
             }
         )
-    shapes += [
-        {
-            "type": "rect",
-            "xref": "paper",
-            "x0": 0,
-            "x1": 1,
-            "y0": r.top,
-            "y1": r.top + r.height,
-            "fillcolor": "rgba(84,162,75,0.07)",
-            "line": {"width": 0},
-            "layer": "below",
-        }
-        for r in tl.rows
-        if r.is_gpu
+
+    busy = marks(tl.busy, "busy", tl.busy.lane) if len(tl.busy) else None
+    path = marks(tl.path, "bar", pd.Series(["job path"] * len(tl.path))) if len(tl.path) else None
+    jumps = tl.jumps[["x0", "y0", "x1", "y1"]].astype(np.float64).assign(kind="link")
+    out = pd.concat([p for p in (bands, busy, path, jumps) if p is not None], ignore_index=True)
+    for col in ("kind", "fill", "class", "event", "rank", "where"):
+        if col in out:
+            out[col] = out[col].astype("category")
+    return out
+
+
+def timeline(tl: JobTimeline) -> Chart:
+    """One band per rank: its job path row (stretches in their class colour, outlined) and,
+    when its run is stored, its threads and streams (events pale, in an opaque tint of their
+    class colour: a rank's row folds nested calls onto one another); a thin dark connector
+    wherever the job path moves from one rank to another."""
+    data = timeline_table(tl)
+    x = time_x("ms since the job's start", tl.start_ms, tl.end_ms)
+    y = rows_y(-0.5, tl.total + 0.5, [(r.center, r.label) for r in tl.rows])
+    tooltip = [
+        {"field": "event"},
+        {"field": "rank"},
+        {"field": "where"},
+        {"field": "start_ms", "title": "starts (ms)", "format": MS_FORMAT},
+        {"field": "dur_ms", "title": "lasts (ms)", "format": MS_FORMAT},
+        {"field": "class"},
     ]
-    fig.update_layout(
-        barmode="overlay",
-        height=int(min(max(260, ROW_PX * tl.total + 150), 1600)),
-        margin={**MARGIN, "t": 80},
-        title={"text": f"{tl.step}: {fmt_ms(tl.end_ms - tl.start_ms)}", "x": 0, "y": 0.995, "yanchor": "top"},
-        legend={"orientation": "h", "x": 0, "y": 1.0, "yanchor": "bottom"},
-        dragmode="zoom",
-        modebar=MODEBAR,
-        hoverlabel={"align": "left"},
-        plot_bgcolor="white",
-        shapes=shapes,
-        xaxis={"title": "ms since the job's start", "range": [tl.start_ms, tl.end_ms]},
-        yaxis={
-            "tickvals": [r.center for r in tl.rows],
-            "ticktext": [r.label for r in tl.rows],
-            "range": [tl.total + 0.5, -0.5],  # reversed: rank 0 on top
-            "showgrid": False,
-            "zeroline": False,
+    box = {"x": x, "x2": {"field": "x1"}, "y": y, "y2": {"field": "y1"}}
+    busy = {
+        "transform": only("busy"),
+        "mark": {"type": "rect", "clip": True},
+        "params": [ZOOM],
+        "encoding": {
+            **box,
+            "color": {"field": "fill", "type": "nominal", "scale": None, "legend": None},
+            "tooltip": tooltip,
         },
-    )
-    return fig
+    }
+    present = set(data.loc[data.kind == "bar", "class"].dropna()) if "class" in data else set()
+    path = {
+        "transform": only("bar"),
+        "mark": {"type": "rect", "clip": True, "stroke": PATH_COLOR},
+        "encoding": {
+            **box,
+            "color": class_color([c for c in CLASS_COLORS if c in present]),
+            "strokeWidth": {"field": "outline", "type": "quantitative", "scale": None, "legend": None},
+            "tooltip": tooltip,
+        },
+    }
+    spec = {
+        "height": int(min(max(200, ROW_PX * tl.total), 1500)),
+        "layer": [fills("band", x, y), busy, path, links(x, y, PATH_COLOR)],
+        "resolve": OWN_COLORS,
+        "config": {"legend": LEGEND},
+        "autosize": FIT_X,
+        "usermeta": CANVAS,
+    }
+    return Chart(f"{tl.step}: {fmt_ms(tl.end_ms - tl.start_ms)}", spec, data)

@@ -19,6 +19,7 @@ from ctda.api import StoreSession
 from ctda.job.report import JobReport
 from ctda.store.base import RunInfo, StoreError
 from ctda.ui import data, frames, jobcharts, jobframes
+from ctda.ui.canvas import Chart
 from ctda.ui.figures import Frozen
 from ctda.ui.settings import Settings
 
@@ -99,8 +100,8 @@ def busy(s: Settings, job: StoredJobs, t: jobframes.JobTables, step: str) -> dic
 
 def timeline(
     s: Settings, job: StoredJobs, key: str, t: jobframes.JobTables, step: str
-) -> tuple[jobframes.JobTimeline, go.Figure]:
-    """The job timeline of ``step`` and its figure.
+) -> tuple[jobframes.JobTimeline, Chart]:
+    """The job timeline of ``step`` and its chart.
 
     Keyed by the ranks' runs as stored (not by their loaded analyses): a job of more ranks
     than the analysis cache holds would otherwise load every rank again on each rerun.
@@ -118,7 +119,7 @@ def _timeline(
     _s: Settings,
     _job: StoredJobs,
     _t: jobframes.JobTables,
-) -> tuple[jobframes.JobTimeline, go.Figure]:
+) -> tuple[jobframes.JobTimeline, Chart]:
     assert _job.report is not None
     tl = jobframes.timeline(_job.report, _t.base_ns, step, busy(_s, _job, _t, step))
-    return tl, Frozen(jobcharts.timeline(tl))
+    return tl, jobcharts.timeline(tl)

@@ -6,16 +6,28 @@ connectors where the path changes lane, told apart by ``kind``.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
 from ctda.analysis.classify import CLASSES
-from ctda.ui.canvas import CANVAS, LEGEND, MS_FORMAT, Chart, class_color
+from ctda.ui.canvas import (
+    CANVAS,
+    FIT_X,
+    LEGEND,
+    MS_FORMAT,
+    OWN_COLORS,
+    ZOOM,
+    Chart,
+    class_color,
+    fills,
+    links,
+    only,
+    rows_y,
+    time_x,
+)
 from ctda.ui.charts import PATH_COLOR, ROW_PX, fmt_ms
 from ctda.ui.frames import Timeline
 
@@ -121,37 +133,19 @@ def table(tl: Timeline) -> pd.DataFrame:
     bands = pd.DataFrame(
         {
             "kind": "band",
+            "fill": GPU_BAND,
             "x0": tl.start_ms,
             "x1": tl.end_ms,
             "y0": [rows.top[lane.lane] - LANE_GAP / 2 for lane in gpu],
             "y1": [rows.top[lane.lane] + rows.height[lane.lane] + LANE_GAP / 2 - 0.05 for lane in gpu],
         }
     )
-    links = _connectors(tl, rows).assign(kind="link")
-    out = pd.concat([bands, bars, links], ignore_index=True)
+    jumps = _connectors(tl, rows).assign(kind="link")
+    out = pd.concat([bands, bars, jumps], ignore_index=True)
     # repeated strings go out once each (as Arrow dictionaries): half the bytes per redraw
-    for col in ("kind", "class", "path", "event", "lane"):
+    for col in ("kind", "fill", "class", "path", "event", "lane"):
         out[col] = out[col].astype("category")
     return out
-
-
-def _only(kind: str) -> list[dict[str, str]]:
-    return [{"filter": f"datum.kind === '{kind}'"}]
-
-
-def _lane_axis(tl: Timeline, rows: Rows) -> dict[str, Any]:
-    """Lane labels at lane centres (a quantitative axis labelled by an expression)."""
-    ticks = [(round(rows.top[lane.lane] + rows.height[lane.lane] / 2, 4), lane.label) for lane in tl.lanes]
-    expr = "".join(f"datum.value === {v} ? {json.dumps(label)} : " for v, label in ticks) + "''"
-    return {
-        "values": [v for v, _ in ticks],
-        "labelExpr": expr,
-        "grid": False,
-        "ticks": False,
-        "domain": False,
-        "labelLimit": 0,
-        "title": None,
-    }
 
 
 def chart(tl: Timeline) -> Chart:
@@ -162,28 +156,13 @@ def chart(tl: Timeline) -> Chart:
     data = table(tl)
     present = set(data["class"].dropna())
     classes = [c for c in CLASSES if c in present]
-    x = {
-        "field": "x0",
-        "type": "quantitative",
-        "title": "ms since trace start",
-        "scale": {"domain": [tl.start_ms, tl.end_ms], "nice": False, "zero": False},
-    }
-    y = {
-        "field": "y0",
-        "type": "quantitative",
-        "scale": {"domain": [rows.total + LANE_GAP / 2, -LANE_GAP / 2], "nice": False, "zero": False},
-        "axis": _lane_axis(tl, rows),
-    }
+    x = time_x("ms since trace start", tl.start_ms, tl.end_ms)
+    ticks = [(rows.top[lane.lane] + rows.height[lane.lane] / 2, lane.label) for lane in tl.lanes]
+    y = rows_y(-LANE_GAP / 2, rows.total + LANE_GAP / 2, ticks)
     bars = {
-        "transform": _only("bar"),
+        "transform": only("bar"),
         "mark": {"type": "rect", "clip": True, "stroke": PATH_COLOR},
-        "params": [
-            {
-                "name": "zoom",
-                "select": {"type": "interval", "encodings": ["x"], "zoom": "wheel![event.shiftKey]"},
-                "bind": "scales",
-            }
-        ],
+        "params": [ZOOM],
         "encoding": {
             "x": x,
             "x2": {"field": "x1"},
@@ -207,20 +186,12 @@ def chart(tl: Timeline) -> Chart:
             ],
         },
     }
-    bands = {
-        "transform": _only("band"),
-        "mark": {"type": "rect", "color": GPU_BAND, "clip": True, "tooltip": None},
-        "encoding": {"x": x, "x2": {"field": "x1"}, "y": y, "y2": {"field": "y1"}},
-    }
-    links = {
-        "transform": _only("link"),
-        "mark": {"type": "rule", "color": PATH_COLOR, "strokeWidth": 1, "clip": True, "tooltip": None},
-        "encoding": {"x": x, "x2": {"field": "x1"}, "y": y, "y2": {"field": "y1"}},
-    }
     spec = {
         "height": int(min(max(200, ROW_PX * rows.total), 1500)),
-        "layer": [bands, bars, links],
+        "layer": [fills("band", x, y), bars, links(x, y, PATH_COLOR)],
+        "resolve": OWN_COLORS,
         "config": {"legend": LEGEND},
+        "autosize": FIT_X,
         "usermeta": CANVAS,
     }
     return Chart(f"{tl.label}: {fmt_ms(tl.end_ms - tl.start_ms)}", spec, data)

@@ -69,8 +69,8 @@ def step_timeline(s: Settings, job: jobdata.StoredJobs, key: str, t: jobframes.J
         format_func=t.step_labels.get,
         help="The job step whose path the timeline draws across the ranks.",
     )
-    tl, fig = jobdata.timeline(s, job, key, t, step)
-    st.plotly_chart(fig, width="stretch", key="job_timeline", config=figures.CONFIG)
+    tl, chart = jobdata.timeline(s, job, key, t, step)
+    figures.show(chart, "job_timeline")
     stored = f"the own events of {tl.ranks_drawn} of {len(tl.bands)} ranks (from their stored runs)"
     if tl.ranks_drawn < len(tl.bands):
         stored += "; a rank whose run is not in the store has its path row only"
@@ -80,7 +80,7 @@ def step_timeline(s: Settings, job: jobdata.StoredJobs, key: str, t: jobframes.J
         )
     st.caption(
         f"{len(tl.path):,} path stretches, the path changes rank {len(tl.jumps)} time(s); {stored}. "
-        "Drag to zoom, double-click to reset."
+        "Shift + scroll zooms time, drag pans, double-click resets."
     )
 
 
