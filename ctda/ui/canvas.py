@@ -1,9 +1,9 @@
 """Charts with hundreds to thousands of marks, as Vega-Lite drawn on a canvas.
 
 Plotly draws each bar as an SVG element; on the Critical path page (a bar per class and
-step, a bar per event of the timeline) styling and painting them took the browser more
-than a second per step change on a 2-core machine. A canvas costs a fraction of that
-(see the README's UI benchmark). Marks on a canvas are not in the page's DOM: a chart's
+step, a bar per event of the timeline) Plotly's code building and styling those elements
+kept the browser busy more than a second per step change on a 2-core machine. A canvas
+costs a fraction of that (see the README's UI benchmark). Marks on a canvas are not in the page's DOM: a chart's
 title is therefore a line of the page (:attr:`Chart.title`), and its table is what tests read.
 """
 
