@@ -3,8 +3,9 @@
 Plotly draws each bar as an SVG element; on the Critical path page (a bar per class and
 step, a bar per event of the timeline) Plotly's code building and styling those elements
 kept the browser busy more than a second per step change on a 2-core machine. A canvas
-costs a fraction of that (see the README's UI benchmark). Marks on a canvas are not in the page's DOM: a chart's
-title is therefore a line of the page (:attr:`Chart.title`), and its table is what tests read.
+costs a fraction of that (see the README's UI benchmark). Marks on a canvas are not in the
+page's DOM: a chart's title is therefore a line of the page (:attr:`Chart.title`), and its
+table is what tests read.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from ctda.analysis.classify import CLASSES
-from ctda.ui.charts import CLASS_COLORS, TICK_ANGLE
+from ctda.ui.charts import CLASS_COLORS, ROW_PX, TICK_ANGLE
 
 #: times in tooltips: ms, to the nanosecond, without trailing zeros (one unit everywhere)
 MS_FORMAT = ",.6~f"
@@ -36,6 +37,24 @@ class Chart:
     title: str
     spec: dict[str, Any]
     data: pd.DataFrame
+
+
+def layered(layers: list[dict[str, Any]], height: Any, **more: Any) -> dict[str, Any]:
+    """A spec of ``layers`` over one table, ``height`` px of plot (or ``{"step": px}`` per
+    band), legend on top, drawn on a canvas."""
+    return {
+        "height": height,
+        "layer": layers,
+        "config": {"legend": LEGEND},
+        "autosize": FIT_X,
+        "usermeta": CANVAS,
+        **more,
+    }
+
+
+def rows_height(rows: float) -> int:
+    """Plot height of a timeline of ``rows`` row units (ROW_PX each, within bounds)."""
+    return int(min(max(200, ROW_PX * rows), 1500))
 
 
 def only(kind: str) -> list[dict[str, str]]:
@@ -130,6 +149,18 @@ def unique(labels: pd.Series, keys: pd.Series) -> pd.Series:
     return label.where(~dup, label + " (" + keys.astype(str) + ")")
 
 
+def step_x(labels: pd.Series) -> dict[str, Any]:
+    """An x axis of steps (field ``step``) in the order of ``labels``, slanted labels
+    thinned where they would overlap."""
+    return {
+        "field": "step",
+        "type": "ordinal",
+        "sort": labels.tolist(),
+        "title": None,
+        "axis": {"labelAngle": TICK_ANGLE, "labelOverlap": True, "labelLimit": 160},
+    }
+
+
 def steps(df: pd.DataFrame, selected: int | None = None) -> Chart:
     """Stacked bars: each window's critical path split by class (``window``, ``label``,
     ``class``, ``ms``); the ``selected`` window is outlined."""
@@ -146,13 +177,7 @@ def steps(df: pd.DataFrame, selected: int | None = None) -> Chart:
             "selected": df.window == selected,
         }
     )
-    x = {
-        "field": "step",
-        "type": "ordinal",
-        "sort": label.tolist(),
-        "title": None,
-        "axis": {"labelAngle": TICK_ANGLE, "labelOverlap": True, "labelLimit": 160},
-    }
+    x = step_x(label)
     # the picked step's segments outlined (an outline layer on top would take the hover)
     bars = {
         "mark": {"type": "bar", "stroke": "#111"},
@@ -169,13 +194,7 @@ def steps(df: pd.DataFrame, selected: int | None = None) -> Chart:
             ],
         },
     }
-    spec = {
-        "height": 200,
-        "layer": [bars],
-        "config": {"legend": LEGEND},
-        "autosize": FIT_X,
-        "usermeta": CANVAS,
-    }
+    spec = layered([bars], 200)
     return Chart("Critical path per step, by class", spec, data)
 
 
@@ -236,13 +255,7 @@ def shares(t: pd.DataFrame, title: str) -> Chart:
             ],
         },
     }
-    spec = {
-        "height": {"step": 22},
-        "layer": [bars],
-        "config": {"legend": LEGEND},
-        "autosize": FIT_X,
-        "usermeta": CANVAS,
-    }
+    spec = layered([bars], {"step": 22})
     return Chart(title, spec, data)
 
 
@@ -261,13 +274,7 @@ def step_compare(df: pd.DataFrame, a: str, b: str, title: str) -> Chart:
     bars = {
         "mark": {"type": "bar"},
         "encoding": {
-            "x": {
-                "field": "step",
-                "type": "ordinal",
-                "sort": label.tolist(),
-                "title": None,
-                "axis": {"labelAngle": TICK_ANGLE, "labelOverlap": True, "labelLimit": 160},
-            },
+            "x": step_x(label),
             "xOffset": {"field": "side", "sort": [a, b]},
             "y": {"field": "ms", "type": "quantitative", "title": "ms"},
             "color": {
@@ -279,11 +286,5 @@ def step_compare(df: pd.DataFrame, a: str, b: str, title: str) -> Chart:
             "tooltip": [{"field": "step"}, {"field": "side"}, {"field": "ms", "format": MS_FORMAT}],
         },
     }
-    spec = {
-        "height": 200,
-        "layer": [bars],
-        "config": {"legend": LEGEND},
-        "autosize": FIT_X,
-        "usermeta": CANVAS,
-    }
+    spec = layered([bars], 200)
     return Chart(title, spec, data)

@@ -2,7 +2,7 @@
 heatmap (Plotly) and the job timeline (on a canvas, like the Critical path page's).
 
 They keep the Critical path page's conventions (:mod:`ctda.ui.charts`): class colours,
-path stretches outlined in the path colour, connectors only where the path changes place
+path stretches outlined in the path colour, connectors canvas.only where the path changes place
 (here: rank), one unit (ms) in every tooltip; the heatmap's mode bar in a margin of its own.
 """
 
@@ -12,22 +12,9 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from ctda.ui.canvas import (
-    CANVAS,
-    FIT_X,
-    LEGEND,
-    MS_FORMAT,
-    OWN_COLORS,
-    ZOOM,
-    Chart,
-    class_color,
-    fills,
-    links,
-    only,
-    rows_y,
-    time_x,
-)
-from ctda.ui.charts import CLASS_COLORS, PATH_COLOR, ROW_PX, fmt_ms
+from ctda.ui import canvas
+from ctda.ui.canvas import Chart
+from ctda.ui.charts import CLASS_COLORS, PATH_COLOR, fmt_ms
 from ctda.ui.jobframes import JobTimeline, Lateness, rank_label
 
 
@@ -177,21 +164,21 @@ def timeline(tl: JobTimeline) -> Chart:
     class colour: a rank's row folds nested calls onto one another); a thin dark connector
     wherever the job path moves from one rank to another."""
     data = timeline_table(tl)
-    x = time_x("ms since the job's start", tl.start_ms, tl.end_ms)
-    y = rows_y(-0.5, tl.total + 0.5, [(r.center, r.label) for r in tl.rows])
+    x = canvas.time_x("ms since the job's start", tl.start_ms, tl.end_ms)
+    y = canvas.rows_y(-0.5, tl.total + 0.5, [(r.center, r.label) for r in tl.rows])
     tooltip = [
         {"field": "event"},
         {"field": "rank"},
         {"field": "where"},
-        {"field": "start_ms", "title": "starts (ms)", "format": MS_FORMAT},
-        {"field": "dur_ms", "title": "lasts (ms)", "format": MS_FORMAT},
+        {"field": "start_ms", "title": "starts (ms)", "format": canvas.MS_FORMAT},
+        {"field": "dur_ms", "title": "lasts (ms)", "format": canvas.MS_FORMAT},
         {"field": "class"},
     ]
     box = {"x": x, "x2": {"field": "x1"}, "y": y, "y2": {"field": "y1"}}
     busy = {
-        "transform": only("busy"),
+        "transform": canvas.only("busy"),
         "mark": {"type": "rect", "clip": True},
-        "params": [ZOOM],
+        "params": [canvas.ZOOM],
         "encoding": {
             **box,
             "color": {"field": "fill", "type": "nominal", "scale": None, "legend": None},
@@ -200,21 +187,18 @@ def timeline(tl: JobTimeline) -> Chart:
     }
     present = set(data.loc[data.kind == "bar", "class"].dropna()) if "class" in data else set()
     path = {
-        "transform": only("bar"),
+        "transform": canvas.only("bar"),
         "mark": {"type": "rect", "clip": True, "stroke": PATH_COLOR},
         "encoding": {
             **box,
-            "color": class_color([c for c in CLASS_COLORS if c in present]),
+            "color": canvas.class_color([c for c in CLASS_COLORS if c in present]),
             "strokeWidth": {"field": "outline", "type": "quantitative", "scale": None, "legend": None},
             "tooltip": tooltip,
         },
     }
-    spec = {
-        "height": int(min(max(200, ROW_PX * tl.total), 1500)),
-        "layer": [fills("band", x, y), busy, path, links(x, y, PATH_COLOR)],
-        "resolve": OWN_COLORS,
-        "config": {"legend": LEGEND},
-        "autosize": FIT_X,
-        "usermeta": CANVAS,
-    }
+    spec = canvas.layered(
+        [canvas.fills("band", x, y), busy, path, canvas.links(x, y, PATH_COLOR)],
+        canvas.rows_height(tl.total),
+        resolve=canvas.OWN_COLORS,
+    )
     return Chart(f"{tl.step}: {fmt_ms(tl.end_ms - tl.start_ms)}", spec, data)

@@ -13,22 +13,9 @@ import numpy.typing as npt
 import pandas as pd
 
 from ctda.analysis.classify import CLASSES
-from ctda.ui.canvas import (
-    CANVAS,
-    FIT_X,
-    LEGEND,
-    MS_FORMAT,
-    OWN_COLORS,
-    ZOOM,
-    Chart,
-    class_color,
-    fills,
-    links,
-    only,
-    rows_y,
-    time_x,
-)
-from ctda.ui.charts import PATH_COLOR, ROW_PX, fmt_ms
+from ctda.ui import canvas
+from ctda.ui.canvas import Chart
+from ctda.ui.charts import PATH_COLOR, fmt_ms
 from ctda.ui.frames import Timeline
 
 #: rows of a GPU stream are drawn this many times taller than a CPU call level: a stream
@@ -156,19 +143,19 @@ def chart(tl: Timeline) -> Chart:
     data = table(tl)
     present = set(data["class"].dropna())
     classes = [c for c in CLASSES if c in present]
-    x = time_x("ms since trace start", tl.start_ms, tl.end_ms)
+    x = canvas.time_x("ms since trace start", tl.start_ms, tl.end_ms)
     ticks = [(rows.top[lane.lane] + rows.height[lane.lane] / 2, lane.label) for lane in tl.lanes]
-    y = rows_y(-LANE_GAP / 2, rows.total + LANE_GAP / 2, ticks)
+    y = canvas.rows_y(-LANE_GAP / 2, rows.total + LANE_GAP / 2, ticks)
     bars = {
-        "transform": only("bar"),
+        "transform": canvas.only("bar"),
         "mark": {"type": "rect", "clip": True, "stroke": PATH_COLOR},
-        "params": [ZOOM],
+        "params": [canvas.ZOOM],
         "encoding": {
             "x": x,
             "x2": {"field": "x1"},
             "y": y,
             "y2": {"field": "y1"},
-            "color": class_color(classes),
+            "color": canvas.class_color(classes),
             "opacity": {
                 "field": "path",
                 "type": "nominal",
@@ -179,19 +166,16 @@ def chart(tl: Timeline) -> Chart:
             "tooltip": [
                 {"field": "event"},
                 {"field": "lane"},
-                {"field": "start_ms", "title": "starts (ms)", "format": MS_FORMAT},
-                {"field": "dur_ms", "title": "lasts (ms)", "format": MS_FORMAT},
+                {"field": "start_ms", "title": "starts (ms)", "format": canvas.MS_FORMAT},
+                {"field": "dur_ms", "title": "lasts (ms)", "format": canvas.MS_FORMAT},
                 {"field": "class"},
                 {"field": "path", "title": "critical path"},
             ],
         },
     }
-    spec = {
-        "height": int(min(max(200, ROW_PX * rows.total), 1500)),
-        "layer": [fills("band", x, y), bars, links(x, y, PATH_COLOR)],
-        "resolve": OWN_COLORS,
-        "config": {"legend": LEGEND},
-        "autosize": FIT_X,
-        "usermeta": CANVAS,
-    }
+    spec = canvas.layered(
+        [canvas.fills("band", x, y), bars, canvas.links(x, y, PATH_COLOR)],
+        canvas.rows_height(rows.total),
+        resolve=canvas.OWN_COLORS,
+    )
     return Chart(f"{tl.label}: {fmt_ms(tl.end_ms - tl.start_ms)}", spec, data)
