@@ -253,7 +253,8 @@ window.__ctdaT0 = performance.now();
 window.__ctdaLast = window.__ctdaT0;
 """
 
-# Done when the page shows no script run and nothing stale, and either a run was seen to
+# Done when the page shows no script run, nothing stale and every canvas chart drawn
+# (a redrawn canvas was checked to hold its final image by then), and either a run was seen to
 # start (the usual case) or -- a run so short that React drew its start and end in one go
 # leaves no "running" state to see -- the page has been still for QUIET ms since it last
 # changed (the time reported is then that of the last change).
@@ -269,8 +270,11 @@ function finish(t) {
 function poll() {
   const now = performance.now();
   if (now > limit) { done(-1); return; }
+  // a Vega-Lite chart mounts its canvas after its library loads (on the first visit)
+  const drawn = Array.from(document.querySelectorAll('[data-testid="stVegaLiteChart"]'))
+    .every(el => { const c = el.querySelector('canvas'); return c && c.width > 0; });
   const idle = app.getAttribute('data-test-script-state') !== 'running'
-    && !document.querySelector('[data-stale="true"]');
+    && !document.querySelector('[data-stale="true"]') && drawn;
   if (idle && window.__ctdaRan) { finish(performance.now()); return; }
   if (idle && now - window.__ctdaLast > QUIET && now - window.__ctdaT0 > 2 * QUIET) {
     finish(window.__ctdaLast); return;
@@ -448,6 +452,36 @@ def hover_color(d: Any, rgb: tuple[int, int, int], nth: int = -1) -> str:
     ActionChains(d).move_to_element_with_offset(canvas, int(x - 2 - w / 2), int(y - 2 - h / 2)).perform()
     tip = wait(d, lambda d: d.find_elements(By.CSS_SELECTOR, "#vg-tooltip-element.visible"), "a tooltip")
     return str(tip[0].get_attribute("textContent"))
+
+
+def canvas_hash(d: Any, nth: int = -1) -> int:
+    """A digest of what the ``nth`` Vega-Lite canvas shows (to see that it was redrawn)."""
+    return int(
+        d.execute_script(
+            """
+const all = document.querySelectorAll('[data-testid="stVegaLiteChart"] canvas');
+const c = Array.from(all).slice(arguments[0])[0];
+const px = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+let h = 0;
+for (let i = 0; i < px.length; i += 7) h = (h * 31 + px[i]) | 0;
+return h;""",
+            nth,
+        )
+    )
+
+
+def zoom_canvas(d: Any, clicks: int, nth: int = -1) -> None:
+    """Ctrl + mouse wheel over the middle of the ``nth`` Vega-Lite canvas, like a person
+    zooming in (``clicks`` > 0) or out."""
+    from selenium.webdriver.common.action_chains import ActionChains, ScrollOrigin
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    canvas = d.find_elements(By.CSS_SELECTOR, '[data-testid="stVegaLiteChart"] canvas')[nth]
+    chain = ActionChains(d).move_to_element(canvas).key_down(Keys.CONTROL)
+    for _ in range(abs(clicks)):
+        chain.scroll_from_origin(ScrollOrigin.from_element(canvas), 0, -120 if clicks > 0 else 120)
+    chain.key_up(Keys.CONTROL).perform()
 
 
 def canvas_ink(d: Any) -> list[int]:

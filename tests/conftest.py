@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import csv
+import json
 import os
+import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -45,3 +48,11 @@ def corpus_traces() -> list[Path]:
     paths = [CORPUS / r["path"] for r in manifest_rows()]
     paths += sorted((CORPUS / "generated").glob("*.json.gz"))
     return paths
+
+
+def axis_labels(axis: dict[str, Any]) -> list[str]:
+    """The labels a canvas timeline's row axis shows, in the order of its ``values``: its
+    label expression maps each value to a label (``datum.value === v ? "label" : ...``)."""
+    found = re.findall(r'datum\.value === ([-0-9.e]+) \? ("(?:[^"\\]|\\.)*")', axis["labelExpr"])
+    labels = {float(v): json.loads(text) for v, text in found}
+    return [labels[float(v)] for v in axis["values"]]

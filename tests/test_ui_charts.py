@@ -3,7 +3,6 @@ work visible, one unit per tooltip (on real traces); the other charts' margins."
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pandas as pd
@@ -14,7 +13,7 @@ pytest.importorskip("plotly")
 from ctda.analysis.engine import AnalysisOptions, analyze
 from ctda.ingest.reader import read_trace
 from ctda.ui import canvas, charts, frames, lanes
-from tests.conftest import CORPUS, SKIP_CORPUS
+from tests.conftest import CORPUS, SKIP_CORPUS, axis_labels
 
 MINITOY = Path(__file__).parent / "data" / "hta" / "rocm62_mi250_minitoy_train.json.gz"
 
@@ -85,8 +84,9 @@ def test_path_style_lanes_and_tooltips() -> None:
     assert enc["opacity"]["scale"]["range"] == [1.0, lanes.FADED]
     # lanes labelled at their centres
     axis = enc["y"]["axis"]
-    assert len(axis["values"]) == len(tl.lanes)
-    assert all(json.dumps(lane.label) in axis["labelExpr"] for lane in tl.lanes)
+    assert axis_labels(axis) == [lane.label for lane in tl.lanes]
+    centre = {lane.label: rows.top[lane.lane] + rows.height[lane.lane] / 2 for lane in tl.lanes}
+    assert axis["values"] == pytest.approx([centre[lane.label] for lane in tl.lanes], abs=1e-4)
     # one unit per tooltip
     tips = enc["tooltip"]
     assert [t["field"] for t in tips] == ["event", "lane", "start_ms", "dur_ms", "class", "path"]
@@ -150,3 +150,10 @@ def test_step_compare_pairs_the_two_sides_per_step() -> None:
     assert d.side.tolist() == ["observed", "predicted"] * 3
     assert d.ms.tolist() == [1.0, 0.5, 2.0, 1.5, 3.0, 2.5]
     assert chart.spec["layer"][0]["encoding"]["x"]["sort"] == ["s1", "s2 (1)", "s2 (2)"]
+
+
+def test_row_labels_survive_quotes_backslashes_and_unicode() -> None:
+    # lane labels come from thread names in the trace: the axis expression quotes them
+    labels = ['thread 7 ("io")', "back\\slash", "GPU 0 · stream 7", "it's"]
+    y = canvas.rows_y(-0.5, 4.5, [(i + 0.5, label) for i, label in enumerate(labels)])
+    assert axis_labels(y["axis"]) == labels

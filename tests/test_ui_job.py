@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import base64
 import json
-import re
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +23,7 @@ from ctda.api import open_store
 from ctda.ingest.reader import read_trace
 from ctda.job.report import JobReport
 from ctda.ui import charts, frames, jobcharts, jobframes
-from tests.conftest import CORPUS, SKIP_CORPUS
+from tests.conftest import CORPUS, SKIP_CORPUS, axis_labels
 
 SLEEP = "g_ddp_ws2_sleep40_r1"  # rank 1 sleeps 40 ms per step: the straggler of every one
 COMPUTE = "g_ddp_ws4_compute30_r2"  # four ranks; the path changes rank within steps
@@ -208,11 +207,8 @@ def layer(spec: dict[str, Any], kind: str) -> dict[str, Any]:
 
 
 def row_labels(spec: dict[str, Any]) -> list[str]:
-    """A timeline's row labels, top to bottom, from its y axis's label expression."""
-    axis = layer(spec, "bar")["encoding"]["y"]["axis"]
-    found = re.findall(r'datum\.value === ([-0-9.e]+) \? ("(?:[^"\\]|\\.)*")', axis["labelExpr"])
-    labels = {float(v): json.loads(text) for v, text in found}
-    return [labels[float(v)] for v in axis["values"]]
+    """A timeline's row labels, top to bottom."""
+    return axis_labels(layer(spec, "bar")["encoding"]["y"]["axis"])
 
 
 def array(v: Any) -> np.ndarray:

@@ -52,9 +52,14 @@ def layered(layers: list[dict[str, Any]], height: Any, **more: Any) -> dict[str,
     }
 
 
+#: a timeline grows with its rows up to this many px (the page scrolls): rows keep room for
+#: their labels, since only the time axis zooms
+MAX_HEIGHT_PX = 6000
+
+
 def rows_height(rows: float) -> int:
     """Plot height of a timeline of ``rows`` row units (ROW_PX each, within bounds)."""
-    return int(min(max(200, ROW_PX * rows), 1500))
+    return int(min(max(200, ROW_PX * rows), MAX_HEIGHT_PX))
 
 
 def only(kind: str) -> list[dict[str, str]]:
@@ -98,10 +103,12 @@ def rows_y(top: float, bottom: float, ticks: list[tuple[float, str]]) -> dict[st
 #: the background fills' colours are their own, not entries of the classes' legend
 OWN_COLORS = {"scale": {"color": "independent"}, "legend": {"color": "independent"}}
 
-#: a timeline's time axis moves: shift + wheel zooms, a drag pans, a double-click resets
+#: a timeline's time axis moves: Ctrl + wheel zooms, a drag pans, a double-click resets
+#: (not Shift: browsers turn Shift + wheel into a sideways scroll, which Vega's zoom ignores;
+#: Ctrl also takes a trackpad's pinch, and the chart keeps the event from zooming the page)
 ZOOM = {
     "name": "zoom",
-    "select": {"type": "interval", "encodings": ["x"], "zoom": "wheel![event.shiftKey]"},
+    "select": {"type": "interval", "encodings": ["x"], "zoom": "wheel![event.ctrlKey]"},
     "bind": "scales",
 }
 
@@ -137,7 +144,7 @@ def class_color(classes: list[str]) -> dict[str, Any]:
         "type": "nominal",
         "title": None,
         "scale": {"domain": classes, "range": [CLASS_COLORS[c] for c in classes]},
-        "legend": {"columns": 8},
+        "legend": {"columns": 6},
     }
 
 

@@ -23,7 +23,7 @@ CLASS_COLORS = dict(
             "#EECA3B",  # sync_wait
             "#FF9DA6",  # cross_thread
             "#8A8A8A",  # cpu_gap: mid grey
-            "#D4D4D4",  # gpu_gap: light grey (and hatched in bar charts)
+            "#D4D4D4",  # gpu_gap: light grey (and hatched in the Plotly bound-by bars)
         ),
     )
 )

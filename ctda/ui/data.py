@@ -177,12 +177,12 @@ def overrides_key(overrides: list[Override]) -> str:
     return h.hexdigest()[:16]
 
 
-# a scenario holds its own charges, times and slack (~110 MB at 1M events): two dozen of
+# a scenario holds its own charges and times (~110 MB at 1M events): two dozen of
 # them made every new one allocate fresh memory (page faults cost ~100 ms a move)
 @st.cache_resource(max_entries=4, show_spinner=False)
 def scenario(tag: str, key: str, name: str, _a: Analysis, _overrides: list[Override]) -> Scenario:
     """One re-propagation (milliseconds to a few hundred on 1M events), cached so moving a
-    slider back to an earlier value is instant."""
+    slider back to one of the last few values is instant."""
     return run_scenario(_a, _overrides, name=name)
 
 

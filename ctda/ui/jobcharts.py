@@ -2,7 +2,7 @@
 heatmap (Plotly) and the job timeline (on a canvas, like the Critical path page's).
 
 They keep the Critical path page's conventions (:mod:`ctda.ui.charts`): class colours,
-path stretches outlined in the path colour, connectors canvas.only where the path changes place
+path stretches outlined in the path colour, connectors only where the path changes place
 (here: rank), one unit (ms) in every tooltip; the heatmap's mode bar in a margin of its own.
 """
 

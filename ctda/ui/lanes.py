@@ -138,7 +138,7 @@ def table(tl: Timeline) -> pd.DataFrame:
 def chart(tl: Timeline) -> Chart:
     """One lane per CPU thread / GPU stream. Critical events are coloured by class and
     outlined; the rest are faded; thin dark connectors show where the path changes lane.
-    Shift + wheel zooms the time axis, a drag pans it, a double-click resets it."""
+    Ctrl + wheel zooms the time axis, a drag pans it, a double-click resets it."""
     rows = rows_of(tl)
     data = table(tl)
     present = set(data["class"].dropna())

@@ -136,6 +136,15 @@ def test_ui_in_a_real_browser(ui_server: str, driver: Any) -> None:
     # hovering a launch_overhead bar shows its tooltip, in ms
     tip = browser.hover_color(d, (0xF5, 0x85, 0x18))
     assert "launch_overhead" in tip and "starts (ms)" in tip and "critical pathcritical" in tip, tip
+    # Ctrl + wheel zooms the time axis (the canvas is redrawn); a double-click resets it
+    from selenium.webdriver.common.action_chains import ActionChains
+
+    whole = browser.canvas_hash(d)
+    browser.zoom_canvas(d, 5)
+    wait(d, lambda d: browser.canvas_hash(d) != whole, "the timeline to zoom")
+    canvas = d.find_elements(By.CSS_SELECTOR, '[data-testid="stVegaLiteChart"] canvas')[-1]
+    ActionChains(d).double_click(canvas).perform()
+    wait(d, lambda d: browser.canvas_hash(d) == whole, "the timeline to reset")
     choose(d, "Step", next(o for o in browser.options(d, "Step") if o.startswith("ProfilerStep#2")))
     settled(d)
     assert selected(d, "Step").startswith("ProfilerStep#2")

@@ -80,7 +80,7 @@ def step_timeline(s: Settings, job: jobdata.StoredJobs, key: str, t: jobframes.J
         )
     st.caption(
         f"{len(tl.path):,} path stretches, the path changes rank {len(tl.jumps)} time(s); {stored}. "
-        "Shift + scroll zooms time, drag pans, double-click resets."
+        "Ctrl + scroll zooms time, drag pans, double-click resets."
     )
 
 
