@@ -15,10 +15,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 from ctda.analysis.classify import CLASSES
-from ctda.ui.charts import CLASS_COLORS, ROW_PX, TICK_ANGLE
+from ctda.ui.charts import CLASS_COLORS, PATH_COLOR, ROW_PX, TICK_ANGLE
 
 #: times in tooltips: ms, to the nanosecond, without trailing zeros (one unit everywhere)
 MS_FORMAT = ",.6~f"
@@ -113,27 +114,72 @@ ZOOM = {
 }
 
 
+#: how to move a timeline, for the captions under them
+ZOOM_HELP = "Ctrl + scroll zooms time, drag pans, double-click resets."
+#: a GPU stream's rows are tinted green on every timeline
+GPU_TINT = "rgba(84,162,75,0.07)"
+#: a mark coloured by its row's own ``fill`` value, not by a scale
+OWN_FILL = {"field": "fill", "type": "nominal", "scale": None, "legend": None}
+
+
+def boxes(
+    start: npt.NDArray[np.float64],
+    dur: npt.NDArray[np.float64],
+    center: npt.NDArray[np.float64],
+    height: npt.NDArray[np.float64],
+    span: float,
+    outlined: npt.NDArray[np.bool_],
+) -> pd.DataFrame:
+    """Timeline bars (``x0``, ``x1``, ``y0``, ``y1``, ``outline``, ``start_ms``, ``dur_ms``) of
+    events starting at ``start`` ms for ``dur`` ms, in rows centred at ``center``, over a
+    window of ``span`` ms. An instant gets a sliver of the window (a zero-length bar is
+    invisible); an ``outlined`` bar is outlined only when wide enough to show a fill inside."""
+    return pd.DataFrame(
+        {
+            "x0": start,
+            "x1": start + np.maximum(dur, max(span / 2000, 1e-6)),
+            "y0": center - height / 2,
+            "y1": center + height / 2,
+            "outline": np.where(outlined & (dur >= span / 300), 1.2, 0.0),
+            "start_ms": start,
+            "dur_ms": dur,
+        }
+    )
+
+
+def box(x: dict[str, Any], y: dict[str, Any]) -> dict[str, Any]:
+    """The encoding of a rectangle from (``x0``, ``y0``) to (``x1``, ``y1``)."""
+    return {"x": x, "x2": {"field": "x1"}, "y": y, "y2": {"field": "y1"}}
+
+
 def fills(kind: str, x: dict[str, Any], y: dict[str, Any]) -> dict[str, Any]:
     """A layer of background rectangles, each in its row's ``fill`` colour (no tooltip)."""
     return {
         "transform": only(kind),
         "mark": {"type": "rect", "clip": True, "tooltip": None},
+        "encoding": {**box(x, y), "color": OWN_FILL},
+    }
+
+
+def outlined(kind: str, x: dict[str, Any], y: dict[str, Any], **encoding: Any) -> dict[str, Any]:
+    """A layer of bars, outlined in the path colour as wide as their ``outline`` says."""
+    return {
+        "transform": only(kind),
+        "mark": {"type": "rect", "clip": True, "stroke": PATH_COLOR},
         "encoding": {
-            "x": x,
-            "x2": {"field": "x1"},
-            "y": y,
-            "y2": {"field": "y1"},
-            "color": {"field": "fill", "type": "nominal", "scale": None, "legend": None},
+            **box(x, y),
+            "strokeWidth": {"field": "outline", "type": "quantitative", "scale": None, "legend": None},
+            **encoding,
         },
     }
 
 
-def links(x: dict[str, Any], y: dict[str, Any], color: str) -> dict[str, Any]:
-    """Thin segments (x0, y0) -> (x1, y1): where a path changes lane or rank."""
+def links(x: dict[str, Any], y: dict[str, Any]) -> dict[str, Any]:
+    """Thin segments (x0, y0) -> (x1, y1) in the path colour: where it changes lane or rank."""
     return {
         "transform": only("link"),
-        "mark": {"type": "rule", "color": color, "strokeWidth": 1, "clip": True, "tooltip": None},
-        "encoding": {"x": x, "x2": {"field": "x1"}, "y": y, "y2": {"field": "y1"}},
+        "mark": {"type": "rule", "color": PATH_COLOR, "strokeWidth": 1, "clip": True, "tooltip": None},
+        "encoding": box(x, y),
     }
 
 

@@ -46,7 +46,7 @@ def timeline(tag: str, window: int, max_events: int, _a: Analysis) -> canvas.Cha
 #: how to read and move the timeline (its marks are on a canvas: the caption says it)
 TIMELINE_HELP = (
     "Critical events in full colour and outlined, the rest faded; thin dark lines: the path "
-    "changing lane. Ctrl + scroll zooms time, drag pans, double-click resets."
+    f"changing lane. {canvas.ZOOM_HELP}"
 )
 
 

@@ -31,9 +31,8 @@ PALE_OTHER = "#E4EAF2"
 #: diverging: early (others waited less) blue, on time white, late (others waited) red
 LATENESS_SCALE = [[0.0, "#2166AC"], [0.25, "#92C5DE"], [0.5, "#F7F7F7"], [0.75, "#F4A582"], [1.0, "#B2182B"]]
 STRAGGLER = "straggler"
-#: every other rank's band, and a rank's GPU rows (the Critical path page's green tint)
+#: every other rank's band is shaded
 BAND_SHADE = "rgba(0,0,0,0.035)"
-GPU_TINT = "rgba(84,162,75,0.07)"
 #: the mode bar sits in this right margin, vertically, so it never covers data
 MARGIN = {"l": 10, "r": 46, "t": 60, "b": 40}
 MODEBAR = {"orientation": "v"}
@@ -105,14 +104,12 @@ def timeline_table(tl: JobTimeline) -> pd.DataFrame:
     other rank, and its GPU rows), ``busy`` (a rank's own events, pale), ``bar`` (the job
     path's stretches) and ``link`` (where the path moves to another rank)."""
     span = max(tl.end_ms - tl.start_ms, 1e-6)
-    min_w = span / 2000  # a zero-length bar is invisible: instants get a sliver
-    outline_min = span / 300  # thinner bars would show only outline colour
     shade = []
     for k, rank in enumerate(tl.bands):
         rows = [r for r in tl.rows if r.rank == rank]
         if rows and k % 2 == 0:  # alternate shading tells the bands apart
             shade.append((rows[0].top - 0.3, rows[-1].top + rows[-1].height + 0.3, BAND_SHADE))
-    shade += [(r.top, r.top + r.height, GPU_TINT) for r in tl.rows if r.is_gpu]
+    shade += [(r.top, r.top + r.height, canvas.GPU_TINT) for r in tl.rows if r.is_gpu]
     bands = pd.DataFrame(
         {
             "kind": "band",
@@ -125,27 +122,21 @@ def timeline_table(tl: JobTimeline) -> pd.DataFrame:
     )
 
     def marks(df: pd.DataFrame, kind: str, where: pd.Series) -> pd.DataFrame:
-        start = df.start_ms.to_numpy(dtype=np.float64)
-        dur = df.dur_ms.to_numpy(dtype=np.float64)
-        y = df.y.to_numpy(dtype=np.float64)
-        h = df.height.to_numpy(dtype=np.float64)
         cls = df.cls.astype(str)
-        return pd.DataFrame(
-            {
-                "kind": kind,
-                "x0": start,
-                "x1": start + np.maximum(dur, min_w),
-                "y0": y - h / 2,
-                "y1": y + h / 2,
-                "class": cls.to_numpy(),
-                "fill": [PALE.get(c, PALE_OTHER) for c in cls] if kind == "busy" else None,
-                "outline": np.where(dur >= outline_min, 1.2, 0.0) if kind == "bar" else 0.0,
-                "event": df.name.astype(str).to_numpy(),
-                "rank": [rank_label(r) for r in df["rank"]],
-                "where": where.astype(str).to_numpy(),
-                "start_ms": start,
-                "dur_ms": dur,
-            }
+        return canvas.boxes(
+            df.start_ms.to_numpy(dtype=np.float64),
+            df.dur_ms.to_numpy(dtype=np.float64),
+            df.y.to_numpy(dtype=np.float64),
+            df.height.to_numpy(dtype=np.float64),
+            span,
+            np.full(len(df), kind == "bar"),
+        ).assign(
+            kind=kind,
+            **{"class": cls.to_numpy()},
+            fill=[PALE.get(c, PALE_OTHER) for c in cls] if kind == "busy" else None,
+            event=df.name.astype(str).to_numpy(),
+            rank=[rank_label(r) for r in df["rank"]],
+            where=where.astype(str).to_numpy(),
         )
 
     busy = marks(tl.busy, "busy", tl.busy.lane) if len(tl.busy) else None
@@ -174,30 +165,18 @@ def timeline(tl: JobTimeline) -> Chart:
         {"field": "dur_ms", "title": "lasts (ms)", "format": canvas.MS_FORMAT},
         {"field": "class"},
     ]
-    box = {"x": x, "x2": {"field": "x1"}, "y": y, "y2": {"field": "y1"}}
     busy = {
         "transform": canvas.only("busy"),
         "mark": {"type": "rect", "clip": True},
         "params": [canvas.ZOOM],
-        "encoding": {
-            **box,
-            "color": {"field": "fill", "type": "nominal", "scale": None, "legend": None},
-            "tooltip": tooltip,
-        },
+        "encoding": {**canvas.box(x, y), "color": canvas.OWN_FILL, "tooltip": tooltip},
     }
     present = set(data.loc[data.kind == "bar", "class"].dropna()) if "class" in data else set()
-    path = {
-        "transform": canvas.only("bar"),
-        "mark": {"type": "rect", "clip": True, "stroke": PATH_COLOR},
-        "encoding": {
-            **box,
-            "color": canvas.class_color([c for c in CLASS_COLORS if c in present]),
-            "strokeWidth": {"field": "outline", "type": "quantitative", "scale": None, "legend": None},
-            "tooltip": tooltip,
-        },
-    }
+    path = canvas.outlined(
+        "bar", x, y, color=canvas.class_color([c for c in CLASS_COLORS if c in present]), tooltip=tooltip
+    )
     spec = canvas.layered(
-        [canvas.fills("band", x, y), busy, path, canvas.links(x, y, PATH_COLOR)],
+        [canvas.fills("band", x, y), busy, path, canvas.links(x, y)],
         canvas.rows_height(tl.total),
         resolve=canvas.OWN_COLORS,
     )

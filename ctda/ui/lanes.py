@@ -15,7 +15,7 @@ import pandas as pd
 from ctda.analysis.classify import CLASSES
 from ctda.ui import canvas
 from ctda.ui.canvas import Chart
-from ctda.ui.charts import PATH_COLOR, fmt_ms
+from ctda.ui.charts import fmt_ms
 from ctda.ui.frames import Timeline
 
 #: rows of a GPU stream are drawn this many times taller than a CPU call level: a stream
@@ -24,7 +24,6 @@ GPU_ROW = 2.5
 LANE_GAP = 0.7
 #: events off the path keep their class colour at this opacity
 FADED = 0.3
-GPU_BAND = "rgba(84,162,75,0.08)"
 
 
 @dataclass
@@ -92,35 +91,21 @@ def table(tl: Timeline) -> pd.DataFrame:
     background) or ``link`` (a connector)."""
     ev = tl.events
     rows = rows_of(tl)
-    span = tl.end_ms - tl.start_ms
-    # a zero-length bar is invisible: give instants a sliver of the window; outline only
-    # bars wide enough to show a fill inside the outline
-    min_w, outline_min = max(span / 2000, 1e-6), span / 300
     yc, h = rows.center(ev.y.to_numpy(dtype=np.float64))
-    start = ev.start_ms.to_numpy(dtype=np.float64)
-    dur = ev.dur_ms.to_numpy(dtype=np.float64)
     crit = ev.on_cp.to_numpy(dtype=bool)
-    bars = pd.DataFrame(
-        {
-            "kind": "bar",
-            "x0": start,
-            "x1": start + np.maximum(dur, min_w),
-            "y0": yc - h / 2,
-            "y1": yc + h / 2,
-            "class": ev.cls.astype(str).to_numpy(),
-            "path": np.where(crit, "critical", "off the path"),
-            "outline": np.where(crit & (dur >= outline_min), 1.2, 0.0),
-            "event": ev.name.astype(str).to_numpy(),
-            "lane": ev.lane.astype(str).to_numpy(),
-            "start_ms": start,
-            "dur_ms": dur,
-        }
+    start, dur = ev.start_ms.to_numpy(dtype=np.float64), ev.dur_ms.to_numpy(dtype=np.float64)
+    bars = canvas.boxes(start, dur, yc, h, tl.end_ms - tl.start_ms, crit).assign(
+        kind="bar",
+        **{"class": ev.cls.astype(str).to_numpy()},
+        path=np.where(crit, "critical", "off the path"),
+        event=ev.name.astype(str).to_numpy(),
+        lane=ev.lane.astype(str).to_numpy(),
     )
     gpu = [lane for lane in tl.lanes if lane.is_gpu]
     bands = pd.DataFrame(
         {
             "kind": "band",
-            "fill": GPU_BAND,
+            "fill": canvas.GPU_TINT,
             "x0": tl.start_ms,
             "x1": tl.end_ms,
             "y0": [rows.top[lane.lane] - LANE_GAP / 2 for lane in gpu],
@@ -146,35 +131,29 @@ def chart(tl: Timeline) -> Chart:
     x = canvas.time_x("ms since trace start", tl.start_ms, tl.end_ms)
     ticks = [(rows.top[lane.lane] + rows.height[lane.lane] / 2, lane.label) for lane in tl.lanes]
     y = canvas.rows_y(-LANE_GAP / 2, rows.total + LANE_GAP / 2, ticks)
-    bars = {
-        "transform": canvas.only("bar"),
-        "mark": {"type": "rect", "clip": True, "stroke": PATH_COLOR},
-        "params": [canvas.ZOOM],
-        "encoding": {
-            "x": x,
-            "x2": {"field": "x1"},
-            "y": y,
-            "y2": {"field": "y1"},
-            "color": canvas.class_color(classes),
-            "opacity": {
-                "field": "path",
-                "type": "nominal",
-                "title": None,
-                "scale": {"domain": ["critical", "off the path"], "range": [1.0, FADED]},
-            },
-            "strokeWidth": {"field": "outline", "type": "quantitative", "scale": None, "legend": None},
-            "tooltip": [
-                {"field": "event"},
-                {"field": "lane"},
-                {"field": "start_ms", "title": "starts (ms)", "format": canvas.MS_FORMAT},
-                {"field": "dur_ms", "title": "lasts (ms)", "format": canvas.MS_FORMAT},
-                {"field": "class"},
-                {"field": "path", "title": "critical path"},
-            ],
+    bars = canvas.outlined(
+        "bar",
+        x,
+        y,
+        color=canvas.class_color(classes),
+        opacity={
+            "field": "path",
+            "type": "nominal",
+            "title": None,
+            "scale": {"domain": ["critical", "off the path"], "range": [1.0, FADED]},
         },
-    }
+        tooltip=[
+            {"field": "event"},
+            {"field": "lane"},
+            {"field": "start_ms", "title": "starts (ms)", "format": canvas.MS_FORMAT},
+            {"field": "dur_ms", "title": "lasts (ms)", "format": canvas.MS_FORMAT},
+            {"field": "class"},
+            {"field": "path", "title": "critical path"},
+        ],
+    )
+    bars["params"] = [canvas.ZOOM]
     spec = canvas.layered(
-        [canvas.fills("band", x, y), bars, canvas.links(x, y, PATH_COLOR)],
+        [canvas.fills("band", x, y), bars, canvas.links(x, y)],
         canvas.rows_height(rows.total),
         resolve=canvas.OWN_COLORS,
     )

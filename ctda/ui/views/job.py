@@ -11,7 +11,7 @@ from typing import Any
 import streamlit as st
 
 from ctda.store.base import StoreError
-from ctda.ui import data, figures, jobdata, jobframes, widgets
+from ctda.ui import canvas, data, figures, jobdata, jobframes, widgets
 from ctda.ui.settings import Settings
 
 HOW_TO_STORE = (
@@ -80,7 +80,7 @@ def step_timeline(s: Settings, job: jobdata.StoredJobs, key: str, t: jobframes.J
         )
     st.caption(
         f"{len(tl.path):,} path stretches, the path changes rank {len(tl.jumps)} time(s); {stored}. "
-        "Ctrl + scroll zooms time, drag pans, double-click resets."
+        f"{canvas.ZOOM_HELP}"
     )
 
 

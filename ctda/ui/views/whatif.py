@@ -136,8 +136,9 @@ def outcome(loaded: data.Loaded, sc: Scenario) -> None:
     c3.metric("Critical path changes", f"+{len(joined):,} / -{len(left):,} events")
     for line in blind.notes(sc):
         st.warning(f"Not in this prediction: {line}.", icon=":material/visibility_off:")
+    tag = data.scenario_tag(loaded, sc)  # a digest of the scenario's events: taken once
     observed = data.by_class(loaded.tag, None, loaded.analysis)
-    predicted = data.by_class(data.scenario_tag(loaded, sc), None, sc.analysis)
+    predicted = data.by_class(tag, None, sc.analysis)
     by = pd.merge(
         observed[["class", "cp_ms"]].rename(columns={"cp_ms": "a_ms"}),
         predicted[["class", "cp_ms"]].rename(columns={"cp_ms": "b_ms"}),
@@ -149,7 +150,7 @@ def outcome(loaded: data.Loaded, sc: Scenario) -> None:
         observed,
         predicted,
         lambda: figures.lane_shares(loaded.tag, loaded.analysis),
-        lambda: figures.lane_shares(data.scenario_tag(loaded, sc), sc.analysis),
+        lambda: figures.lane_shares(tag, sc.analysis),
     )
     if why:
         st.info(why)
