@@ -230,6 +230,9 @@ def settled(d: Any, timeout: float = WAIT_S) -> None:
         return not d.find_elements(By.CSS_SELECTOR, '[data-stale="true"]')
 
     wait(d, idle, "the run to finish", timeout)
+    # and the main thread free of long tasks for a while (a person looks before acting)
+    calm = "return performance.now() - (window.__ctdaLongEnd || 0) > 500;"
+    wait(d, lambda d: bool(d.execute_script(calm)), "the page to be still", timeout)
     time.sleep(0.2)
 
 
@@ -251,21 +254,40 @@ window.__ctdaObs = new MutationObserver((records) => {
 window.__ctdaObs.observe(app, {attributes: true, childList: true, subtree: true, characterData: true});
 window.__ctdaT0 = performance.now();
 window.__ctdaLast = window.__ctdaT0;
+// the end of the page's last long task (over 50 ms of the main thread): drawing that goes
+// on after the elements are in place (a canvas chart, a data grid) belongs to the action
+if (!window.__ctdaLong) {
+  window.__ctdaLongEnd = 0;
+  window.__ctdaLong = new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) {
+      window.__ctdaLongEnd = Math.max(window.__ctdaLongEnd, e.startTime + e.duration);
+    }
+  });
+  window.__ctdaLong.observe({type: 'longtask'});
+}
 """
 
 # Done when the page shows no script run, nothing stale and every canvas chart drawn
 # (a redrawn canvas was checked to hold its final image by then), and either a run was seen to
 # start (the usual case) or -- a run so short that React drew its start and end in one go
 # leaves no "running" state to see -- the page has been still for QUIET ms since it last
-# changed (the time reported is then that of the last change).
+# changed (the time reported is then that of the last change). The time reported is then
+# moved to the end of the last long task that followed, once the main thread has been free of
+# them for CALM ms: the work the browser still does for the action is the action's.
 _DONE = """
 const done = arguments[arguments.length - 1];
 const app = document.querySelector('[data-testid="stApp"]');
 const limit = performance.now() + arguments[0] * 1000;
 const QUIET = 600;
+const CALM = 300;
 function finish(t) {
   // two frames: React has committed and the browser has painted what it drew
-  requestAnimationFrame(() => requestAnimationFrame(() => done(t - window.__ctdaT0)));
+  requestAnimationFrame(() => requestAnimationFrame(() => calm(t)));
+}
+function calm(t) {
+  const end = Math.max(t, window.__ctdaLongEnd);
+  if (performance.now() - end < CALM && performance.now() < limit) { setTimeout(() => calm(t), 20); return; }
+  done(end - window.__ctdaT0);
 }
 function poll() {
   const now = performance.now();
@@ -425,13 +447,24 @@ const all = Array.from(document.querySelectorAll('[data-testid="stVegaLiteChart"
 for (const c of all.slice(arguments[1]).slice(0, 1)) {
   const px = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
   const scale = c.width / c.getBoundingClientRect().width;
-  // from the bottom up: the legend, on top, has a swatch of every colour too
-  for (let i = px.length - 4; i >= 0; i -= 4) {
-    if (Math.abs(px[i] - r) + Math.abs(px[i + 1] - g) + Math.abs(px[i + 2] - b) < 6) {
-      const k = i / 4;
-      return [(k % c.width) / scale, Math.floor(k / c.width) / scale, c.getBoundingClientRect().width,
-              c.getBoundingClientRect().height, all.indexOf(c)];
+  // the middle of the widest horizontal run of the colour, from the bottom up (the legend, on
+  // top, has a small swatch of every colour too; a bar's edge may be a pixel wide)
+  let best = null;
+  for (let y = c.height - 1; y >= 0; y--) {
+    let run = 0;
+    for (let x = 0; x <= c.width; x++) {
+      const i = 4 * (y * c.width + x);
+      if (x < c.width && Math.abs(px[i] - r) + Math.abs(px[i + 1] - g) + Math.abs(px[i + 2] - b) < 6) {
+        run++;
+      } else if (run) {
+        if (!best || run > best[0]) best = [run, x - run / 2, y];
+        run = 0;
+      }
     }
+  }
+  if (best) {
+    return [best[1] / scale, best[2] / scale, c.getBoundingClientRect().width,
+            c.getBoundingClientRect().height, all.indexOf(c)];
   }
 }
 return null;
@@ -439,8 +472,8 @@ return null;
 
 
 def hover_color(d: Any, rgb: tuple[int, int, int], nth: int = -1) -> str:
-    """Point the mouse at the lowest pixel of colour ``rgb`` on the ``nth`` Vega-Lite canvas
-    (a few pixels in, to be inside the mark); the tooltip's text then."""
+    """Point the mouse at the widest mark of colour ``rgb`` on the ``nth`` Vega-Lite canvas
+    (the middle of its widest run of pixels); the tooltip's text then."""
     from selenium.webdriver.common.action_chains import ActionChains
     from selenium.webdriver.common.by import By
 
@@ -449,7 +482,7 @@ def hover_color(d: Any, rgb: tuple[int, int, int], nth: int = -1) -> str:
         raise AssertionError(f"no pixel of colour {rgb} on canvas {nth}")
     x, y, w, h, nth = found
     canvas = d.find_elements(By.CSS_SELECTOR, '[data-testid="stVegaLiteChart"] canvas')[int(nth)]
-    ActionChains(d).move_to_element_with_offset(canvas, int(x - 2 - w / 2), int(y - 2 - h / 2)).perform()
+    ActionChains(d).move_to_element_with_offset(canvas, int(x - w / 2), int(y - h / 2)).perform()
     tip = wait(d, lambda d: d.find_elements(By.CSS_SELECTOR, "#vg-tooltip-element.visible"), "a tooltip")
     return str(tip[0].get_attribute("textContent"))
 

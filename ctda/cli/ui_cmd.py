@@ -13,6 +13,7 @@ import typer
 
 from ctda.cli.common import app, console, fail
 from ctda.store.config import resolve
+from ctda.ui.settings import DEFAULT_MAX_EVENTS, DEFAULT_MAX_UPLOAD_MB
 
 DB_HELP = "Store: a file path (embedded, the default) or bolt:// / neo4j:// URI. Default: $CTDA_DB."
 
@@ -72,9 +73,11 @@ def ui_cmd(
     address: str = typer.Option(
         "127.0.0.1", "--address", help="Interface to listen on (0.0.0.0 to share on the network)."
     ),
-    max_upload_mb: int = typer.Option(2048, "--max-upload-mb", min=1, help="Largest trace upload accepted."),
+    max_upload_mb: int = typer.Option(
+        DEFAULT_MAX_UPLOAD_MB, "--max-upload-mb", min=1, help="Largest trace upload accepted."
+    ),
     max_events: int = typer.Option(
-        2000, "--max-events", min=100, help="Events drawn per timeline (critical ones first)."
+        DEFAULT_MAX_EVENTS, "--max-events", min=100, help="Events drawn per timeline (critical ones first)."
     ),
     uploads: str = typer.Option(
         None, "--uploads", help="Folder for uploaded traces (default: beside the embedded store)."

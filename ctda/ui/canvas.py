@@ -312,32 +312,68 @@ def shares(t: pd.DataFrame, title: str) -> Chart:
     return Chart(title, spec, data)
 
 
+def _paired(labels: npt.NDArray[Any], df: pd.DataFrame, a: str, b: str, field: str) -> pd.DataFrame:
+    """Two rows per label, ``a`` then ``b`` (``side``), with ``df``'s ``a_ms`` and ``b_ms``."""
+    return pd.DataFrame(
+        {
+            field: np.repeat(labels, 2),
+            "side": np.tile([a, b], len(df)),
+            "ms": np.column_stack([df.a_ms.to_numpy(dtype=float), df.b_ms.to_numpy(dtype=float)]).ravel(),
+        }
+    )
+
+
+def _side_color(a: str, b: str) -> dict[str, Any]:
+    """``a`` in the first colour of every before/after chart, ``b`` in the second."""
+    return {
+        "field": "side",
+        "type": "nominal",
+        "title": None,
+        "scale": {"domain": [a, b], "range": [CLASS_COLORS["cpu"], CLASS_COLORS["launch_overhead"]]},
+    }
+
+
 def step_compare(df: pd.DataFrame, a: str, b: str, title: str) -> Chart:
     """Two bars per window, ``a`` then ``b`` (``label``, ``a_ms``, ``b_ms``; e.g. observed
     and predicted step time)."""
     label = unique(df.label, pd.Series(range(len(df)), index=df.index))
-    n = len(df)
-    data = pd.DataFrame(
-        {
-            "step": np.repeat(label.to_numpy(), 2),
-            "side": np.tile([a, b], n),
-            "ms": np.column_stack([df.a_ms.to_numpy(dtype=float), df.b_ms.to_numpy(dtype=float)]).ravel(),
-        }
-    )
     bars = {
         "mark": {"type": "bar"},
         "encoding": {
             "x": step_x(label),
             "xOffset": {"field": "side", "sort": [a, b]},
             "y": {"field": "ms", "type": "quantitative", "title": "ms"},
-            "color": {
-                "field": "side",
-                "type": "nominal",
-                "title": None,
-                "scale": {"domain": [a, b], "range": [CLASS_COLORS["cpu"], CLASS_COLORS["launch_overhead"]]},
-            },
+            "color": _side_color(a, b),
             "tooltip": [{"field": "step"}, {"field": "side"}, {"field": "ms", "format": MS_FORMAT}],
         },
     }
-    spec = layered([bars], 200)
-    return Chart(title, spec, data)
+    return Chart(title, layered([bars], 200), _paired(label.to_numpy(), df, a, b, "step"))
+
+
+def pairs(df: pd.DataFrame, key: str, a: str, b: str, title: str) -> Chart:
+    """Two horizontal bars per ``key`` value, ``a_ms`` then ``b_ms`` (e.g. the bound-by
+    classes of a run and of its what-if), in ``df``'s order."""
+    label = df[key].astype(str)
+    rows = {
+        "field": "row",
+        "type": "nominal",
+        "sort": label.tolist(),
+        "title": None,
+        "axis": {"labelLimit": 300},
+    }
+    bars = {
+        "mark": {"type": "bar"},
+        "encoding": {
+            "y": rows,
+            "yOffset": {"field": "side", "sort": [a, b]},
+            "x": {"field": "ms", "type": "quantitative", "title": "critical-path ms"},
+            "color": _side_color(a, b),
+            "tooltip": [
+                {"field": "row", "title": key},
+                {"field": "side"},
+                {"field": "ms", "format": MS_FORMAT},
+            ],
+        },
+    }
+    # the step is each bar's: a class's band holds its two
+    return Chart(title, layered([bars], {"step": 14}), _paired(label.to_numpy(), df, a, b, "row"))

@@ -73,22 +73,6 @@ def breakdown(df: pd.DataFrame, title: str = "Bound by") -> go.Figure:
 TICK_ANGLE = -35
 
 
-def side_by_side(df: pd.DataFrame, key: str, a: str, b: str, title: str) -> go.Figure:
-    """Grouped bars of ``a_ms`` and ``b_ms`` per ``key`` (compare and what-if pages)."""
-    fig = go.Figure()
-    fig.add_bar(y=df[key], x=df.a_ms, name=a, orientation="h", marker={"color": "#4C78A8"})
-    fig.add_bar(y=df[key], x=df.b_ms, name=b, orientation="h", marker={"color": "#F58518"})
-    fig.update_layout(
-        barmode="group",
-        title={"text": title, "x": 0},
-        xaxis={"title": "ms"},
-        yaxis={"autorange": "reversed"},
-    )
-    top = margins.legend_on_top(fig)
-    fig.update_layout(height=max(240, 40 * len(df) + 60) + top)
-    return margins.fix(fig, left=margins.y_labels_px(df[key]), right=10, top=top, bottom=margins.NUMERIC_X_PX)
-
-
 def deltas(df: pd.DataFrame, key: str, title: str, top: int = 20) -> go.Figure:
     """Horizontal bars of the ``top`` non-zero ``delta_ms`` per ``key``: green got faster, red slower."""
     part = df[df.delta_ms != 0].head(top)

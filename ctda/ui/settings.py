@@ -20,8 +20,11 @@ from ctda.store.config import resolve
 DEFAULT_MAX_UPLOAD_MB = 2048
 #: decompressed size of an uploaded trace (the upload limit counts compressed bytes)
 DEFAULT_MAX_TRACE_MB = 16384
-#: bars per timeline: the browser draws ~2,000 bars in a few hundred ms, 4,000 take twice that
-DEFAULT_MAX_EVENTS = 2000
+#: bars per timeline. The timeline is the costliest element of the pages that show it: in
+#: headless Chromium on 2 cores a Critical path page switch took 0.76 s with 2,000 bars and
+#: 0.59-0.75 s with 1,000 (medians; README, *Benchmarks*). 1,000 bars still give each of a
+#: few lanes a bar every few pixels of a wide screen; ``--max-events`` draws more.
+DEFAULT_MAX_EVENTS = 1000
 
 ENV_DB = "CTDA_DB"
 ENV_MAX_UPLOAD = "CTDA_UI_MAX_UPLOAD_MB"

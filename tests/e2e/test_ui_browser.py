@@ -209,7 +209,11 @@ def test_ui_in_a_real_browser(ui_server: str, driver: Any) -> None:
     go(d, "Compare")
     wait_text(d, "a (before)", "b (after)")
     assert selected(d, "Run", 1) == RUN and selected(d, "Run", 2) == RUN2  # [0] is the sidebar's
-    wait_text(d, f"a: {RUN}", f"b: {RUN2}")  # series and columns carry the run names
+    # the classes side by side (on a canvas) say which run a bar is, when pointed at (RUN's
+    # bars are a few ms beside RUN2's seconds: too thin to point at)
+    wait(d, lambda d: browser.canvas_ink(d), "the bound-by pairs drawn")
+    tip = browser.hover_color(d, (0xF5, 0x85, 0x18), 0)
+    assert f"b: {RUN2}" in tip and "cpu" in tip, tip
     shot(d, "08-compare-runs")
     choose(d, "Run", RUN, nth=2)
     choose(d, "What", "this session's what-if (unsaved)", nth=1)

@@ -8,7 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from ctda.store.base import RunInfo, StoreError
-from ctda.ui import charts, data, figures, widgets
+from ctda.ui import canvas, charts, data, figures, widgets
 from ctda.ui.settings import Settings
 
 BASELINE = "baseline (observed)"
@@ -161,12 +161,7 @@ def page() -> None:
     hot = ms_frame(cmp.hotspots, "name")
     c1, c2 = st.columns(2)
     with c1:
-        st.plotly_chart(
-            charts.side_by_side(by, "class", f"a: {a.label}", f"b: {b.label}", "Bound by"),
-            width="stretch",
-            key="cmp_class",
-            config=figures.CONFIG,
-        )
+        figures.show(canvas.pairs(by, "class", f"a: {a.label}", f"b: {b.label}", "Bound by"), "cmp_class")
         st.dataframe(named(by, a.label, b.label), hide_index=True, width="stretch")
     with c2:
         st.plotly_chart(

@@ -14,7 +14,7 @@ from ctda.analysis.classify import CLASSES
 from ctda.analysis.engine import Analysis
 from ctda.queries import loader
 from ctda.store.base import StoreError
-from ctda.ui import canvas, charts, data, explain, figures, widgets
+from ctda.ui import canvas, data, explain, figures, widgets
 from ctda.ui.settings import Settings
 from ctda.whatif import blind
 from ctda.whatif.export import write_perfetto
@@ -156,10 +156,10 @@ def outcome(loaded: data.Loaded, sc: Scenario) -> None:
         st.info(why)
     left_col, right_col = st.columns(2)
     with left_col:
-        fig = charts.side_by_side(
+        chart = canvas.pairs(
             by.sort_values("order"), "class", "observed", "predicted", "Bound by, all windows"
         )
-        st.plotly_chart(fig, width="stretch", key="wi_breakdown", config=figures.CONFIG)
+        figures.show(chart, "wi_breakdown")
     with right_col:
         per = pd.DataFrame({"label": stt.window, "a_ms": stt.base_ns / 1e6, "b_ms": stt.predicted_ns / 1e6})
         figures.show(canvas.step_compare(per, "observed", "predicted", "Step time"), "wi_steps")
