@@ -21,7 +21,8 @@ def run_ui(ctx: Context) -> SuiteResult:
     notes = []
     for via, intro in (
         ("browser", "In headless Chromium against a real `ctda ui` server: from the click or key press "
-         "until the script run it caused is done and painted."),
+         "until the script run it caused is done and painted, and the page's main thread is through "
+         "with the drawing it caused (the end of its last long task; each action starts on a still page)."),
         ("apptest", "Streamlit AppTest reruns (the server's whole script run, no browser)."),
     ):  # fmt: skip
         part = [r for r in rows if r.get("via", "apptest") == via]
