@@ -157,7 +157,10 @@ def test_pairs_keep_the_given_order_a_before_b() -> None:
     assert d.ms.tolist() == [4.0, 2.0, 1.0, 1.5]
     enc = chart.spec["layer"][0]["encoding"]
     assert enc["y"]["sort"] == ["gpu_compute", "cpu"] and enc["yOffset"]["sort"] == ["observed", "predicted"]
-    assert enc["color"]["scale"]["domain"] == ["observed", "predicted"]
+    assert (
+        enc["color"]["scale"]["domain"] == ["observed", "predicted"]
+        and enc["color"]["legend"]["columns"] == 1
+    )
     assert chart.title == "Bound by"
 
 

@@ -324,12 +324,14 @@ def _paired(labels: npt.NDArray[Any], df: pd.DataFrame, a: str, b: str, field: s
 
 
 def _side_color(a: str, b: str) -> dict[str, Any]:
-    """``a`` in the first colour of every before/after chart, ``b`` in the second."""
+    """``a`` in the first colour of every before/after chart, ``b`` in the second; one legend
+    entry per line (run and scenario names are long: side by side, the second was cut off)."""
     return {
         "field": "side",
         "type": "nominal",
         "title": None,
         "scale": {"domain": [a, b], "range": [CLASS_COLORS["cpu"], CLASS_COLORS["launch_overhead"]]},
+        "legend": {"columns": 1, "labelLimit": 420},
     }
 
 

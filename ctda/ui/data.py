@@ -234,8 +234,10 @@ def load_scenario(loaded: Loaded, name: str) -> Scenario:
     return scenario(loaded.tag, overrides_key(sc.overrides), name, loaded.analysis, sc.overrides)
 
 
-def scenario_tag(loaded: Loaded, sc: Scenario) -> str:
-    return f"{loaded.tag}|{overrides_key(sc.overrides)}"
+def scenario_tag(loaded: Loaded, sc: Scenario | str) -> str:
+    """A scenario's cache tag: its run's and the digest of its overrides (``sc`` may be that
+    digest, when the caller has taken it)."""
+    return f"{loaded.tag}|{sc if isinstance(sc, str) else overrides_key(sc.overrides)}"
 
 
 def save_scenario(loaded: Loaded, sc: Scenario) -> None:

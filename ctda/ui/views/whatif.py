@@ -124,8 +124,9 @@ def cypher_group(
     return from_rows(a, rows, label=f"cypher:{pick}")
 
 
-def outcome(loaded: data.Loaded, sc: Scenario) -> None:
-    """Predicted step time, bound-by breakdown and path of one step."""
+def outcome(loaded: data.Loaded, sc: Scenario, tag: str) -> None:
+    """Predicted step time, bound-by breakdown and path of one step (``tag``: the
+    scenario's cache tag, :func:`data.scenario_tag`)."""
     stt = sc.step_times()
     base_ms, pred_ms = float(stt.base_ns.mean()) / 1e6, float(stt.predicted_ns.mean()) / 1e6
     joined, left = sc.moved()
@@ -136,7 +137,6 @@ def outcome(loaded: data.Loaded, sc: Scenario) -> None:
     c3.metric("Critical path changes", f"+{len(joined):,} / -{len(left):,} events")
     for line in blind.notes(sc):
         st.warning(f"Not in this prediction: {line}.", icon=":material/visibility_off:")
-    tag = data.scenario_tag(loaded, sc)  # a digest of the scenario's events: taken once
     observed = data.by_class(loaded.tag, None, loaded.analysis)
     predicted = data.by_class(tag, None, sc.analysis)
     by = pd.merge(
@@ -165,9 +165,8 @@ def outcome(loaded: data.Loaded, sc: Scenario) -> None:
         figures.show(canvas.step_compare(per, "observed", "predicted", "Step time"), "wi_steps")
 
 
-def predicted_path(s: Settings, loaded: data.Loaded, sc: Scenario) -> None:
+def predicted_path(s: Settings, sc: Scenario, tag: str) -> None:
     a = sc.analysis
-    tag = data.scenario_tag(loaded, sc)
     # labelled from the step times the page already has: a per-class table of every
     # predicted window would cost a pass over all charges on each slider move
     stt = sc.step_times()
@@ -195,7 +194,7 @@ def free_name(name: str, taken: set[str]) -> str:
     return out
 
 
-def save_and_export(loaded: data.Loaded, sc: Scenario) -> None:
+def save_and_export(loaded: data.Loaded, sc: Scenario, key: str) -> None:
     saved, _ = data.scenario_list(loaded)
     taken = {str(r.get("name")) for r in saved}
     replace = False
@@ -226,7 +225,6 @@ def save_and_export(loaded: data.Loaded, sc: Scenario) -> None:
                 # rerun so the saved list above (drawn before this click) counts it at once
                 st.rerun()
     with c2:
-        key = data.scenario_tag(loaded, sc)
         ready = st.session_state.get("wi_export")
         # writing the file walks every event in Python: only on request, then kept per scenario
         stale = ready is None or ready[0] != key
@@ -329,16 +327,19 @@ def page() -> None:
         return
     label = "; ".join(o.label for o in overrides)
     name = st.text_input("Scenario name", key="wi_name", placeholder=label) or label
-    sc = data.scenario(loaded.tag, data.overrides_key(overrides), name, a, overrides)
+    # a digest of the selected events, taken once per run: every cache below is keyed by it
+    digest = data.overrides_key(overrides)
+    sc = data.scenario(loaded.tag, digest, name, a, overrides)
+    tag = data.scenario_tag(loaded, digest)
     st.session_state["wi_current"] = (loaded.tag, name, overrides)  # for the Compare page
     changed = int(np.sum(sc.factors != 1.0))
     st.caption(
         f"{len(overrides)} selection(s) change {changed:,} events. A factor applies to the events' nested "
         "calls too; where groups overlap, the later group wins."
     )
-    outcome(loaded, sc)
-    predicted_path(s, loaded, sc)
-    save_and_export(loaded, sc)
+    outcome(loaded, sc, tag)
+    predicted_path(s, sc, tag)
+    save_and_export(loaded, sc, tag)
 
 
 if __name__ == "__main__":
