@@ -275,10 +275,18 @@ def _wait_until_ready(process: subprocess.Popen[bytes], instance: Path, port: in
     )
 
 
+def new_password() -> str:
+    """A random password for a throwaway instance. Hex only: a URL-safe token starts with
+    '-' once in 64 draws, and neo4j-admin then reads it as an option (a CI run failed so)."""
+    return secrets.token_hex(16)
+
+
 def _check_password(password: str) -> None:
     """Reject passwords Neo4j would refuse, with a clearer message than its own."""
     if len(password) < MIN_PASSWORD_LENGTH:
         raise StartError(f"password must have at least {MIN_PASSWORD_LENGTH} characters")
+    if password.startswith("-"):
+        raise StartError("password must not start with '-' (neo4j-admin reads it as an option)")
 
 
 def start(
@@ -302,7 +310,7 @@ def start(
     """
     home = fetch(cache_dir, version)
     _check_java()
-    secret = password if password is not None else secrets.token_urlsafe(18)
+    secret = password if password is not None else new_password()
     _check_password(secret)
     jars: Path | None = None
     extra = dict(extra_conf or {})

@@ -6,14 +6,22 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from tests.neo4j_fixture import neo4j_server, skip_or_fail  # noqa: F401
+from tests.neo4j_fixture import load_server_module, neo4j_server, skip_or_fail  # noqa: F401
 
 if TYPE_CHECKING:
     from scripts.neo4j_server import ServerInfo
 
-pytestmark = pytest.mark.neo4j
+
+def test_passwords_never_read_as_an_option() -> None:
+    # neo4j-admin takes a password starting with '-' for an option and fails to start
+    mod = load_server_module()
+    assert not any(mod.new_password().startswith("-") for _ in range(2000))
+    assert len(mod.new_password()) >= mod.MIN_PASSWORD_LENGTH
+    with pytest.raises(mod.StartError, match="must not start with '-'"):
+        mod._check_password("-" + "x" * 20)
 
 
+@pytest.mark.neo4j
 def test_return_one(neo4j_server: ServerInfo) -> None:  # noqa: F811
     """``RETURN 1 AS x`` round-trips through the official driver."""
     try:
