@@ -231,12 +231,30 @@ def settled(d: Any, timeout: float = WAIT_S) -> None:
 
     wait(d, idle, "the run to finish", timeout)
     # and the main thread free of long tasks for a while (a person looks before acting)
-    calm = "return performance.now() - (window.__ctdaLongEnd || 0) > 500;"
+    calm = _LONG_TASKS + "return performance.now() - window.__ctdaLongEnd > 500;"
     wait(d, lambda d: bool(d.execute_script(calm)), "the page to be still", timeout)
     time.sleep(0.2)
 
 
-_ARM = """
+# The end of the page's last long task (over 50 ms of the main thread), watched from the
+# first time :func:`settled` or :func:`timed` runs on a page: drawing that goes on after the
+# elements are in place (a canvas chart, a data grid) belongs to the action that caused it.
+_LONG_TASKS = """
+if (!window.__ctdaLong) {
+  window.__ctdaLongEnd = 0;
+  window.__ctdaLong = new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) {
+      window.__ctdaLongEnd = Math.max(window.__ctdaLongEnd, e.startTime + e.duration);
+    }
+  });
+  // buffered: the long tasks since the page loaded count too, not only those from now on
+  window.__ctdaLong.observe({type: 'longtask', buffered: true});
+}
+"""
+
+_ARM = (
+    _LONG_TASKS
+    + """
 const app = document.querySelector('[data-testid="stApp"]');
 window.__ctdaRan = false;
 window.__ctdaMarks = [];
@@ -254,18 +272,9 @@ window.__ctdaObs = new MutationObserver((records) => {
 window.__ctdaObs.observe(app, {attributes: true, childList: true, subtree: true, characterData: true});
 window.__ctdaT0 = performance.now();
 window.__ctdaLast = window.__ctdaT0;
-// the end of the page's last long task (over 50 ms of the main thread): drawing that goes
-// on after the elements are in place (a canvas chart, a data grid) belongs to the action
-if (!window.__ctdaLong) {
-  window.__ctdaLongEnd = 0;
-  window.__ctdaLong = new PerformanceObserver((list) => {
-    for (const e of list.getEntries()) {
-      window.__ctdaLongEnd = Math.max(window.__ctdaLongEnd, e.startTime + e.duration);
-    }
-  });
-  window.__ctdaLong.observe({type: 'longtask'});
-}
 """
+)
+
 
 # Done when the page shows no script run, nothing stale and every canvas chart drawn
 # (a redrawn canvas was checked to hold its final image by then), and either a run was seen to

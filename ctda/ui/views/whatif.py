@@ -194,7 +194,7 @@ def free_name(name: str, taken: set[str]) -> str:
     return out
 
 
-def save_and_export(loaded: data.Loaded, sc: Scenario, key: str) -> None:
+def save_and_export(loaded: data.Loaded, sc: Scenario, tag: str) -> None:
     saved, _ = data.scenario_list(loaded)
     taken = {str(r.get("name")) for r in saved}
     replace = False
@@ -227,12 +227,12 @@ def save_and_export(loaded: data.Loaded, sc: Scenario, key: str) -> None:
     with c2:
         ready = st.session_state.get("wi_export")
         # writing the file walks every event in Python: only on request, then kept per scenario
-        stale = ready is None or ready[0] != key
+        stale = ready is None or ready[0] != tag
         if stale and st.button("Prepare Perfetto export", key="wi_export_prep"):
             with st.spinner("Writing the predicted timeline…"):
-                st.session_state["wi_export"] = (key, perfetto_bytes(sc))
+                st.session_state["wi_export"] = (tag, perfetto_bytes(sc))
             ready = st.session_state["wi_export"]
-        if ready is not None and ready[0] == key:
+        if ready is not None and ready[0] == tag:
             st.download_button(
                 "Download predicted timeline (.json.gz)",
                 ready[1],
