@@ -28,6 +28,7 @@ def test_command_runs_streamlit_headless_on_the_app(tmp_path: Path) -> None:
     assert flags["--server.port"] == "8765"
     assert flags["--server.headless"] == "true"
     assert flags["--server.maxUploadSize"] == "100"
+    assert flags["--runner.postScriptGC"] == "false"  # a full collection after each run delays the next
     s = from_argv(cmd[cmd.index("--") + 1 :])
     assert s == Settings(db=db, max_upload_mb=100, max_events=3000)
 

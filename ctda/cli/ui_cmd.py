@@ -60,6 +60,12 @@ def command(
         "none",
         "--client.toolbarMode",
         "viewer",
+        # Streamlit runs a full garbage collection after every script run, holding the GIL:
+        # with pandas, Arrow and the app's modules loaded that is ~0.2 s here, and the next
+        # run (a slider's next notch) waits for it. Python's own generational collector
+        # still collects cycles; the app's caches are bounded.
+        "--runner.postScriptGC",
+        "false",
         "--",
         *to_argv(settings),
     ]
