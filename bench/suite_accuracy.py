@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import statistics
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,6 +41,9 @@ class Pair:
     after: str
     scale: tuple[str, ...]  # ``ctda whatif --scale`` specs
     change: str  # the change, as the person making it would describe it
+    #: traces of the host's other processes recorded with "before" (a glob beside it),
+    #: merged into it as ``ctda merge`` does before the scenario runs
+    helpers: str = ""
 
 
 PAIRS = (
@@ -54,6 +58,13 @@ PAIRS = (
         "bench:h_loader_oversub_after.pt.trace.json.gz",
         ("class=data_loading=0.3333",),
         "4 DataLoader workers on 2 cores; per-sample Python work 30 -> 10 rounds",
+    ),
+    Pair(
+        "bench:m_loader_traced_before.pt.trace.json.gz",
+        "bench:n_loader_traced_after.pt.trace.json.gz",
+        ("name~: mix$=0.3333",),  # the workers' Python frame of the per-sample pass
+        "g -> h with the 4 workers profiled too and merged: per-sample Python work 30 -> 10 rounds",
+        helpers="m_loader_traced_before.worker*.pt.trace.json.gz",
     ),
     Pair(
         "bench:i_telemetry_before.pt.trace.json.gz",
@@ -105,6 +116,7 @@ def _cpus(trace: Path) -> int:
 
 def _pair_row(ctx: Context, pair: Pair) -> dict[str, Any] | None:
     from ctda.analysis.engine import analyze
+    from ctda.ingest.merge import merge_processes
     from ctda.ingest.reader import read_trace
     from ctda.whatif.scenario import run, with_cpus
     from ctda.whatif.select import parse_scale
@@ -115,7 +127,15 @@ def _pair_row(ctx: Context, pair: Pair) -> dict[str, Any] | None:
     measured = _measured_ms(after)
     if measured is None:
         return None
-    a = analyze(read_trace(before))
+    helpers = sorted(before.parent.glob(pair.helpers)) if pair.helpers else []
+    if pair.helpers and not helpers:
+        return None
+    with tempfile.TemporaryDirectory() as tmp:
+        source = before
+        if helpers:
+            source = Path(tmp) / "merged.json.gz"
+            merge_processes(before, helpers, source)
+        a = analyze(read_trace(source))
     cpus = _cpus(before)
     if cpus:
         a = with_cpus(a, cpus)
@@ -128,7 +148,9 @@ def _pair_row(ctx: Context, pair: Pair) -> dict[str, Any] | None:
         "before": before.name,
         "after": after.name,
         "change": pair.change,
-        "scenario": " ".join(f"--scale '{s}'" for s in pair.scale) + (f" --cpus {cpus}" if cpus else ""),
+        "scenario": " ".join(f"--scale '{s}'" for s in pair.scale)
+        + (f" --cpus {cpus}" if cpus else "")
+        + (f" (on ctda merge of {len(helpers)} worker traces)" if helpers else ""),
         "before_ms": float(st.base_ns.median()) / 1e6,
         "before_measured_ms": _measured_ms(before),
         "predicted_ms": predicted,
@@ -162,7 +184,8 @@ def _traces(ctx: Context) -> list[tuple[Path, str]]:
     if ctx.corpus is not None:
         out += [(p, str(p.relative_to(ctx.corpus))) for p in corpus_traces(ctx.corpus)]
     local = ctx.repo / "bench" / "traces"
-    out += [(p, f"bench/traces/{p.name}") for p in sorted(local.glob("*.json.gz"))]
+    # helper processes' traces (DataLoader workers) have no steps of their own
+    out += [(p, f"bench/traces/{p.name}") for p in sorted(local.glob("*.json.gz")) if ".worker" not in p.name]
     return [(p, label) for p, label in out if p.stat().st_size <= MAX_BYTES]
 
 

@@ -39,6 +39,7 @@ from ctda.api_checks import top as _top
 from ctda.api_jobs import JobSession
 from ctda.errors import CtdaError
 from ctda.ingest.errors import TraceError
+from ctda.ingest.merge import MergeSummary, merge_processes
 from ctda.ingest.reader import read_trace
 from ctda.ingest.summary import TraceSummary
 from ctda.ingest.summary import summarize as summarize_table
@@ -65,6 +66,7 @@ __all__ = [
     "Analysis",
     "AnalysisOptions",
     "Ingested",
+    "MergeSummary",
     "Report",
     "RunInfo",
     "Scenario",
@@ -73,6 +75,7 @@ __all__ = [
     "compare",
     "convert",
     "export",
+    "merge_processes",
     "named_queries",
     "open_store",
     "opportunities",

@@ -87,13 +87,44 @@ class MixDataset(Dataset):  # type: ignore[type-arg]
         return torch.from_numpy(img * gain), i % 10
 
 
-def loader_oversubscribed(rounds: int) -> tuple[Callable[[int], None], dict[str, Any], Callable[[], None]]:
-    """Four DataLoader worker processes and two intra-op threads on the machine's cores."""
+#: where a profiled DataLoader worker writes its trace: ``{prefix}.worker{id}.pt.trace.json``
+WORKER_TRACE_PREFIX = "CTDA_RECORD_WORKER_PREFIX"
+
+
+def _profile_worker(worker_id: int) -> None:
+    """``worker_init_fn``: profile this worker process for its whole life (CPU, Python stacks)
+    and write its trace when it exits (multiprocessing runs the finalizer before the process
+    ends; the training process shuts its workers down before it finishes)."""
+    from multiprocessing import util
+
+    prefix = os.environ.get(WORKER_TRACE_PREFIX)
+    if not prefix:
+        return
+    prof = profile(activities=[ProfilerActivity.CPU], record_shapes=True, with_stack=True)
+    prof.start()
+
+    def export() -> None:
+        prof.stop()
+        prof.export_chrome_trace(f"{prefix}.worker{worker_id}.pt.trace.json")
+
+    util.Finalize(None, export, exitpriority=100)
+
+
+def loader_oversubscribed(
+    rounds: int, profile_workers: bool = False
+) -> tuple[Callable[[int], None], dict[str, Any], Callable[[], None]]:
+    """Four DataLoader worker processes and two intra-op threads on the machine's cores
+    (``profile_workers``: each worker records its own trace too)."""
     torch.manual_seed(0)
     model = Net()
     opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
     dl = DataLoader(
-        MixDataset(rounds), batch_size=16, num_workers=4, persistent_workers=True, prefetch_factor=2
+        MixDataset(rounds),
+        batch_size=16,
+        num_workers=4,
+        persistent_workers=True,
+        prefetch_factor=2,
+        worker_init_fn=_profile_worker if profile_workers else None,
     )
     it = iter(dl)
 
@@ -101,7 +132,17 @@ def loader_oversubscribed(rounds: int) -> tuple[Callable[[int], None], dict[str,
         x, y = next(it)
         train_step(model, opt, x, y)
 
-    return step, {"num_workers": 4, "mix_rounds_per_sample": rounds, "batch_size": 16}, lambda: None
+    def stop() -> None:
+        # the workers write their traces as they exit: shut them down before the files are read
+        it._shutdown_workers()  # type: ignore[attr-defined]
+
+    params = {
+        "num_workers": 4,
+        "mix_rounds_per_sample": rounds,
+        "batch_size": 16,
+        "workers_profiled": profile_workers,
+    }
+    return step, params, stop
 
 
 class Periodic(threading.Thread):
@@ -168,6 +209,8 @@ WORKLOADS: dict[str, Callable[[], tuple[Callable[[int], None], dict[str, Any], C
     "h_loader_oversub_after": lambda: loader_oversubscribed(10),
     "i_telemetry_before": lambda: telemetry_thread(12),
     "j_telemetry_after": lambda: telemetry_thread(4),
+    "m_loader_traced_before": lambda: loader_oversubscribed(30, profile_workers=True),
+    "n_loader_traced_after": lambda: loader_oversubscribed(10, profile_workers=True),
     "k_busy_native_before": lambda: busy_native_thread(24),
     "l_busy_native_after": lambda: busy_native_thread(8),
 }
@@ -194,6 +237,7 @@ def cpu_jiffies() -> tuple[int, int, int]:
 
 def record(name: str, out: Path) -> dict[str, Any]:
     torch.set_num_threads(2)
+    os.environ[WORKER_TRACE_PREFIX] = str(out / name)  # read by profiled DataLoader workers
     step_fn, params, stop = WORKLOADS[name]()
     pre = []
     for i in range(PRE_STEPS):
@@ -225,9 +269,12 @@ def record(name: str, out: Path) -> dict[str, Any]:
             prof.step()
     busy1, total1, own1 = cpu_jiffies()
     stop()
-    with open(raw, "rb") as fin, gzip.GzipFile(out / f"{name}.pt.trace.json.gz", "wb", 9, mtime=0) as fout:
-        shutil.copyfileobj(fin, fout)
-    raw.unlink()
+    for trace in [raw, *sorted(out.glob(f"{name}.worker*.pt.trace.json"))]:
+        # the profiler names the trace by the path it was written to: keep only the file name
+        text = trace.read_bytes().replace(json.dumps(str(trace)).encode(), json.dumps(trace.name).encode())
+        with gzip.GzipFile(f"{trace}.gz", "wb", 9, mtime=0) as fout:
+            fout.write(text)
+        trace.unlink()
     active = [float(s["wall_ms"]) for s in steps if s["in_trace"]]  # type: ignore[arg-type]
     side = {
         "name": name,
@@ -277,8 +324,8 @@ def main() -> int:
             other = json.loads((tmp / f"{n}.steps.json").read_text())["host_other_frac"]
             if other < best.get(n, 2.0):
                 best[n] = other
-                for suffix in (".pt.trace.json.gz", ".steps.json"):
-                    shutil.move(str(tmp / f"{n}{suffix}"), str(args.out / f"{n}{suffix}"))
+                for f in tmp.glob(f"{n}.*"):  # the trace, its workers' traces, the sidecar
+                    shutil.move(str(f), str(args.out / f.name))
     shutil.rmtree(tmp, ignore_errors=True)
     return 0
 
