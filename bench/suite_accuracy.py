@@ -62,7 +62,7 @@ PAIRS = (
     Pair(
         "bench:m_loader_traced_before.pt.trace.json.gz",
         "bench:n_loader_traced_after.pt.trace.json.gz",
-        ("name~: mix$=0.3333",),  # the workers' Python frame of the per-sample pass
+        ("name~^mix$=0.3333",),  # the workers' record_function around the per-sample pass
         "g -> h with the 4 workers profiled too and merged: per-sample Python work 30 -> 10 rounds",
         helpers="m_loader_traced_before.worker*.pt.trace.json.gz",
     ),

@@ -164,7 +164,7 @@ def test_merged_workers_keep_the_invariants(host: Analysis) -> None:
     assert len(WORKERS) == 4 and lanes.pid.nunique() == 5  # the training process and 4 workers
     assert np.abs(host.timing.time - host.nodes.time).max() <= 1_000  # replay exact
     starts, ends = host.window_bounds()
-    assert len(host.windows) == 5
+    assert len(host.windows) == 15
     for i in range(len(host.windows)):
         assert int(host.charges[host.charges.window == i].ns.sum()) == int(ends[i] - starts[i])
     # the workers' events are in the analysis, on their own lanes
@@ -174,12 +174,13 @@ def test_merged_workers_keep_the_invariants(host: Analysis) -> None:
 
 def test_cheaper_worker_work_gives_the_training_ops_their_cores_back(host: Analysis) -> None:
     a = with_cpus(host, 2)
-    sc = run(a, [parse_scale(a, "name~: mix$=0.3333")])
+    sc = run(a, [parse_scale(a, "name~^mix$=0.3333")])
     st = sc.step_times()
-    # the training thread never runs mix: only the cores the workers free speed it up
-    assert float(st.predicted_ns.sum()) < 0.9 * float(st.base_ns.sum())
+    # the training process never runs mix: only the cores the workers free speed it up
+    # (measured in the "after" recording: median step 80.4 -> 45.4 ms)
+    assert float(st.predicted_ns.median()) < 0.7 * float(st.base_ns.median())
     assert blind.notes(sc) == []  # the workers' load is in the trace: nothing to warn about
-    # the same change without the workers' traces re-times nothing of the training step
+    # without the workers' traces the change has nothing to select
     alone = analyze(read_trace(MAIN), AnalysisOptions())
     with pytest.raises(SelectionError):
-        parse_scale(alone, "name~: mix$=0.3333")
+        parse_scale(alone, "name~^mix$=0.3333")

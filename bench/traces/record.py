@@ -72,10 +72,13 @@ def train_step(model: nn.Module, opt: torch.optim.Optimizer, x: torch.Tensor, y:
 
 
 class MixDataset(Dataset):  # type: ignore[type-arg]
-    """Each sample: a random image plus a pure-Python pass over its bytes (``rounds``)."""
+    """Each sample: a random image plus a pure-Python pass over its bytes (``rounds``);
+    ``annotate``: the pass inside ``record_function("mix")`` (for workers profiled without
+    Python stacks)."""
 
-    def __init__(self, rounds: int) -> None:
+    def __init__(self, rounds: int, annotate: bool = False) -> None:
         self.rounds = rounds
+        self.annotate = annotate
 
     def __len__(self) -> int:
         return 1 << 20
@@ -83,7 +86,12 @@ class MixDataset(Dataset):  # type: ignore[type-arg]
     def __getitem__(self, i: int) -> tuple[torch.Tensor, int]:
         rng = np.random.default_rng(i)
         img = rng.random((3, 64, 64), dtype=np.float32)
-        gain = 0.8 + 0.4 * mix(img[:, :8, :8].tobytes(), self.rounds) / 0x7FFFFFFF
+        if self.annotate:
+            with record_function("mix"):
+                acc = mix(img[:, :8, :8].tobytes(), self.rounds)
+        else:
+            acc = mix(img[:, :8, :8].tobytes(), self.rounds)
+        gain = 0.8 + 0.4 * acc / 0x7FFFFFFF
         return torch.from_numpy(img * gain), i % 10
 
 
@@ -92,15 +100,16 @@ WORKER_TRACE_PREFIX = "CTDA_RECORD_WORKER_PREFIX"
 
 
 def _profile_worker(worker_id: int) -> None:
-    """``worker_init_fn``: profile this worker process for its whole life (CPU, Python stacks)
-    and write its trace when it exits (multiprocessing runs the finalizer before the process
+    """``worker_init_fn``: profile this worker process for its whole life (CPU ops and
+    annotations; no Python stacks, which would slow the worker several-fold) and write its
+    trace when it exits (multiprocessing runs the finalizer before the process
     ends; the training process shuts its workers down before it finishes)."""
     from multiprocessing import util
 
     prefix = os.environ.get(WORKER_TRACE_PREFIX)
     if not prefix:
         return
-    prof = profile(activities=[ProfilerActivity.CPU], record_shapes=True, with_stack=True)
+    prof = profile(activities=[ProfilerActivity.CPU])
     prof.start()
 
     def export() -> None:
@@ -119,7 +128,7 @@ def loader_oversubscribed(
     model = Net()
     opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
     dl = DataLoader(
-        MixDataset(rounds),
+        MixDataset(rounds, annotate=profile_workers),
         batch_size=16,
         num_workers=4,
         persistent_workers=True,
@@ -142,6 +151,9 @@ def loader_oversubscribed(
         "batch_size": 16,
         "workers_profiled": profile_workers,
     }
+    if profile_workers:
+        # the steps come in bursts (batches arrive together): more of them for a steady median
+        params["active_steps"] = 15
     return step, params, stop
 
 
@@ -245,18 +257,19 @@ def record(name: str, out: Path) -> dict[str, Any]:
         step_fn(i)
         pre.append((time.perf_counter() - t0) * 1e3)
     raw = out / f"{name}.pt.trace.json"
+    active = int(params.get("active_steps", ACTIVE))
     cfg = torch._C._profiler._ExperimentalConfig(profile_all_threads=True)
     steps: list[dict[str, object]] = []
     busy0, total0, own0 = cpu_jiffies()
     with profile(
         activities=[ProfilerActivity.CPU],
-        schedule=schedule(wait=WAIT, warmup=WARMUP, active=ACTIVE),
+        schedule=schedule(wait=WAIT, warmup=WARMUP, active=active),
         record_shapes=True,
         with_stack=True,
         experimental_config=cfg,
         on_trace_ready=lambda p: p.export_chrome_trace(str(raw)),
     ) as prof:
-        for i in range(WAIT + WARMUP + ACTIVE):
+        for i in range(WAIT + WARMUP + active):
             t0 = time.perf_counter()
             step_fn(i)
             steps.append(
@@ -275,7 +288,7 @@ def record(name: str, out: Path) -> dict[str, Any]:
         with gzip.GzipFile(f"{trace}.gz", "wb", 9, mtime=0) as fout:
             fout.write(text)
         trace.unlink()
-    active = [float(s["wall_ms"]) for s in steps if s["in_trace"]]  # type: ignore[arg-type]
+    walls = [float(s["wall_ms"]) for s in steps if s["in_trace"]]  # type: ignore[arg-type]
     side = {
         "name": name,
         "params": params,
@@ -284,7 +297,7 @@ def record(name: str, out: Path) -> dict[str, Any]:
         "intra_op_threads": 2,
         "pre_steps_wall_ms": pre,
         "steps": steps,
-        "active_wall_ms": {"median": float(np.median(active)), "mean": float(np.mean(active))},
+        "active_wall_ms": {"median": float(np.median(walls)), "mean": float(np.mean(walls))},
         "host_busy_frac": (busy1 - busy0) / max(1, total1 - total0),
         "host_other_frac": max(0, (busy1 - busy0) - (own1 - own0)) / max(1, total1 - total0),
         "loadavg_1min_before": os.getloadavg()[0],
