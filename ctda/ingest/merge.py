@@ -34,22 +34,14 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
+import numpy as np
 
 from ctda.ingest.errors import TraceError
+from ctda.ingest.kinds import GPU_KINDS, Kind, kind_of
 from ctda.ingest.source import READ_BLOCK, find_array_start, open_stream
 
-#: helper events of these categories need a device timeline: refused
-GPU_CATS = frozenset(
-    {
-        "kernel",
-        "gpu_memcpy",
-        "gpu_memset",
-        "gpu_user_annotation",
-        "cuda_runtime",
-        "cuda_driver",
-        "ac2g",
-    }
-)
+#: helper events of these kinds need a device timeline (or launch onto one): refused
+DEVICE_KINDS = GPU_KINDS | {Kind.RUNTIME, Kind.DRIVER}
 #: flow ids of the k-th helper are moved by (k + 1) * FLOW_ID_STRIDE
 FLOW_ID_STRIDE = 1 << 40
 _FLOW_PHASES = frozenset({"s", "t", "f"})
@@ -78,15 +70,11 @@ class MergeSummary:
     main_pids: set[int]
     helper_pids: dict[str, set[int]] = field(default_factory=dict)
     helper_events: int = 0
-    shifted_us: dict[str, float] = field(default_factory=dict)
 
 
 def _read_helper(path: Path, k: int, main_base: int | None, main_host: str | None) -> Helper:
     with open_stream(path) as fh:
-        try:
-            raw = fh.read()
-        except (OSError, EOFError) as exc:
-            raise TraceError(path, f"cannot read to the end ({exc})") from None
+        raw = _read(path, fh, -1)
     try:
         doc = msgspec.json.decode(raw)
     except msgspec.DecodeError as exc:
@@ -109,7 +97,7 @@ def _read_helper(path: Path, k: int, main_base: int | None, main_host: str | Non
         if not isinstance(ev, dict):
             continue
         cat = ev.get("cat")
-        if isinstance(cat, str) and cat.lower() in GPU_CATS:
+        if isinstance(cat, str) and kind_of(str(ev.get("ph") or ""), cat) in DEVICE_KINDS:
             raise TraceError(
                 path,
                 f"holds GPU events (category {cat!r}): only CPU processes such as DataLoader "
@@ -183,10 +171,11 @@ def merge_processes(main: Path, helpers: list[Path], out: Path) -> MergeSummary:
                 chunk = rest
                 while chunk:
                     scan = tail + chunk  # a key split across two blocks is seen whole here
-                    main_pids.update(int(m) for m in _PID.findall(scan))
-                    stamps = [float(m) for m in _TS.findall(scan)]
-                    if stamps:
-                        first, last = min(first, min(stamps)), max(last, max(stamps))
+                    # parsed by NumPy, not one Python int/float per event: the main trace may be large
+                    main_pids.update(np.unique(np.array(_PID.findall(scan)).astype(np.int64)).tolist())
+                    stamps = np.array(_TS.findall(scan)).astype(np.float64)
+                    if len(stamps):
+                        first, last = min(first, float(stamps.min())), max(last, float(stamps.max()))
                     tail = chunk[-64:]
                     dst.write(chunk)
                     chunk = _read(main, fh)
@@ -221,9 +210,9 @@ def _check(main: Path, helpers: list[Helper], main_pids: set[int], first: float,
             )
 
 
-def _read(path: Path, fh: Any) -> bytes:
+def _read(path: Path, fh: Any, size: int = READ_BLOCK) -> bytes:
     try:
-        return fh.read(READ_BLOCK)  # type: ignore[no-any-return]
+        return fh.read(size)  # type: ignore[no-any-return]
     except (OSError, EOFError) as exc:
         raise TraceError(path, f"cannot read to the end ({exc})") from None
 
