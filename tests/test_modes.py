@@ -37,7 +37,7 @@ def runner(monkeypatch: pytest.MonkeyPatch) -> CliRunner:
 def test_registry_names_and_families() -> None:
     assert list(modes.MODES) == ["ctda", "hta"]
     ctda_mode, hta_mode = modes.get("ctda"), modes.get("hta")
-    assert ctda_mode.selectable == ("fwdbwd", "backward_join", "gil", "cuda_lock")
+    assert ctda_mode.selectable == ("fwdbwd", "backward_join", "gil", "cuda_lock", "wake")
     assert hta_mode.selectable == () and hta_mode.windows == "trace"
     assert [s.name for s in hta_mode.rules(("gil",))] == [
         "hta_operator", "hta_dependency", "hta_launch_delay", "hta_kernel_kernel_delay", "hta_sync_dependency"

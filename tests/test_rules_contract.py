@@ -24,7 +24,7 @@ from ctda.analysis.rules import registry
 from ctda.analysis.rules.context import RuleContext
 from ctda.ingest.events import Args, Event
 from ctda.ingest.reader import read_trace
-from tests.synth import AUX, kernel, runtime, write
+from tests.synth import AUX, cpu, kernel, runtime, write
 
 DATA = Path(__file__).parent / "data"
 SHIPPED = sorted(p for p in DATA.glob("*/*.json.gz"))
@@ -36,7 +36,8 @@ ARG_KEYS = {f.encode_name for f in msgspec.structs.fields(Args)}
 
 def _zoo(path: Path) -> Path:
     """Two threads and two streams: a cross-stream event wait with its ``cuda_sync``
-    record, and runtime calls overlapping across threads (times in µs)."""
+    record, runtime calls overlapping across threads, and one thread's condition wait
+    ended by the other's notify (times in µs)."""
     wait_record = kernel("Stream Wait Event", 16, 0, corr=3, stream=9)
     wait_record["cat"] = "cuda_sync"
     wait_record["args"] |= {
@@ -53,6 +54,10 @@ def _zoo(path: Path) -> Path:
         kernel("k_first", 15, 40, corr=1, stream=7),
         kernel("k_waiting", 60, 10, corr=4, stream=9),
         wait_record,
+        cpu("threading.py(295): wait", 26, 14, tid=AUX, cat="python_function"),
+        cpu("<built-in method acquire of _thread.lock object>", 27, 12, tid=AUX, cat="python_function"),
+        cpu("threading.py(366): notify", 30, 4, cat="python_function"),
+        cpu("<built-in method release of _thread.lock object>", 32, 1, cat="python_function"),
     ]
     return write(path, events)
 
@@ -137,7 +142,7 @@ def test_every_rule_is_exercised(zoo: tuple[RuleContext, dict[str, EdgeBatch]]) 
 
 
 def test_zoo_edges(zoo: tuple[RuleContext, dict[str, EdgeBatch]]) -> None:
-    """The two rules no shipped trace exercises, on the hand-made trace, edge by edge."""
+    """The rules no shipped trace exercises, on the hand-made trace, edge by edge."""
     ctx, batches = zoo
     n = ctx.nodes
     names = ctx.names.tolist()
@@ -154,6 +159,13 @@ def test_zoo_edges(zoo: tuple[RuleContext, dict[str, EdgeBatch]]) -> None:
     lock = batches["cuda_lock"]
     first_launch = 2 * int(np.flatnonzero(ctx.names == "cudaLaunchKernel")[0]) + 1
     assert list(zip(lock.src.tolist(), lock.dst.tolist())) == [(first_launch, node("cudaMalloc", True))]
+    wake = batches["wake"]
+    release, acquire = (
+        "<built-in method release of _thread.lock object>",
+        "<built-in method acquire of _thread.lock object>",
+    )
+    assert list(zip(wake.src.tolist(), wake.dst.tolist())) == [(node(release, False), node(acquire, True))]
+    assert (n.time[wake.src], n.time[wake.dst]) == (32 * us, 39 * us)
 
 
 def test_readme_rule_table_lists_the_registry() -> None:

@@ -18,6 +18,9 @@ from ctda.analysis.rules import gpu  # noqa: F401
 
 # isort: split
 from ctda.analysis.rules import cross_thread  # noqa: F401
+
+# isort: split
+from ctda.analysis.rules import wake  # noqa: F401
 from ctda.analysis.rules.context import RuleContext
 from ctda.analysis.rules.registry import RuleSpec, rule
 
