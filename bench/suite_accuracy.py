@@ -78,6 +78,12 @@ PAIRS = (
         ("name~^crunch$=0.3333",),
         "GIL-free matmul thread beside 2 intra-op threads: 24 -> 8 products per round",
     ),
+    Pair(
+        "bench:o_producer_bound_before.pt.trace.json.gz",
+        "bench:p_producer_bound_after.pt.trace.json.gz",
+        (r"name~\): mix$=0.3333",),  # the producer's Python function, as its stack names it
+        "producer thread's per-sample Python pass 36 -> 12 rounds; training waits on its queue",
+    ),
 )
 
 

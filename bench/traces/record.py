@@ -216,6 +216,41 @@ def busy_native_thread(chunks: int) -> tuple[Callable[[int], None], dict[str, An
     return step, {"crunch_matmuls": chunks, "matmul_n": 192, "crunch_period_ms": 10}, bg.stop.set
 
 
+def producer_bound(rounds: int) -> tuple[Callable[[int], None], dict[str, Any], Callable[[], None]]:
+    """Main thread trains on batches a Python thread produces into a ``queue.Queue``; with
+    enough rounds per sample the producer is slower than training and the main thread
+    waits in ``get`` (a condition wait, woken by the producer's ``put``)."""
+    import queue
+
+    torch.manual_seed(0)
+    model = Net()
+    opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    q: queue.Queue[tuple[torch.Tensor, torch.Tensor]] = queue.Queue(maxsize=2)
+    stop = threading.Event()
+
+    def produce() -> None:
+        rng = np.random.default_rng(0)
+        while not stop.is_set():
+            img = rng.random((16, 3, 64, 64), dtype=np.float32)
+            gains = [mix(img[k, :, :8, :8].tobytes(), rounds) / 0x7FFFFFFF for k in range(16)]
+            x = torch.from_numpy(img) * torch.tensor(gains).view(-1, 1, 1, 1)
+            y = torch.from_numpy(rng.integers(0, 10, 16))
+            while not stop.is_set():
+                try:
+                    q.put((x, y), timeout=0.1)
+                    break
+                except queue.Full:
+                    continue
+
+    threading.Thread(target=produce, name="producer", daemon=True).start()
+
+    def step(i: int) -> None:
+        x, y = q.get()
+        train_step(model, opt, x, y)
+
+    return step, {"producer_rounds_per_sample": rounds, "queue_maxsize": 2, "active_steps": 10}, stop.set
+
+
 WORKLOADS: dict[str, Callable[[], tuple[Callable[[int], None], dict[str, Any], Callable[[], None]]]] = {
     "g_loader_oversub_before": lambda: loader_oversubscribed(30),
     "h_loader_oversub_after": lambda: loader_oversubscribed(10),
@@ -225,6 +260,8 @@ WORKLOADS: dict[str, Callable[[], tuple[Callable[[int], None], dict[str, Any], C
     "n_loader_traced_after": lambda: loader_oversubscribed(10, profile_workers=True),
     "k_busy_native_before": lambda: busy_native_thread(24),
     "l_busy_native_after": lambda: busy_native_thread(8),
+    "o_producer_bound_before": lambda: producer_bound(36),
+    "p_producer_bound_after": lambda: producer_bound(12),
 }
 
 
