@@ -178,12 +178,13 @@ def estimate(ctx: RuleContext, g: Graph) -> Contention:
         if len(a) == 0 or len(b) == 0:
             continue
         wa, wb, ov = _intersect(t0[a], t1[a], t0[b], t1[b])
-        # both threads running Python over the overlap: CPython hands the GIL back and forth
-        # (switch interval), so each waited for the other about half of it, not all of it
-        ov = np.where(holds[a[wa]], ov // 2, ov)
-        waits.append(e[a[wa]])
-        holds_e.append(e[b[wb]])
+        waits.append(a[wa])
+        holds_e.append(b[wb])
         ovs.append(ov)
+    if waits:
+        w_all, h_all, o_all = np.concatenate(waits), np.concatenate(holds_e), np.concatenate(ovs)
+        o_all = _python_share(ctx, own, lane, holds, t1 - t0, w_all, o_all)
+        waits, holds_e, ovs = [e[w_all]], [e[h_all]], [o_all]
     gil = np.bincount(
         np.concatenate(waits) if waits else np.zeros(0, dtype=np.int64),
         weights=np.concatenate(ovs).astype(np.float64) if ovs else None,
@@ -198,6 +199,52 @@ def estimate(ctx: RuleContext, g: Graph) -> Contention:
     if not len(c):
         return Contention.empty()
     return _cap(_with_loops(c, loops(ctx, g, e, lane, busy, waiting, gil[e]), g), g)
+
+
+#: fewest uncontended instances of a Python frame on a thread to read its own work from
+MIN_FREE = 4
+
+
+def _python_share(
+    ctx: RuleContext, own: I64, lane: I64, holds: npt.NDArray[np.bool_], span: I64, w: I64, ov: I64
+) -> I64:
+    """The part of each overlap (waiting segment ``w``, by index into the timeline edges)
+    that its thread spent waiting, when it was itself running Python.
+
+    Two threads whose Python frames overlap took turns on the GIL. How the overlap divides
+    depends on how much Python the waiting side had to run: a frame that runs for long
+    stretches alternates with the other thread (switch interval) and waited about half of
+    it; a frame that runs a few microseconds of Python between two ops waited for nearly all
+    of it. The trace says which: the same frame's segments on the same thread that no other
+    thread's Python overlapped show its own work. Where a thread has at least ``MIN_FREE``
+    such segments of a frame, a contended segment of that frame waited its length less their
+    median (at most its overlaps); elsewhere it waited half of each overlap.
+    """
+    runs = holds[w]
+    if not runs.any():
+        return ov
+    total = np.bincount(w, weights=ov.astype(np.float64), minlength=len(span))
+    names = ctx.table.col("name")[ctx.nodes.uid].astype(np.int64)
+    key = lane * (int(names.max()) + 1) + names[np.maximum(own, 0)]
+    free = np.flatnonzero(holds & (total == 0) & (span > 0))
+    waited = ov // 2
+    if len(free):
+        order = np.lexsort((span[free], key[free]))
+        k, d = key[free][order], span[free][order]
+        first = np.flatnonzero(np.r_[True, k[1:] != k[:-1]])
+        count = np.diff(np.r_[first, len(k)])
+        ok = count >= MIN_FREE
+        keys, median = k[first][ok], d[first + count // 2][ok]
+        r = runs.copy()
+        pos = np.clip(np.searchsorted(keys, key[w[r]]), 0, max(len(keys) - 1, 0))
+        known = np.zeros(len(w), dtype=bool)
+        if len(keys):
+            known[r] = keys[pos] == key[w[r]]
+        seg = w[known]
+        wait_seg = np.clip(span[seg] - median[pos[known[r]]], 0, total[seg])
+        share = wait_seg / np.maximum(total[seg], 1.0)
+        waited[known] = np.floor(ov[known] * share).astype(np.int64)
+    return np.where(runs, waited, ov)  # type: ignore[no-any-return]
 
 
 #: a thread that sleeps at least this often, and whose other waits are shorter than its
