@@ -36,16 +36,21 @@ def _waited(a: Analysis, name: str) -> dict[int, int]:
     return out
 
 
-def test_a_frame_that_runs_microseconds_of_python_waited_for_nearly_all_the_overlap(tmp_path: Path) -> None:
+def _analysis(tmp_path: Path, alone: int) -> Analysis:
+    """``alone`` calls of the frame with no other thread running (2 µs of Python before its
+    op, 1 µs after), then one while another thread's pure-Python loop runs (55 µs to reach
+    its op: the loop held the GIL)."""
     events = [
         synth.cpu("ProfilerStep#1", 0, 400, cat="user_annotation"),
-        # four times alone: 2 µs of Python before the op, 1 µs after it
-        *[x for k in range(4) for x in _forward(10 + 20 * k, 12 + 20 * k)],
-        # then while another thread's pure-Python loop runs: 55 µs to reach the op
+        *[x for k in range(alone) for x in _forward(10 + 20 * k, 12 + 20 * k)],
         *_forward(200, 255),
         synth.cpu(LOOP, 150, 150, tid=synth.AUX, cat=PY),
     ]
-    a = analyze(read_trace(synth.write(tmp_path / "t.json", events)), AnalysisOptions())
+    return analyze(read_trace(synth.write(tmp_path / "t.json", events)), AnalysisOptions())
+
+
+def test_a_frame_that_runs_microseconds_of_python_waited_for_nearly_all_the_overlap(tmp_path: Path) -> None:
+    a = _analysis(tmp_path, alone=4)
     # its own work is read off the frame's free segments (median 2 µs): it waited 53 of the
     # 55 µs before the op, and nothing of the 1 µs after it
     assert _waited(a, FORWARD) == {200: 53_000, 262: 0}
@@ -54,11 +59,6 @@ def test_a_frame_that_runs_microseconds_of_python_waited_for_nearly_all_the_over
     assert np.array_equal(a.timing.time, a.nodes.time)  # the baseline replays exactly
 
 
-def test_without_free_instances_each_side_waited_half(tmp_path: Path) -> None:
-    events = [
-        synth.cpu("ProfilerStep#1", 0, 400, cat="user_annotation"),
-        *_forward(200, 255),
-        synth.cpu(LOOP, 150, 150, tid=synth.AUX, cat=PY),
-    ]
-    a = analyze(read_trace(synth.write(tmp_path / "t.json", events)), AnalysisOptions())
-    assert _waited(a, FORWARD) == {200: 27_500, 262: 500}
+def test_without_enough_free_instances_each_side_waited_half(tmp_path: Path) -> None:
+    # one call alone: two free segments, fewer than MIN_FREE (4) to read its own work from
+    assert _waited(_analysis(tmp_path, alone=1), FORWARD) == {200: 27_500, 262: 500}
