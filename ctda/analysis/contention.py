@@ -235,13 +235,12 @@ def _python_share(
         count = np.diff(np.r_[first, len(k)])
         ok = count >= MIN_FREE
         keys, median = k[first][ok], d[first + count // 2][ok]
-        r = runs.copy()
-        pos = np.clip(np.searchsorted(keys, key[w[r]]), 0, max(len(keys) - 1, 0))
+        pos = np.clip(np.searchsorted(keys, key[w[runs]]), 0, max(len(keys) - 1, 0))
         known = np.zeros(len(w), dtype=bool)
         if len(keys):
-            known[r] = keys[pos] == key[w[r]]
+            known[runs] = keys[pos] == key[w[runs]]
         seg = w[known]
-        wait_seg = np.clip(span[seg] - median[pos[known[r]]], 0, total[seg])
+        wait_seg = np.clip(span[seg] - median[pos[known[runs]]], 0, total[seg])
         share = wait_seg / np.maximum(total[seg], 1.0)
         waited[known] = np.floor(ov[known] * share).astype(np.int64)
     return np.where(runs, waited, ov)  # type: ignore[no-any-return]
