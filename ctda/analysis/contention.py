@@ -159,7 +159,7 @@ def estimate(ctx: RuleContext, g: Graph) -> Contention:
     # capture); a thread blocked on a lock or condition neither holds nor wants it
     needs = (is_py | ~has | (g.dst[e] % 2 == 0)) & ~waiting
     t0, t1 = n.time[g.src[e]], n.time[g.dst[e]]
-    pid = np.unique(ctx.lane_pid.astype(str), return_inverse=True)[1]
+    pid = ctx.lane_proc
     live = t1 > t0
     # candidates of every lane at once, ordered by start (ties in edge order); a lane's
     # share of them is then already in the order the intersection needs
@@ -224,7 +224,7 @@ def _python_share(
     if not runs.any():
         return ov
     total = np.bincount(w, weights=ov.astype(np.float64), minlength=len(span))
-    names = ctx.table.col("name")[ctx.nodes.uid].astype(np.int64)
+    names = ctx.name_codes
     key = lane * (int(names.max()) + 1) + names[np.maximum(own, 0)]
     free = np.flatnonzero(holds & (total == 0) & (span > 0))
     waited = ov // 2
@@ -374,7 +374,7 @@ def cpu_contention(
     work = busy & (own >= 0)
     work[work] = np.isin(n.kind[own[work]], (Kind.CPU_OP, Kind.PYTHON))
     t0, t1 = n.time[g.src[e]], n.time[g.dst[e]]
-    names = ctx.table.col("name")[n.uid].astype(np.int64)
+    names = ctx.name_codes
     bus = np.flatnonzero(busy)
     bus = bus[np.argsort(t0[bus], kind="stable")]
     lanes = np.unique(lane[work])

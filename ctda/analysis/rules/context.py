@@ -44,9 +44,14 @@ class RuleContext:
         """Name of each analysed event."""
         return self.table.decoded("name", self.nodes.uid)
 
+    @cached_property
+    def name_codes(self) -> I64:
+        """Name code of each analysed event (an index into the table's name strings)."""
+        return self.table.col("name")[self.nodes.uid].astype(np.int64)  # type: ignore[no-any-return]
+
     def name_mask(self, pattern: str) -> npt.NDArray[np.bool_]:
         """Analysed events whose name matches ``pattern`` (evaluated once per distinct name)."""
-        codes = self.table.col("name")[self.nodes.uid]
+        codes = self.name_codes
         values = self.table.strings("name")
         rx = re.compile(pattern)
         lut = np.array([bool(rx.search(v or "")) for v in values] or [False])
@@ -60,6 +65,11 @@ class RuleContext:
     def lane_pid(self) -> npt.NDArray[np.object_]:
         """Process label of every lane (GIL and runtime lock are per process)."""
         return self.table.lanes.sort_values("lane")["pid"].to_numpy(dtype=object)
+
+    @cached_property
+    def lane_proc(self) -> I64:
+        """A small integer per process, for every lane (``lane_pid`` as codes)."""
+        return np.unique(self.lane_pid.astype(str), return_inverse=True)[1].astype(np.int64)  # type: ignore[no-any-return]
 
     @cached_property
     def by_lane_time(self) -> I64:

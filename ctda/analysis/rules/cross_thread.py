@@ -217,8 +217,7 @@ def gil_handoff(ctx: RuleContext) -> EdgeBatch:
     cpu = np.flatnonzero(~n.is_gpu)
     if len(np.unique(n.lane[cpu])) < 2:
         return EdgeBatch.of([], [], RULE_TYPE)
-    pid_of_lane = ctx.lane_pid
-    pid_codes = np.unique(pid_of_lane.astype(str), return_inverse=True)[1]
+    pid_codes = ctx.lane_proc
     node = np.concatenate([n.start(cpu), n.finish(cpu)])
     lane = np.concatenate([n.lane[cpu], n.lane[cpu]]).astype(np.int64)
     time = n.time[node]

@@ -53,9 +53,10 @@ def wake(ctx: RuleContext) -> EdgeBatch:
     point = n.start(notify)
     rel = np.flatnonzero(ctx.name_mask(LOCK_RELEASE) & (parent >= 0))
     rel = rel[np.isin(parent[rel], notify)]
-    rel = rel[np.argsort(-n.ts[rel], kind="stable")]  # the earliest written last
-    point[np.searchsorted(notify, parent[rel])] = n.start(rel)
-    proc = np.unique(ctx.lane_pid.astype(str), return_inverse=True)[1].astype(np.int64)
+    rel = rel[np.lexsort((n.ts[rel], parent[rel]))]
+    first = np.unique(parent[rel], return_index=True)[1]  # each notify's first release
+    point[np.searchsorted(notify, parent[rel[first]])] = n.start(rel[first])
+    proc = ctx.lane_proc
     lane = n.lane.astype(np.int64)
     # notifies grouped by process, in time order: a wait only looks at its own process's
     s_proc = proc[lane[point // 2]]
