@@ -16,6 +16,10 @@ it is a real optimisation whose size is not known in advance.
                     GPU had finished). after: the host work is a third; the GPU now bounds.
                     scale: name~host_prep=0.3333
   s2_sync_events    s1 recorded with the profiler's CUDA sync events (stream and event ids)
+  s3_sync_late      as s1, but each layer launches its GEMM before its host work: the GPU is
+                    idle long before the closing ``.item()`` in "before", so that sync never
+                    waited. scale: name~host_prep=0.3333
+  s4_sync_late_events  s3 with CUDA sync events
   n1_log_item       a logging ``.item()`` after the forward, inside record_function
                     ("log_loss"), followed by host bookkeeping that could have overlapped
                     the forward. after: the loss is kept on the device (no wait).
@@ -165,6 +169,30 @@ def pair_s1(out: Path, rnd: int, steps: int, key: str = "s1_sync_free", sync_eve
                     spin(n)
                 h = torch.tanh(h @ w)
             h.sum().item()  # the step's only sync: free in "before", binding in "after"
+        variants.append((tag, step, dict(pair=key, gemm_ms=gemm_ms, spin_n=n,
+                                         change="per-layer host work cut to a third",
+                                         scenario="--scale 'name~host_prep=0.3333'")))
+    run_pair(out, key, rnd, steps, variants, sync_events)
+
+
+def pair_s3(out: Path, rnd: int, steps: int, key: str = "s3_sync_late", sync_events: bool = False) -> None:
+    """As s1 but each layer launches its GEMM first and then does its host work, so in
+    "before" the GPU is idle long before the step's closing ``.item()``: that sync never
+    waited, yet binds once the host work is a third."""
+    d, layers = 3072, 10
+    a = torch.randn(d, d, device=DEV)
+    ws = [torch.randn(d, d, device=DEV) / d**0.5 for _ in range(layers)]
+    gemm_ms = time_ms(lambda: a @ ws[0])
+    n_before = spin_for(2.0 * gemm_ms)
+    variants = []
+    for tag, n in (("before", n_before), ("after", max(1, n_before // 3))):
+        def step(i: int, n: int = n) -> None:
+            h = a
+            for w in ws:
+                h = torch.tanh(h @ w)
+                with record_function("host_prep"):
+                    spin(n)
+            h.sum().item()
         variants.append((tag, step, dict(pair=key, gemm_ms=gemm_ms, spin_n=n,
                                          change="per-layer host work cut to a third",
                                          scenario="--scale 'name~host_prep=0.3333'")))
@@ -357,6 +385,8 @@ def pair_g2(out: Path, rnd: int, steps: int) -> None:
 PAIRS: dict[str, Callable[[Path, int, int], None]] = {
     "s1": pair_s1,
     "s2": lambda out, rnd, steps: pair_s1(out, rnd, steps, key="s2_sync_events", sync_events=True),
+    "s3": pair_s3,
+    "s4": lambda out, rnd, steps: pair_s3(out, rnd, steps, key="s4_sync_late_events", sync_events=True),
     "n1": pair_n1,
     "c1": pair_c1,
     "b1": pair_b1,
