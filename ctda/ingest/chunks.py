@@ -96,6 +96,7 @@ class Chunker:
                 if self.framing is None:
                     found = source.find_array_start(self.path, bytes(buf), at_eof=False)
                     if found is None:
+                        self.limits.check_unbroken(self.path, len(buf), "before the event array")
                         continue
                     self.framing, off = found
                     del buf[:off]
@@ -103,6 +104,8 @@ class Chunker:
                     self._scanned = 0
                 # small first pieces: a worker can start on one while the rest is inflated
                 yield from self._cut(buf, self.chunk_bytes if self._index else max(self.chunk_bytes // 4, 1))
+                # what is left has no cut past the piece size: one stretch the decoder holds whole
+                self.limits.check_unbroken(self.path, len(buf) - self.chunk_bytes)
                 if progress is not None:
                     progress(source.compressed_position(stream))
         if self.framing is None:
