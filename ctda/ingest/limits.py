@@ -79,8 +79,12 @@ class Limits:
         ``$CTDA_MAX_EVENT_BYTES`` and ``$CTDA_MAX_HELPER_BYTES``; a malformed value is a
         one-line error naming the variable."""
         out = cls()
-        sizes = {MAX_BYTES_ENV: "max_bytes", MAX_EVENT_ENV: "max_event_bytes", MAX_HELPER_ENV: "max_helper_bytes"}
-        for env, attr in sizes.items():
+        sizes = (
+            (MAX_BYTES_ENV, "max_bytes"),
+            (MAX_EVENT_ENV, "max_event_bytes"),
+            (MAX_HELPER_ENV, "max_helper_bytes"),
+        )
+        for env, attr in sizes:
             raw = os.environ.get(env, "").strip()
             if raw:
                 out = replace(out, **{attr: _size_env(env, raw)})

@@ -142,8 +142,10 @@ def _shift_us(path: Path, doc: dict[str, Any], main: TraceMeta) -> float:
     base = doc.get("baseTimeNanoseconds")
     base = base if isinstance(base, int) and not isinstance(base, bool) else None
     if (base is None) != (main.base_time_ns is None):
-        which = "it records baseTimeNanoseconds and the main trace does not" if base is not None else (
-            "the main trace records baseTimeNanoseconds and it does not"
+        which = (
+            "it records baseTimeNanoseconds and the main trace does not"
+            if base is not None
+            else ("the main trace records baseTimeNanoseconds and it does not")
         )
         raise TraceError(path, f"{which}: the two clocks cannot be put on one time base")
     return (base - main.base_time_ns) / 1e3 if base is not None and main.base_time_ns is not None else 0.0

@@ -18,7 +18,7 @@ import os
 import stat
 import tempfile
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import IO
 
@@ -38,11 +38,16 @@ def check_output(out: Path, inputs: Iterable[str | Path] = ()) -> None:
         raise TraceError(out, f"cannot write ({exc.strerror or exc})") from None
     if st is not None:
         if stat.S_ISLNK(st.st_mode):
-            raise TraceError(out, "is a symbolic link; give the output as a regular file path (a link is never written through)")
+            raise TraceError(
+                out, "is a symbolic link; give a regular file path (a link is never written through)"
+            )
         if stat.S_ISDIR(st.st_mode):
             raise TraceError(out, "is a directory; give the output file's name")
         if not stat.S_ISREG(st.st_mode):
-            raise TraceError(out, "is not a regular file (a device, FIFO or socket); the output must be a regular file or a new path")
+            raise TraceError(
+                out,
+                "is not a regular file (a device, FIFO or socket): the output must be a regular file or new",
+            )
         for p in inputs:
             try:
                 other = os.stat(p)
@@ -50,8 +55,7 @@ def check_output(out: Path, inputs: Iterable[str | Path] = ()) -> None:
                 continue
             if (other.st_dev, other.st_ino) == (st.st_dev, st.st_ino):
                 raise TraceError(out, f"is one of the inputs ({p}): write to a new file, not over an input")
-    parent = out.parent if str(out.parent) else Path(".")
-    if not parent.is_dir():
+    if not out.parent.is_dir():
         raise TraceError(out, "cannot write (its directory does not exist)")
 
 
@@ -69,14 +73,14 @@ def atomic_output(out: Path, compress: bool | None = None, level: int = 6) -> It
     except OSError:
         mode = NEW_FILE_MODE
     try:
-        fd, tmp = tempfile.mkstemp(dir=out.parent if str(out.parent) else ".", prefix=f".{out.name}.", suffix=".tmp")
+        fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
     except OSError as exc:
         raise TraceError(out, f"cannot write ({exc.strerror or exc})") from None
     try:
         with os.fdopen(fd, "wb") as raw:
             if gz:
                 with gzip.GzipFile(filename="", mode="wb", fileobj=raw, compresslevel=level, mtime=0) as fh:
-                    yield fh
+                    yield fh  # type: ignore[misc]  # a GzipFile is a binary stream
             else:
                 yield raw
             raw.flush()
@@ -92,7 +96,5 @@ def atomic_output(out: Path, compress: bool | None = None, level: int = 6) -> It
 
 
 def _remove(path: str) -> None:
-    try:
+    with suppress(OSError):
         os.unlink(path)
-    except OSError:
-        pass
