@@ -40,6 +40,7 @@ from ctda.api_jobs import JobSession
 from ctda.errors import CtdaError
 from ctda.ingest.errors import TraceError
 from ctda.ingest.merge import MergeSummary, merge_processes
+from ctda.ingest.outfile import check_output
 from ctda.ingest.reader import read_trace
 from ctda.ingest.summary import TraceSummary
 from ctda.ingest.summary import summarize as summarize_table
@@ -119,6 +120,7 @@ def convert(source: PathLike, target: PathLike, *, reader: Reader | None = None)
     out = Path(target)
     if out.suffix != ".parquet":
         raise CtdaError(f"{out}: the output must end in .parquet")
+    check_output(out, [source])  # never over the source, a device, a FIFO or a symlink
     table = _read(Path(source), reader)
     try:
         table.write_parquet(out)
@@ -310,9 +312,12 @@ class StoreSession(JobSession):
         """Analyse and store each trace as a run (see :func:`run_names`); a trace already
         stored with the same options is not stored again unless ``force``. Options are
         checked before any file is read."""
+        from ctda.store.ingest import check_run_name
         from ctda.store.ingest import ingest as store_ingest
 
         opts = validate_options(**options)
+        if run is not None:
+            check_run_name(run)
         files = [Path(paths)] if isinstance(paths, (str, Path)) else [Path(p) for p in paths]
         if self._closed:
             raise StoreError(f"the session on {self.location} is closed")
