@@ -316,14 +316,15 @@ class StoreSession(JobSession):
         from ctda.store.ingest import ingest as store_ingest
 
         opts = validate_options(**options)
-        if run is not None:
-            check_run_name(run)
         files = [Path(paths)] if isinstance(paths, (str, Path)) else [Path(p) for p in paths]
+        names = run_names(files, run)
+        for p, n in zip(files, names):  # before any file is read
+            check_run_name(n, file=None if run else p)
         if self._closed:
             raise StoreError(f"the session on {self.location} is closed")
         return [
             store_ingest(p, self.target, opts, name=n, force=force, read=self.reader, progress=progress)
-            for p, n in zip(files, run_names(files, run))
+            for p, n in zip(files, names)
         ]
 
     def runs(self, include_incomplete: bool = False) -> list[RunInfo]:

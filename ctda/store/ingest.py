@@ -43,7 +43,7 @@ def check_run_name(name: str, option: str = "--run", file: Path | None = None) -
     """``name`` if a new run (or job) may take it; ``@`` is refused because ``RUN@SCENARIO``
     names a stored scenario (runs stored under such names before stay readable by name).
     ``file``: the name was derived from this file's name (the message says so)."""
-    origin = f"{file}: the name {name!r} (from the file name)" if file is not None else f"the name {name!r}"
+    origin = f"{file}: the name {name!r} taken from it" if file is not None else f"the name {name!r}"
     if "@" in name:
         raise StoreError(
             f"{origin} contains '@', which ctda reads as RUN@SCENARIO; pick another with {option}"
