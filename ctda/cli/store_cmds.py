@@ -81,6 +81,7 @@ def ingest_cmd(
     failed = 0
 
     def one(store: api.StoreSession, path: Path, name: str) -> Document:
+        check_run_name(name, file=None if run else path)
         with write_progress(sys.stderr.isatty()) as progress:
             (done,) = store.ingest(path, name, force=force, progress=progress, options=options)
         run_ = done.run
