@@ -385,6 +385,15 @@ class StoreSession(JobSession):
 
     # -- analyses and scenarios
 
+    def _is_run(self, name: str) -> bool:
+        """Whether a run is stored under exactly ``name`` (one with ``@`` from before new
+        names refused it is still read whole, not as ``RUN@SCENARIO``)."""
+        try:
+            with self._open() as s:
+                return s.find_run(name) is not None
+        except StoreError:
+            return False  # no store yet: nothing is stored under any name
+
     def load(self, source: RunLike) -> Source:
         """An analysis in memory as is, a trace file analysed now, or a stored run."""
         if isinstance(source, Analysis):
@@ -490,7 +499,7 @@ class StoreSession(JobSession):
         if isinstance(spec, (Analysis, Scenario)):
             return _side(spec, _label(spec, "analysis"))
         base, at, scen = str(spec).partition("@")
-        if not at or _is_file(Path(spec)):
+        if not at or _is_file(Path(spec)) or self._is_run(str(spec)):
             return cmp.Side(str(spec), self.analysis(spec))
         return cmp.Side(str(spec), self.scenario(base, scen).analysis, predicted=True)
 

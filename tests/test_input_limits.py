@@ -70,7 +70,9 @@ def one_line(res: Result) -> str:
     return lines[0]
 
 
-def measured(args: list[str], env: dict[str, str] | None = None, timeout: float = 180) -> tuple[int, str, int]:
+def measured(
+    args: list[str], env: dict[str, str] | None = None, timeout: float = 180
+) -> tuple[int, str, int]:
     """Run ``ctda args`` as a child; its exit code, stderr and peak RSS in MiB (``os.wait4``
     reports that child alone, with the decode workers it waited for)."""
     with tempfile.TemporaryFile() as err:
@@ -155,13 +157,17 @@ def test_unbroken_text_before_inside_and_after_the_array(tmp_path: Path) -> None
     after = tmp_path / "after.json"
     after.write_text('{"traceEvents": [' + ev + "]" + " " * (400 << 10) + "}")
     for path, where in ((before, "before the event array"), (after, "without an event boundary")):
+        chunker = chunks.Chunker(path, chunk_bytes=4096, limits=small)
         with pytest.raises(TraceError, match=f"{path.name}: more than 256 KiB of text {where}"):
-            read_trace(path, limits=small, parallel=False)
+            pipeline.decode_pieces(chunker, parallel=False)
+    with pytest.raises(TraceError, match="before the event array"):  # the reader's own pieces
+        read_trace(before, limits=small, parallel=False)
     # one event whose strings hold "},{" (a cut candidate every few bytes): the glued text
     # of that one event is bounded too
     inner = ",".join(['{"k":1}'] * 60000)
     glued = tmp_path / "glued.json"
-    glued.write_text('{"traceEvents": [' + ev + ',{"ph":"X","args":{"l":[' + inner + "]}}," + ev + "]}")
+    big = json.dumps(_event("big", ts=5, dur=1, args={"l": "LIST"})).replace('"LIST"', f"[{inner}]")
+    glued.write_text('{"traceEvents": [' + ev + "," + big + "," + ev + "]}")
     chunker = chunks.Chunker(glued, chunk_bytes=4096, limits=Limits(max_event_bytes=64 << 10))
     with pytest.raises(TraceError, match="more than 64 KiB of text without an event boundary"):
         pipeline.decode_pieces(chunker, parallel=False)
@@ -173,7 +179,11 @@ def test_limit_variables_are_checked_and_documented_defaults(tmp_path: Path) -> 
     assert DEFAULT_MAX_BYTES == 16 << 30
     assert (DEFAULT_MAX_TRACE_MB, DEFAULT_MAX_UPLOAD_MB) == (2048, 512)  # the UI: a shared server
     assert "CTDA_MAX_EVENT_BYTES" in (ROOT / "docs" / "limits.md").read_text()
-    for var, value in (("CTDA_MAX_EVENT_BYTES", "lots"), ("CTDA_MAX_EXPANSION", "nan"), ("CTDA_MAX_HELPER_BYTES", "-1")):
+    for var, value in (
+        ("CTDA_MAX_EVENT_BYTES", "lots"),
+        ("CTDA_MAX_EXPANSION", "nan"),
+        ("CTDA_MAX_HELPER_BYTES", "-1"),
+    ):
         line = one_line(cli("inspect", str(SMALL), env={var: value}))
         assert f"${var}" in line
     line = one_line(cli("inspect", str(SMALL), env={"CTDA_MAX_EVENT_BYTES": "1K"}))
@@ -181,7 +191,11 @@ def test_limit_variables_are_checked_and_documented_defaults(tmp_path: Path) -> 
 
 
 def test_only_regular_files_are_opened(tmp_path: Path, fifo: Path) -> None:
-    for path, kind in ((fifo, "a FIFO"), (Path("/dev/zero"), "a character device"), (tmp_path, "a directory")):
+    for path, kind in (
+        (fifo, "a FIFO"),
+        (Path("/dev/zero"), "a character device"),
+        (tmp_path, "a directory"),
+    ):
         with pytest.raises(TraceError, match=kind):
             open_stream(path)
     # a symlink is followed to what it names: to a device it is refused, to a trace it is read
@@ -214,7 +228,9 @@ def _rank_trace(path: Path, **dist: Any) -> Path:
         ("rank0.json", {"rank": 2**40, "world_size": 8}, "rank 1099511627776 (from its distributedInfo)"),
     ],
 )
-def test_rank_numbers_and_world_sizes_are_bounded(tmp_path: Path, name: str, dist: dict[str, Any], problem: str) -> None:
+def test_rank_numbers_and_world_sizes_are_bounded(
+    tmp_path: Path, name: str, dist: dict[str, Any], problem: str
+) -> None:
     job = tmp_path / "job"
     job.mkdir()
     _rank_trace(job / name, **dist)
@@ -261,16 +277,18 @@ def test_a_failing_rank_worker_is_one_line(tmp_path: Path) -> None:
 @pytest.mark.parametrize("factor", ["1e15", "1e300", "-1", "1000001", "nan", "inf"])
 def test_scale_factors_out_of_range_are_one_line(tmp_path: Path, factor: str) -> None:
     db = tmp_path / "s.lbug"
-    line = one_line(cli("whatif", str(DEMO), "--scale", f"name~hipLaunchKernel={factor}", "--dry-run", "--db", str(db)))
+    line = one_line(
+        cli("whatif", str(DEMO), "--scale", f"name~hipLaunchKernel={factor}", "--dry-run", "--db", str(db))
+    )
     assert factor in line
     assert not db.exists()
 
 
 def test_the_largest_factor_predicts_a_larger_finite_step(tmp_path: Path) -> None:
+    scale = f"name~hipLaunchKernel={MAX_FACTOR:g}"
     res = cli(
-        "whatif", str(DEMO), "--scale", f"name~hipLaunchKernel={MAX_FACTOR:g}", "--dry-run", "--format", "json",
-        "--db", str(tmp_path / "s.lbug"),
-    )  # fmt: skip
+        "whatif", str(DEMO), "--scale", scale, "--dry-run", "--format", "json", "--db", str(tmp_path / "s")
+    )
     assert res.exit_code == 0, res.output
     steps = json.loads(res.stdout)["steps"]
     first = steps[0]
@@ -291,7 +309,9 @@ def test_scaled_durations_saturate_with_an_error_never_wrap(tmp_path: Path) -> N
     db = tmp_path / "s.lbug"
     line = one_line(cli("whatif", str(trace), "--scale", "name~long=1e6", "--dry-run", "--db", str(db)))
     assert "past the time range ctda computes with" in line
-    res = cli("whatif", str(trace), "--scale", "name~long=1000", "--dry-run", "--format", "json", "--db", str(db))
+    res = cli(
+        "whatif", str(trace), "--scale", "name~long=1000", "--dry-run", "--format", "json", "--db", str(db)
+    )
     assert res.exit_code == 0, res.output
     (step,) = json.loads(res.stdout)["steps"]
     assert step["predicted_ns"] == pytest.approx((2 * hour_us - 20) * 1e6, rel=1e-6)
@@ -377,9 +397,13 @@ def test_run_names_with_at_are_refused_and_old_ones_stay_readable(tmp_path: Path
     a = analyze(read_trace(SMALL, parallel=False))
     with open_store(Target("ladybug", str(db))) as store:
         store.write_run(run_data(a, "old@name", SMALL, "0" * 64))
+    res = cli("runs", "--db", str(db), "--format", "json")
+    assert res.exit_code == 0 and "old@name" in res.stdout, res.output
     res = cli("report", "old@name", "--db", str(db), "--format", "json")
     assert res.exit_code == 0, res.output
-    assert "old@name" in res.stdout
+    assert json.loads(res.stdout)["trace"] == str(SMALL)
+    res = cli("compare", "old@name", str(SMALL), "--db", str(db), "--format", "json")
+    assert res.exit_code == 0, res.output
 
 
 def test_ui_serves_loopback_by_default() -> None:

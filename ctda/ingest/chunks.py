@@ -99,6 +99,7 @@ class Chunker:
                         self.limits.check_unbroken(self.path, len(buf), "before the event array")
                         continue
                     self.framing, off = found
+                    self.limits.check_unbroken(self.path, off, "before the event array")
                     del buf[:off]
                     self._base = off
                     self._scanned = 0
@@ -113,12 +114,14 @@ class Chunker:
             if found is None:  # pragma: no cover - at_eof always decides
                 raise TraceError(self.path, "no traceEvents array")
             self.framing, off = found
+            self.limits.check_unbroken(self.path, off, "before the event array")
             del buf[:off]
             self._base = off
         elif self._index:
             # the last piece is decoded in this process while workers finish theirs:
             # cutting the rest finer lets both sides finish at about the same time
             yield from self._cut(buf, max(self.chunk_bytes // 4, 1))
+        self.limits.check_unbroken(self.path, len(buf) - self.chunk_bytes)  # the last piece
         buf[:1] = b"["
         yield Piece(self._index, self._base + 1, bytes(buf), last=True)
 
