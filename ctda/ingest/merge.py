@@ -47,7 +47,7 @@ from ctda.ingest.chunks import Chunker
 from ctda.ingest.decode import TOO_DEEP
 from ctda.ingest.errors import TraceError
 from ctda.ingest.kinds import GPU_KINDS, Kind, kind_of
-from ctda.ingest.limits import Limits, check_regular
+from ctda.ingest.limits import Limits, check_regular, human
 from ctda.ingest.outfile import atomic_output, check_output
 from ctda.ingest.pipeline import decode_pieces
 from ctda.ingest.reader import read_document_meta
@@ -98,10 +98,10 @@ def main_meta(path: Path, limits: Limits) -> TraceMeta:
     return meta
 
 
-def helper_text(path: Path, limits: Limits) -> bytes:
+def helper_text(path: Path, limits: Limits) -> bytearray:
     """A helper's decompressed text, read under ``limits`` (its own size cap included)."""
     cap = min(limits.max_bytes, limits.max_helper_bytes)
-    blocks: list[bytes] = []
+    text = bytearray()  # grows in place: no second copy of the text for a join
     n = 0
     with open_stream(path) as fh:
         gz = getattr(fh, "fileobj", None) is not None
@@ -111,14 +111,14 @@ def helper_text(path: Path, limits: Limits) -> bytes:
             if n > cap:
                 raise TraceError(
                     path,
-                    f"a helper trace over {cap >> 20} MiB of JSON (helpers are held in memory whole; "
+                    f"a helper trace over {human(cap)} of JSON (helpers are held in memory whole; "
                     "raise the bound with $CTDA_MAX_HELPER_BYTES)",
                 )
-            blocks.append(block)
-    return b"".join(blocks)
+            text += block
+    return text
 
 
-def _decode_helper(path: Path, raw: bytes) -> dict[str, Any]:
+def _decode_helper(path: Path, raw: bytes | bytearray) -> dict[str, Any]:
     try:
         doc = msgspec.json.decode(raw)
     except msgspec.DecodeError as exc:
