@@ -42,6 +42,7 @@ from ctda.job.load import MAX_WORLD_SIZE
 from ctda.store.runs import _override_from
 from ctda.ui.settings import DEFAULT_MAX_TRACE_MB, DEFAULT_MAX_UPLOAD_MB
 from ctda.whatif.select import MAX_FACTOR, SelectionError, check_factor
+from tests.neo4j_fixture import neo4j_server  # noqa: F401  (the Java procedure's test)
 
 ROOT = Path(__file__).resolve().parents[1]
 SMALL = ROOT / "tests" / "data" / "hta" / "cuda_event_sync_tiny.json.gz"
@@ -420,3 +421,55 @@ def test_ui_serves_loopback_by_default() -> None:
     assert not is_loopback("0.0.0.0") and not is_loopback("10.0.0.5") and not is_loopback("example.org")
     compose = (ROOT / "docker-compose.yml").read_text()
     assert '"127.0.0.1:${CTDA_UI_PORT:-8501}:8501"' in compose
+
+
+# --- the database's ctda.replay: the same bounds, on a real Neo4j server ---------------------
+
+
+@pytest.mark.neo4j
+def test_replay_procedure_bounds_factors(tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    """``ctda.replay`` with 1e18 returned int64's maximum and a negative end: now the factor
+    and the scaled total are checked as in Python, each a clear error."""
+    from ctda.analysis.engine import AnalysisOptions
+    from ctda.store import StoreError, open_store
+    from ctda.store.ingest import ingest
+    from tests.test_store_suite import neo4j_target
+
+    info = request.getfixturevalue("neo4j_server")
+    t = neo4j_target(info)
+    hour_us = 3.6e9
+    trace = _trace(
+        tmp_path / "long.json",
+        [
+            {**_event("ProfilerStep#1", ts=0, dur=2 * hour_us), "cat": "user_annotation"},
+            _event("aten::long", ts=10, dur=2 * hour_us - 20),
+        ],
+    )
+    done = ingest(trace, t, AnalysisOptions(), name="limits_long_op", force=True)
+    rid = done.run.id
+    with open_store(t, read_only=True) as s:
+        (row,) = s.query(
+            "MATCH (e:Event) WHERE e.run_id = $r AND e.name = 'aten::long' RETURN e.idx AS idx", {"r": rid}
+        ).records()
+        idx = str(row["idx"])
+        ok = s.query(
+            "CALL ctda.replay($r, $f) YIELD predictedNs RETURN predictedNs", {"r": rid, "f": {idx: 1000.0}}
+        )
+        assert ok.records()[0]["predictedNs"] == pytest.approx((2 * hour_us - 20) * 1e6, rel=1e-6)
+        for factor, problem in (
+            (1e18, "must be a finite number from 0 to 1e6"),
+            (1e6, "past the time range"),
+        ):
+            with pytest.raises(StoreError, match=problem):
+                s.query("CALL ctda.replay($r, $f)", {"r": rid, "f": {idx: factor}}).records()
+    # a factor stored on the event itself (any writer can set one) is checked the same way
+    with open_store(t) as s:
+        s.query("MATCH (e:Event) WHERE e.run_id = $r SET e.limits_hostile = 1e18", {"r": rid}, write=True)
+    with open_store(t, read_only=True) as s, pytest.raises(StoreError, match="must be a finite number"):
+        s.query("CALL ctda.replay($r, {}, {property: 'limits_hostile'})", {"r": rid}).records()
+    # the CLI's --in-db path: one line, as without --in-db
+    auth = {"CTDA_NEO4J_USER": info.user, "CTDA_NEO4J_PASSWORD": info.password}
+    line = one_line(
+        cli("whatif", "limits_long_op", "--scale", "name~long=1e6", "--in-db", "--db", info.uri, env=auth)
+    )
+    assert "past the time range" in line
