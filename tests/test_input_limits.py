@@ -473,3 +473,22 @@ def test_replay_procedure_bounds_factors(tmp_path: Path, request: pytest.Fixture
         cli("whatif", "limits_long_op", "--scale", "name~long=1e6", "--in-db", "--db", info.uri, env=auth)
     )
     assert "past the time range" in line
+
+
+def test_an_upload_gets_the_same_limits(tmp_path: Path) -> None:
+    """The UI's upload path reads with the same limits (its own, lower cap on size)."""
+    from ctda.ui import data
+    from ctda.ui.settings import Settings
+
+    db = tmp_path / "ui.lbug"
+    settings = Settings(db=str(db), uploads=str(tmp_path / "up"))
+    bomb = _blank_bomb(tmp_path / "blank.json.gz", blank_mib=96).read_bytes()
+    with pytest.raises(
+        data.UIError, match=r"^blank\.json\.gz: more than 64 MiB of text without an event boundary"
+    ):
+        data.ingest_upload(settings, "blank.json.gz", bomb, name=None, force=False, step=lambda *_: None)
+    with pytest.raises(data.UIError, match="contains '@'"):
+        data.ingest_upload(
+            settings, "a.json.gz", SMALL.read_bytes(), name="a@b", force=False, step=lambda *_: None
+        )
+    assert not db.exists() and not list((tmp_path / "up").iterdir())
