@@ -17,4 +17,4 @@ USER ctda
 WORKDIR /home/ctda
 EXPOSE 8501
 ENTRYPOINT ["ctda"]
-CMD ["ui", "--db", "bolt://neo4j:7687", "--port", "8501", "--address", "0.0.0.0"]
+CMD ["ui", "--db", "bolt://neo4j:7687", "--port", "8501", "--host", "0.0.0.0"]
