@@ -14,10 +14,6 @@ import json
 import os
 import signal
 import stat
-import subprocess
-import sys
-import tempfile
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -31,9 +27,9 @@ from ctda.cli.common import app
 from ctda.ingest.errors import TraceError
 from ctda.ingest.limits import Limits
 from ctda.ingest.merge import merge_processes
+from tests.test_input_limits import measured
 
 BASE = 1_790_000_000_000_000_000
-CTDA = [sys.executable, "-c", "from ctda.cli.app import main; main()"]
 
 
 def _x(name: str, pid: int, ts: float, dur: float, cat: str = "cpu_op") -> dict[str, Any]:
@@ -185,30 +181,14 @@ def test_special_files_bombs_and_deep_helpers_are_one_line(tmp_path: Path, no_ha
     _nothing_written(tmp_path, "o.json")
 
 
-def _measured(args: list[str]) -> tuple[int, str, int]:
-    """``ctda args`` as a child: exit code, stderr, peak RSS in MiB (``os.wait4``: that child
-    alone, not the test process or earlier children)."""
-    with tempfile.TemporaryFile() as err:
-        proc = subprocess.Popen([*CTDA, *args], stdout=subprocess.DEVNULL, stderr=err)
-        timer = threading.Timer(120, proc.kill)
-        timer.start()
-        try:
-            _, status, usage = os.wait4(proc.pid, 0)
-        finally:
-            timer.cancel()
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        err.seek(0)
-        return proc.returncode, err.read().decode(), usage.ru_maxrss // 1024
-
-
 def test_a_bomb_helper_is_refused_at_bounded_memory(tmp_path: Path) -> None:
     """In a real process: one line on stderr, and peak memory within 200 MiB of the same
     command refusing a missing helper (the bomb expands to 1 GiB; it was read whole)."""
     main, bomb = _main(tmp_path), _bomb(tmp_path / "bomb.json.gz")
-    _, _, base = _measured(
+    _, _, base = measured(
         ["merge", str(main), str(tmp_path / "missing.json"), "-o", str(tmp_path / "o.json")]
     )
-    code, err, rss = _measured(["merge", str(main), str(bomb), "-o", str(tmp_path / "o.json")])
+    code, err, rss = measured(["merge", str(main), str(bomb), "-o", str(tmp_path / "o.json")])
     lines = [x for x in err.splitlines() if x.strip()]
     assert code == 2 and len(lines) == 1 and "Traceback" not in err, err
     assert "bomb.json.gz" in lines[0] and "expands more than 200x" in lines[0]
