@@ -17,4 +17,6 @@ USER ctda
 WORKDIR /home/ctda
 EXPOSE 8501
 ENTRYPOINT ["ctda"]
-CMD ["ui", "--db", "bolt://neo4j:7687", "--port", "8501", "--address", "0.0.0.0"]
+# the container listens on all its interfaces; publish it on loopback only
+# (docker run -p 127.0.0.1:8501:8501): the UI has no login (README, The UI)
+CMD ["ui", "--db", "bolt://neo4j:7687", "--port", "8501", "--host", "0.0.0.0"]

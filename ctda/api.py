@@ -40,6 +40,7 @@ from ctda.api_jobs import JobSession
 from ctda.errors import CtdaError
 from ctda.ingest.errors import TraceError
 from ctda.ingest.merge import MergeSummary, merge_processes
+from ctda.ingest.outfile import check_output
 from ctda.ingest.reader import read_trace
 from ctda.ingest.summary import TraceSummary
 from ctda.ingest.summary import summarize as summarize_table
@@ -119,6 +120,7 @@ def convert(source: PathLike, target: PathLike, *, reader: Reader | None = None)
     out = Path(target)
     if out.suffix != ".parquet":
         raise CtdaError(f"{out}: the output must end in .parquet")
+    check_output(out, [source])  # never over the source, a device, a FIFO or a symlink
     table = _read(Path(source), reader)
     try:
         table.write_parquet(out)
@@ -310,15 +312,19 @@ class StoreSession(JobSession):
         """Analyse and store each trace as a run (see :func:`run_names`); a trace already
         stored with the same options is not stored again unless ``force``. Options are
         checked before any file is read."""
+        from ctda.store.ingest import check_run_name
         from ctda.store.ingest import ingest as store_ingest
 
         opts = validate_options(**options)
         files = [Path(paths)] if isinstance(paths, (str, Path)) else [Path(p) for p in paths]
+        names = run_names(files, run)
+        for p, n in zip(files, names):  # before any file is read
+            check_run_name(n, file=None if run else p)
         if self._closed:
             raise StoreError(f"the session on {self.location} is closed")
         return [
             store_ingest(p, self.target, opts, name=n, force=force, read=self.reader, progress=progress)
-            for p, n in zip(files, run_names(files, run))
+            for p, n in zip(files, names)
         ]
 
     def runs(self, include_incomplete: bool = False) -> list[RunInfo]:
@@ -378,6 +384,15 @@ class StoreSession(JobSession):
             return s.query(text, bound, write=write, allow_files=allow_files)
 
     # -- analyses and scenarios
+
+    def _is_run(self, name: str) -> bool:
+        """Whether a run is stored under exactly ``name`` (one with ``@`` from before new
+        names refused it is still read whole, not as ``RUN@SCENARIO``)."""
+        try:
+            with self._open() as s:
+                return s.find_run(name) is not None
+        except StoreError:
+            return False  # no store yet: nothing is stored under any name
 
     def load(self, source: RunLike) -> Source:
         """An analysis in memory as is, a trace file analysed now, or a stored run."""
@@ -484,7 +499,7 @@ class StoreSession(JobSession):
         if isinstance(spec, (Analysis, Scenario)):
             return _side(spec, _label(spec, "analysis"))
         base, at, scen = str(spec).partition("@")
-        if not at or _is_file(Path(spec)):
+        if not at or _is_file(Path(spec)) or self._is_run(str(spec)):
             return cmp.Side(str(spec), self.analysis(spec))
         return cmp.Side(str(spec), self.scenario(base, scen).analysis, predicted=True)
 

@@ -314,7 +314,9 @@ def test_gzip_bomb_is_refused_quickly_and_small(tmp_path: Path) -> None:
         code, seconds, rss_kib = out.stdout.split()
         assert int(code) == 2, out.stderr
         lines = [x for x in out.stderr.splitlines() if x.strip()]
-        assert len(lines) == 1 and "bomb.json.gz" in lines[0] and "200x" in lines[0], out.stderr
+        # blank space compresses best: the cap on unbroken text may meet it before the ratio does
+        refused = "200x" in lines[0] or "without an event boundary" in lines[0]
+        assert len(lines) == 1 and "bomb.json.gz" in lines[0] and refused, out.stderr
         assert int(rss_kib) < 500 * 1024, f"peak RSS {int(rss_kib) / 1024:.0f} MB"
         print(f"{cmd}: refused in {float(seconds):.1f} s, peak RSS {int(rss_kib) / 1024:.0f} MB")
     assert not (tmp_path / "s.lbug").exists()  # nothing was stored, not even an empty store
@@ -349,7 +351,7 @@ def test_ui_upload_counts_decompressed_bytes(tmp_path: Path) -> None:
         data.ingest_upload(settings, "small.json.gz", big, name=None, force=False, step=lambda *_: None)
     bomb = _bomb(tmp_path / "bomb.json.gz", gib=1).read_bytes()
     settings = Settings(db=str(db), max_upload_mb=64, uploads=str(tmp_path / "up"))
-    with pytest.raises(data.UIError, match=r"bomb\.json\.gz: expands more than"):
+    with pytest.raises(data.UIError, match=r"bomb\.json\.gz: (expands more than|more than 64 MiB of text)"):
         data.ingest_upload(settings, "bomb.json.gz", bomb, name=None, force=False, step=lambda *_: None)
     assert not db.exists()
     assert not list((tmp_path / "up").iterdir())  # the refused uploads are not kept

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import ipaddress
 import os
 import signal
 import subprocess
@@ -11,10 +12,12 @@ from pathlib import Path
 
 import typer
 
-from ctda.cli.common import app, console, fail
+from ctda.cli.common import app, console, err_console, fail
 from ctda.store.config import resolve
-from ctda.ui.settings import DEFAULT_MAX_EVENTS, DEFAULT_MAX_UPLOAD_MB
+from ctda.ui.settings import DEFAULT_MAX_EVENTS, DEFAULT_MAX_TRACE_MB, DEFAULT_MAX_UPLOAD_MB
 
+#: ``ctda ui`` serves this machine only unless told otherwise (the UI has no login)
+LOOPBACK = "127.0.0.1"
 DB_HELP = "Store: a file path (embedded, the default) or bolt:// / neo4j:// URI. Default: $CTDA_DB."
 
 
@@ -77,7 +80,11 @@ def ui_cmd(
     db: str = typer.Option(None, "--db", help=DB_HELP),
     port: int = typer.Option(8501, "--port", min=1, max=65535, help="Port to serve on."),
     address: str = typer.Option(
-        "127.0.0.1", "--address", help="Interface to listen on (0.0.0.0 to share on the network)."
+        LOOPBACK,
+        "--host",
+        "--address",
+        help="Interface to listen on. The default serves this machine only: the UI has no login, "
+        "so share it behind an authenticating reverse proxy (README, The UI) rather than on 0.0.0.0.",
     ),
     max_upload_mb: int = typer.Option(
         DEFAULT_MAX_UPLOAD_MB, "--max-upload-mb", min=1, help="Largest trace upload accepted."
@@ -89,7 +96,10 @@ def ui_cmd(
         None, "--uploads", help="Folder for uploaded traces (default: beside the embedded store)."
     ),
     max_trace_mb: int = typer.Option(
-        None, "--max-trace-mb", min=1, help="Largest decompressed trace accepted (default 16384)."
+        None,
+        "--max-trace-mb",
+        min=1,
+        help=f"Largest decompressed trace accepted (default {DEFAULT_MAX_TRACE_MB}).",
     ),
 ) -> None:
     """Browse runs, critical paths, hotspots and what-if scenarios in a web UI (Streamlit)."""
@@ -100,7 +110,24 @@ def ui_cmd(
         fail(f"the UI needs streamlit and plotly (pip install 'ctda[ui]'): {exc}")
     cmd, env = command(db, port, address, max_upload_mb, max_events, uploads, max_trace_mb)
     console.print(f"ctda ui: store {resolve(db).location}, http://{address}:{port}", highlight=False)
+    if not is_loopback(address):
+        err_console.print(
+            f"note: serving on {address} with no login: anyone who reaches port {port} can read the "
+            "store and upload traces; put an authenticating reverse proxy in front (README, The UI)",
+            highlight=False,
+            soft_wrap=True,
+        )
     raise typer.Exit(serve(cmd, env))
+
+
+def is_loopback(address: str) -> bool:
+    """Whether ``address`` serves only this machine (``localhost``, 127.0.0.0/8, ``::1``)."""
+    if address.strip().lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(address.strip().strip("[]")).is_loopback
+    except ValueError:
+        return False  # a host name: it may resolve to any interface
 
 
 def serve(cmd: list[str], env: dict[str, str]) -> int:

@@ -96,13 +96,17 @@ class Chunker:
                 if self.framing is None:
                     found = source.find_array_start(self.path, bytes(buf), at_eof=False)
                     if found is None:
+                        self.limits.check_unbroken(self.path, len(buf), "before the event array")
                         continue
                     self.framing, off = found
+                    self.limits.check_unbroken(self.path, off, "before the event array")
                     del buf[:off]
                     self._base = off
                     self._scanned = 0
                 # small first pieces: a worker can start on one while the rest is inflated
                 yield from self._cut(buf, self.chunk_bytes if self._index else max(self.chunk_bytes // 4, 1))
+                # what is left has no cut past the piece size: one stretch the decoder holds whole
+                self.limits.check_unbroken(self.path, len(buf) - self.chunk_bytes)
                 if progress is not None:
                     progress(source.compressed_position(stream))
         if self.framing is None:
@@ -110,12 +114,14 @@ class Chunker:
             if found is None:  # pragma: no cover - at_eof always decides
                 raise TraceError(self.path, "no traceEvents array")
             self.framing, off = found
+            self.limits.check_unbroken(self.path, off, "before the event array")
             del buf[:off]
             self._base = off
         elif self._index:
             # the last piece is decoded in this process while workers finish theirs:
             # cutting the rest finer lets both sides finish at about the same time
             yield from self._cut(buf, max(self.chunk_bytes // 4, 1))
+        self.limits.check_unbroken(self.path, len(buf) - self.chunk_bytes)  # the last piece
         buf[:1] = b"["
         yield Piece(self._index, self._base + 1, bytes(buf), last=True)
 

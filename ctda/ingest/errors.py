@@ -14,3 +14,8 @@ class TraceError(CtdaError):
         self.path = str(path)
         self.problem = " ".join(problem.split())
         super().__init__(f"{self.path}: {self.problem}")
+
+    def __reduce__(self) -> tuple[type[TraceError], tuple[str, str]]:
+        # pickled by its two fields: an error raised in a worker process (a job's rank,
+        # a decode worker) must come back as the same one-line error, not a TypeError
+        return (type(self), (self.path, self.problem))

@@ -28,10 +28,14 @@ DEPTH = 2
 
 
 def decode_pieces(
-    chunker: Chunker, progress: Callable[[int], None] | None = None, parallel: bool = True
+    chunker: Chunker, progress: Callable[[int], None] | None = None, parallel: bool = True, keep: bool = True
 ) -> tuple[list[PieceColumns], bytes]:
-    """The columns of every piece in document order, and the document text after the event array."""
-    order = _InOrder(chunker)
+    """The columns of every piece in document order, and the document text after the event array.
+
+    ``keep=False`` checks every event the same way but keeps no columns (the list is empty):
+    for a caller that needs only the document's framing and metadata, at bounded memory.
+    """
+    order = _InOrder(chunker, keep=keep)
     pool: DecodePool | None = None
     try:
         for piece in chunker.pieces(progress):
@@ -81,6 +85,7 @@ class _InOrder:
     """Outcomes of pieces, accepted strictly in document order."""
 
     chunker: Chunker
+    keep: bool = True  # keep each piece's columns (False: check and count only)
     pieces: dict[int, Piece] = field(default_factory=dict)  # produced, not yet accepted
     outcomes: dict[int, Decoded] = field(default_factory=dict)
     absorbed: set[int] = field(default_factory=set)  # merged into the piece before them
@@ -152,6 +157,8 @@ class _InOrder:
             if merged.last or len(merged.text) >= need:
                 break
         self.pieces[piece.index] = merged
+        # cuts inside one event's strings: the glued text is that event, held whole
+        self.chunker.limits.check_unbroken(self.path, len(merged.text) - 2 * self.chunker.chunk_bytes)
         if merged.last:
             return True
         if len(merged.text) >= need:
@@ -164,7 +171,8 @@ class _InOrder:
     def _accept(self, piece: Piece, decoded: Decoded) -> None:
         if decoded.columns is None:
             raise TraceError(self.path, self._explain(piece, decoded))
-        self.pieces_done.append(decoded.columns)
+        if self.keep:
+            self.pieces_done.append(decoded.columns)
         self.n_events += decoded.columns.n
         del self.pieces[piece.index]
 

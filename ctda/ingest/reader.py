@@ -22,7 +22,7 @@ from ctda.ingest.derive import derive
 from ctda.ingest.errors import TraceError
 from ctda.ingest.events import METADATA
 from ctda.ingest.flows import bind_flows
-from ctda.ingest.limits import Limits, check_regular
+from ctda.ingest.limits import Limits, check_regular, open_regular
 from ctda.ingest.memory import release_free_memory
 from ctda.ingest.pipeline import decode_pieces
 from ctda.ingest.source import Framing
@@ -92,10 +92,10 @@ def _is_parquet(path: Path) -> bool:
     if path.suffix == ".parquet":
         return path.is_file()
     try:
-        with path.open("rb") as fh:
+        with open_regular(path) as fh:  # never blocks on a FIFO put there since the check
             return fh.read(4) == _PARQUET_MAGIC
-    except OSError:
-        return False  # the JSON path reports missing files and directories
+    except (OSError, TraceError):
+        return False  # the JSON path reports missing files, directories and FIFOs
 
 
 def read_document_meta(path: Path, framing: Framing, meta: TraceMeta) -> None:

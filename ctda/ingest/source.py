@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from ctda.ingest.errors import TraceError
+from ctda.ingest.limits import open_regular
 
 _gzip_impl: types.ModuleType
 try:  # isal's inflate is ~2x zlib's; optional so the reader works without it
@@ -39,16 +40,17 @@ class Framing:
 
 
 def open_stream(path: Path) -> BinaryIO:
-    """Open ``path`` for reading decompressed bytes (gzip detected by magic, not suffix)."""
-    if path.is_dir():
-        raise TraceError(path, "is a directory, not a trace file")
-    if not path.exists():
-        raise TraceError(path, "no such file")
+    """Open ``path`` for reading decompressed bytes (gzip detected by magic, not suffix).
+
+    Only a regular file is opened (:func:`ctda.ingest.limits.open_regular`): a FIFO or a
+    device is a one-line error, never a read that does not end.
+    """
+    fh = open_regular(path)
     try:
-        fh = path.open("rb")
         magic = fh.read(2)
         fh.seek(0)
     except OSError as exc:
+        fh.close()
         raise TraceError(path, f"cannot read ({exc.strerror or exc})") from None
     if magic == b"\x1f\x8b":
         return _gzip_impl.open(fh, "rb")  # type: ignore[no-any-return]

@@ -4,22 +4,28 @@ Contract: ``job_files(paths)`` expands a directory into its trace files (or keep
 given); ``identify(names, metas)`` gives each file its rank, the job's world size and the
 ranks the job lacks. Rank identity comes from the trace's ``distributedInfo`` (``rank``,
 ``world_size``, ``pg_config``) and, failing that, from the file name (``rank3``, ``_3.``).
-Two files claiming one rank is an error; a subset of the ranks is a partial job.
+Two files claiming one rank is an error; a subset of the ranks is a partial job. Rank
+numbers and world sizes are bounded (:data:`MAX_WORLD_SIZE`) before anything is sized by them.
 """
 
 from __future__ import annotations
 
 import gzip
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from ctda.errors import CtdaError
 from ctda.ingest.table import TraceMeta
 
 TRACE_SUFFIXES = (".json", ".json.gz", ".parquet")
+#: the largest world size (and so rank number + 1) accepted: a job is sized by it (its list
+#: of missing ranks, the report), so a claim like ``world_size: 1e9`` is refused, not built
+MAX_WORLD_SIZE = 1 << 20
 #: how far into a file ``traceEvents`` is looked for (metadata keys come first)
 PEEK_BYTES = 1 << 20
 _RANK_IN_NAME = (
@@ -118,6 +124,8 @@ def identify(ids: Sequence[RankId]) -> JobLayout:
         if r.rank in seen:
             raise JobError(f"{r.path}: claims rank {r.rank}, as does {seen[r.rank]}")
         seen[r.rank] = r.path
+    for r in ids:
+        _check_bounds(r)
     sizes = {r.world_size for r in ids if r.world_size is not None}
     if len(sizes) > 1:
         raise JobError(f"{ids[0].path}: the traces disagree on the world size ({sorted(sizes)})")
@@ -127,4 +135,26 @@ def identify(ids: Sequence[RankId]) -> JobLayout:
         raise JobError(f"{bad[0].path}: rank {bad[0].rank} is outside the world size {world}")
     ranks = sorted(ids, key=lambda r: r.rank)
     groups = next((r.groups for r in ranks if r.groups), ())
-    return JobLayout(ranks, world, sorted(set(range(world)) - set(seen)), groups)
+    return JobLayout(ranks, world, missing_ranks(world, seen), groups)
+
+
+def _check_bounds(r: RankId) -> None:
+    """A rank number or world size beyond :data:`MAX_WORLD_SIZE` is refused before anything
+    is sized by it (a file named ``rank99999999999.json`` is not a job of 10^11 ranks)."""
+    if r.world_size is not None and not 1 <= r.world_size <= MAX_WORLD_SIZE:
+        raise JobError(
+            f"{r.path}: distributedInfo.world_size {r.world_size} is outside 1..{MAX_WORLD_SIZE:,} "
+            "(the largest job ctda accepts)"
+        )
+    if not 0 <= r.rank < MAX_WORLD_SIZE:
+        raise JobError(
+            f"{r.path}: rank {r.rank} (from its {r.source}) is outside 0..{MAX_WORLD_SIZE - 1:,} "
+            "(the largest job ctda accepts)"
+        )
+
+
+def missing_ranks(world: int, present: Iterable[int]) -> list[int]:
+    """The ranks below ``world`` not in ``present`` (sizes bounded by :data:`MAX_WORLD_SIZE`)."""
+    have = np.zeros(world, dtype=bool)
+    have[np.fromiter(present, dtype=np.int64)] = True
+    return np.flatnonzero(~have).tolist()  # type: ignore[no-any-return]

@@ -14,6 +14,8 @@ import numpy as np
 import pandas as pd
 
 from ctda.analysis.engine import Analysis, AnalysisOptions, analyze
+from ctda.errors import CtdaError
+from ctda.ingest.errors import TraceError
 from ctda.ingest.reader import read_trace
 from ctda.job import path as jpath
 from ctda.job.executor import map_ranks
@@ -39,7 +41,12 @@ def analyze_rank(path: str, options: AnalysisOptions, keep: bool = True) -> Rank
     """Read, identify and analyse one rank's trace (runs in a worker); ``keep`` the analysis."""
     table = read_trace(path, parallel=False)
     rid = rank_of(path, table.meta)
-    a = analyze(table, options, extra=(issue_rule,))
+    try:
+        a = analyze(table, options, extra=(issue_rule,))
+    except ValueError as exc:  # OptionError, GraphCycleError: name the rank's file, one line
+        if isinstance(exc, CtdaError):
+            raise
+        raise TraceError(path, str(exc)) from None
     exact = bool(np.array_equal(a.timing.time, a.nodes.time))
     return RankPart(rid, skeleton(a, rid.rank), a if keep else None, exact)
 

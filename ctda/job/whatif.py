@@ -27,7 +27,7 @@ from ctda.analysis.classify import CLASS_CODE
 from ctda.analysis.propagate import Timing, replay
 from ctda.job.run import Job
 from ctda.whatif.scenario import factors_for, scaled_weights
-from ctda.whatif.select import SelectionError, parse_scale
+from ctda.whatif.select import SelectionError, check_factor, parse_scale
 
 F64 = npt.NDArray[np.float64]
 _RANK = re.compile(r"^rank=(?P<rank>\d+)(?::(?P<rest>.+)|=(?P<factor>[0-9.eE+-]+))$")
@@ -55,7 +55,9 @@ def rank_factors(job: Job, spec: str) -> F64:
     if m and m.group("factor") is not None:
         r = int(m.group("rank"))
         _check_rank(job, r, spec)
-        f[jg.base[r] : jg.base[r] + job.analyses[r].nodes.n] = float(m.group("factor"))
+        f[jg.base[r] : jg.base[r] + job.analyses[r].nodes.n] = check_factor(
+            m.group("factor"), f"--scale {spec!r}"
+        )
         return f
     ranks = [int(m.group("rank"))] if m else jg.ranks
     inner = m.group("rest") if m else spec

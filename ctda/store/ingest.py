@@ -39,6 +39,20 @@ def default_name(path: Path) -> str:
     return name
 
 
+def check_run_name(name: str, option: str = "--run", file: Path | None = None) -> str:
+    """``name`` if a new run (or job) may take it; ``@`` is refused because ``RUN@SCENARIO``
+    names a stored scenario (runs stored under such names before stay readable by name).
+    ``file``: the name was derived from this file's name (the message says so)."""
+    origin = f"{file}: the name {name!r} taken from it" if file is not None else f"the name {name!r}"
+    if "@" in name:
+        raise StoreError(
+            f"{origin} contains '@', which ctda reads as RUN@SCENARIO; pick another with {option}"
+        )
+    if not name.strip():
+        raise StoreError(f"{origin} is empty; pick one with {option}")
+    return name
+
+
 def digest(path: Path) -> str:
     """The sha256 of a trace file, the idempotency key; a FIFO or a device is refused first
     (hashing it would never end)."""
@@ -79,8 +93,8 @@ def ingest(
     progress: Progress | None = None,
 ) -> Ingested:
     """Store ``path`` as a run in ``target``; a no-op if it is already there (unless ``force``)."""
+    run_name = check_run_name(name) if name else check_run_name(default_name(path), file=path)
     sha = digest(path)
-    run_name = name or default_name(path)
     okey = options_key(options)
     with open_store(target, read_only=True) as store:
         same = store.find_content(sha, okey)

@@ -21,7 +21,7 @@ from ctda.job.run import Job, analyze_job, default_job_name
 from ctda.store import open_store
 from ctda.store.base import Progress, StoreError
 from ctda.store.config import Target
-from ctda.store.ingest import digest, run_data
+from ctda.store.ingest import check_run_name, digest, run_data
 from ctda.store.job_model import JobInfo, job_data, job_digest, run_name
 
 
@@ -55,8 +55,13 @@ def ingest_job(
     ``analyze`` is :func:`ctda.job.run.analyze_job` or a function that answers like it (the
     tests reuse one analysis across stores)."""
     files = job_files(list(paths))
+    # its runs are JOB/rRANK, so the job's name obeys the rules of run names
+    job_name = (
+        check_run_name(name, "--job")
+        if name
+        else check_run_name(default_job_name(files), "--job", files[0].parent)
+    )
     shas = {str(f): digest(f) for f in files}
-    job_name = name or default_job_name(files)
     sha, okey = job_digest(shas.values()), options_key(options)
     with open_store(target, read_only=True) as store:
         same = store.find_job_content(sha, okey)

@@ -17,9 +17,13 @@ from ctda.store import backends
 from ctda.store.base import Store
 from ctda.store.config import resolve
 
-DEFAULT_MAX_UPLOAD_MB = 2048
-#: decompressed size of an uploaded trace (the upload limit counts compressed bytes)
-DEFAULT_MAX_TRACE_MB = 16384
+#: compressed size of one upload; Kineto traces compress 10-30x, so 512 MB holds a trace
+#: of several GiB of JSON, more than the decompressed cap below lets through anyway
+DEFAULT_MAX_UPLOAD_MB = 512
+#: decompressed size of an uploaded trace (the upload limit counts compressed bytes). The
+#: UI is a shared server: reading and analysing a trace takes about 2-4x its JSON size in
+#: memory, so 2 GiB keeps one upload within a few GiB; ``--max-trace-mb`` raises it
+DEFAULT_MAX_TRACE_MB = 2048
 #: bars per timeline. The timeline is the costliest element of the pages that show it: in
 #: headless Chromium on 2 cores a Critical path page switch took 0.76 s with 2,000 bars and
 #: 0.59-0.75 s with 1,000 (medians; README, *Benchmarks*). 1,000 bars still give each of a

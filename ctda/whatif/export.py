@@ -7,7 +7,6 @@ in Perfetto and chrome://tracing and reads back with ctda's own reader.
 
 from __future__ import annotations
 
-import gzip
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from ctda.analysis.engine import Analysis
+from ctda.ingest.outfile import atomic_output, check_output
 
 
 def _us(ns: np.ndarray) -> np.ndarray:
@@ -125,15 +125,17 @@ def _path_flows(a: Analysis, ts_us: np.ndarray, pids: np.ndarray, tids: np.ndarr
 
 
 def write_perfetto(a: Analysis, out: Path, name: str = "baseline") -> int:
-    """Write the timeline of ``a`` to ``out`` (.json or .json.gz); returns the event count."""
+    """Write the timeline of ``a`` to ``out`` (.json or .json.gz); returns the event count.
+
+    ``out`` is checked first (:func:`ctda.ingest.outfile.check_output`: never the trace
+    ``a`` was read from, a directory, a device, a FIFO or a symlink) and written atomically.
+    """
+    check_output(out, [a.table.meta.path] if a.table.meta.path else [])
     events = timeline_events(a, name)
     doc = {"schemaVersion": 1, "traceEvents": events, "displayTimeUnit": "ms", "traceName": f"ctda {name}"}
     if a.table.meta.distributed_info:
         doc["distributedInfo"] = a.table.meta.distributed_info
     data = msgspec.json.encode(doc)
-    if out.suffix == ".gz":
-        with gzip.open(out, "wb", compresslevel=5) as fh:
-            fh.write(data)
-    else:
-        out.write_bytes(data)
+    with atomic_output(out, compress=out.suffix == ".gz", level=5) as fh:
+        fh.write(data)
     return len(events)

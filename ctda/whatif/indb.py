@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from ctda.store.base import Store, StoreError
-from ctda.whatif.select import Override
+from ctda.whatif.select import Override, dur_factor
 
 #: one row per stretch of each window's re-timed path, with the event it is charged to
 PATH_QUERY = """
@@ -82,8 +82,7 @@ def factors(overrides: list[Override], durations: np.ndarray) -> dict[str, float
             out.update({str(int(e)): float(o.factor) for e in o.events})
         elif o.dur_ns is not None:
             for e, new in zip(o.events, o.dur_ns):
-                old = float(durations[int(e)])
-                out[str(int(e))] = float(new) / old if old > 0 else 1.0
+                out[str(int(e))] = dur_factor(float(new), float(durations[int(e)]), o.label)
     return out
 
 

@@ -19,7 +19,8 @@ from ctda.analysis.classify import inherit_down
 from ctda.analysis.engine import Analysis, contention, window_ends
 from ctda.analysis.propagate import Timing, replay
 from ctda.analysis.rules.context import RuleContext
-from ctda.whatif.select import Override
+from ctda.ingest.reader import TIME_LIMIT_NS
+from ctda.whatif.select import Override, SelectionError, dur_factor
 
 I64 = npt.NDArray[np.int64]
 
@@ -97,8 +98,7 @@ def factors_for(a: Analysis, overrides: list[Override]) -> npt.NDArray[np.float6
             if dur is None:
                 dur = (a.nodes.end - a.nodes.ts).astype(np.float64)
             for ev, new in zip(o.events, o.dur_ns):
-                ratio = float(new) / dur[ev] if dur[ev] > 0 else 1.0
-                f[inclusive(a, np.array([ev]))] = ratio
+                f[inclusive(a, np.array([ev]))] = dur_factor(float(new), float(dur[ev]), o.label)
     return f
 
 
@@ -125,9 +125,32 @@ def retime(a: Analysis, factor: npt.NDArray[np.float64]) -> tuple[I64, Timing]:
 def reweigh(a: Analysis, factor: npt.NDArray[np.float64]) -> I64:
     """Edge weights with each event's own time scaled by ``factor[event]`` (no replay)."""
     g = a.graph
+    waits = a.contention.wait_edge if len(a.contention) else None
+    check_scaled(a.calibration.weight, factor, g.owner, waits)
     if len(a.contention):
         return a.contention.reweigh(a.calibration.weight, factor, g.owner)
     return _scaled(a.calibration.weight, factor, g.owner)  # type: ignore[no-any-return]
+
+
+def check_scaled(weight: I64, factor: npt.NDArray[np.float64], owner: I64, waits: I64 | None = None) -> None:
+    """Refuse factors under which a replay could leave int64 nanoseconds (it would wrap).
+
+    A replayed time is the origin plus the weights along one path, so it stays within
+    ``TIME_LIMIT_NS`` (2^62; the reader keeps the origin within it too) when the sum of all
+    scaled weights does. ``waits``: contended waits, which scale with their holder's factor,
+    bounded here by the largest factor. Factors are bounded (``MAX_FACTOR``), so only a
+    run of extreme length meets this; then the error says so instead of a wrapped time.
+    """
+    w = np.abs(np.asarray(weight, dtype=np.float64))
+    own = np.where(owner >= 0, factor[np.maximum(owner, 0)], 1.0) if len(factor) else np.ones(len(w))
+    total = float(w @ own)
+    if waits is not None and len(waits):
+        total += float(w[waits].sum()) * max(float(factor.max(initial=1.0)), 1.0)
+    if not total < TIME_LIMIT_NS:  # NaN too
+        raise SelectionError(
+            f"the scaled durations add up to {total / 1e9:.3g} s, past the time range ctda computes "
+            "with (2^62 ns, about 146 years): use smaller factors"
+        )
 
 
 def replay_weights(a: Analysis, w: I64) -> Timing:
@@ -149,5 +172,7 @@ def _scaled(weight, factor, owner):  # type: ignore[no-untyped-def]  # pragma: n
 
 
 def scaled_weights(weight: I64, factor: npt.NDArray[np.float64], owner: I64) -> I64:
-    """Each edge's weight times its owner event's factor (waits and gaps unchanged)."""
+    """Each edge's weight times its owner event's factor (waits and gaps unchanged); a
+    :class:`SelectionError` where the result could leave int64 (:func:`check_scaled`)."""
+    check_scaled(weight, factor, owner)
     return _scaled(weight, factor, owner)  # type: ignore[no-any-return]

@@ -136,14 +136,20 @@ public class Replay {
         }
     }
 
+    /** The largest duration factor (as ctda's Python engine): a million times slower. */
+    static final double MAX_FACTOR = 1e6;
+    /** Replayed times stay within +-2^62 ns, as the reader keeps a trace's times. */
+    static final double TIME_LIMIT_NS = 0x1p62;
+
     static double toDouble(Object value, String what) {
         if (value instanceof Number n) {
             double d = n.doubleValue();
-            if (d >= 0 && !Double.isInfinite(d)) {
+            if (d >= 0 && d <= MAX_FACTOR) { // NaN fails both
                 return d;
             }
         }
-        throw new IllegalArgumentException("factor of " + what + " must be a number >= 0, got " + value);
+        throw new IllegalArgumentException(
+                "factor of " + what + " must be a finite number from 0 to 1e6, got " + value);
     }
 
     /** Node times and each node's binding in-edge of one replay. */
@@ -305,9 +311,20 @@ public class Replay {
             int m = src.length;
             int p = points();
             long[] w = new long[m];
+            // a replayed time is t0 (within 2^62, as the reader keeps it) plus the weights on one
+            // path: while all scaled weights together stay under 2^62 no time can wrap (the
+            // cast to long would saturate silently); the same bound as ctda's Python engine
+            double total = 0;
             for (int e = 0; e < m; e++) {
                 int o = owner[e];
-                w[e] = o >= 0 ? (long) Math.rint(weight[e] * eff[o]) : weight[e];
+                double scaled = o >= 0 ? Math.rint(weight[e] * eff[o]) : weight[e];
+                total += Math.abs(scaled);
+                w[e] = (long) scaled;
+            }
+            if (!(total < TIME_LIMIT_NS)) {
+                throw new IllegalArgumentException(String.format(
+                        "the scaled durations add up to %.3g s, past the time range ctda computes with "
+                                + "(2^62 ns, about 146 years): use smaller factors", total / 1e9));
             }
             // in-edges per point in edge-id order (the engine's CSR order)
             int[] inPtr = new int[p + 1];
