@@ -486,7 +486,8 @@ class StoreSession(JobSession):
         base, at, scen = str(spec).partition("@")
         if not at or _is_file(Path(spec)):
             return cmp.Side(str(spec), self.analysis(spec))
-        return cmp.Side(str(spec), self.scenario(base, scen).analysis, predicted=True)
+        sc = self.scenario(base, scen)
+        return cmp.Side(str(spec), sc.analysis, predicted=True, of=sc.base)
 
 
 def open_store(db: PathLike | Target | None = None, *, reader: Reader | None = None) -> StoreSession:

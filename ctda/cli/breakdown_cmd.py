@@ -8,7 +8,7 @@ import typer
 
 from ctda import api
 from ctda.analysis.breakdowns import KINDS, Breakdowns, JobBreakdowns
-from ctda.cli.common import FormatOption, app, guarded, read
+from ctda.cli.common import DbOption, FormatOption, app, guarded, read
 from ctda.errors import CtdaError
 from ctda.render.breakdown import breakdown_doc
 from ctda.render.output import Format, emit
@@ -21,7 +21,7 @@ def breakdown_cmd(
     ),
     kind: str = typer.Option("all", "--kind", help=f"Which breakdowns: all, or a list of {','.join(KINDS)}."),
     top: int = typer.Option(20, "--top", min=1, help="Rows of the kernel list."),
-    db: str | None = typer.Option(None, "--db", envvar="CTDA_DB", help="Store path or bolt:// URI."),
+    db: DbOption = None,
     fmt: FormatOption = Format.table,
 ) -> None:
     """Where device time goes (compute, communication, memory, idle), why streams sit idle,

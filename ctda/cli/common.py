@@ -21,6 +21,22 @@ from ctda.render.output import Format, visible
 if TYPE_CHECKING:
     from ctda.ingest.table import EventTable
 
+def _flags_show_no_type() -> None:
+    """Help lists a flag (``--force``) without a type: newer typer labels every option with its
+    type (``<bool>`` for a flag), which says nothing to someone who just passes the flag."""
+    option = getattr(typer.core, "TyperOption", None)
+    shown = getattr(option, "display_type_rich", None)
+    if option is None or shown is None or getattr(shown, "ctda_flags", False):
+        return  # an older typer, which shows no type for a flag anyway
+
+    def display_type_rich(self: typer.core.TyperOption, ctx: typer.Context) -> str | None:
+        return None if self.is_flag else shown(self, ctx)
+
+    display_type_rich.ctda_flags = True  # type: ignore[attr-defined]
+    option.display_type_rich = display_type_rich
+
+
+_flags_show_no_type()
 app = typer.Typer(
     name="ctda",
     help="Critical path analysis for PyTorch profiler (Kineto) traces, across threads and GPU streams.",
@@ -29,7 +45,9 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 console = Console()
-err_console = Console(stderr=True)
+# messages on stderr are never broken into lines: a terminal wraps them itself, and a log or a
+# test that reads them sees each as the one line it is, whatever width the console guessed
+err_console = Console(stderr=True, soft_wrap=True)
 
 #: options shared by every command that analyses a trace (analyze, ingest); their choices
 #: come from the rule and mode registries
@@ -54,6 +72,10 @@ WindowsOption = Annotated[
         help="'steps' (each ProfilerStep#N), 'trace' (whole trace), or a regex over CPU event names.",
     ),
 ]
+#: every command that reads or writes a store takes ``--db`` (resolved by the library, which
+#: falls back to $CTDA_DB and then the default embedded store)
+DB_HELP = "Store: a file path (embedded, the default) or bolt:// / neo4j:// URI. Default: $CTDA_DB."
+DbOption = Annotated[str | None, typer.Option("--db", help=DB_HELP)]
 #: every command that prints a table takes ``--format``
 FormatOption = Annotated[
     Format,

@@ -10,7 +10,7 @@ import typer
 
 from ctda import api
 from ctda.analysis.engine import AnalysisOptions
-from ctda.cli.common import FormatOption, app, err_console, guarded, printable, write_progress
+from ctda.cli.common import DbOption, FormatOption, app, err_console, guarded, printable, write_progress
 from ctda.job.load import job_files
 from ctda.render.job import job_doc
 from ctda.render.output import Format, emit
@@ -74,9 +74,7 @@ def ingest_job_cmd(
 
 @app.command("jobs")
 def jobs_cmd(
-    db: str = typer.Option(
-        None, "--db", help="Store: a file path or bolt:// / neo4j:// URI. Default: $CTDA_DB."
-    ),
+    db: DbOption = None,
     all_: bool = typer.Option(False, "--all", help="Also show unfinished jobs (pending, being deleted)."),
     fmt: FormatOption = Format.table,
 ) -> None:

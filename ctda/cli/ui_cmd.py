@@ -11,11 +11,9 @@ from pathlib import Path
 
 import typer
 
-from ctda.cli.common import app, console, fail
+from ctda.cli.common import DbOption, app, console, fail
 from ctda.store.config import resolve
 from ctda.ui.settings import DEFAULT_MAX_EVENTS, DEFAULT_MAX_UPLOAD_MB
-
-DB_HELP = "Store: a file path (embedded, the default) or bolt:// / neo4j:// URI. Default: $CTDA_DB."
 
 
 def command(
@@ -74,7 +72,7 @@ def command(
 
 @app.command("ui")
 def ui_cmd(
-    db: str = typer.Option(None, "--db", help=DB_HELP),
+    db: DbOption = None,
     port: int = typer.Option(8501, "--port", min=1, max=65535, help="Port to serve on."),
     address: str = typer.Option(
         "127.0.0.1", "--address", help="Interface to listen on (0.0.0.0 to share on the network)."

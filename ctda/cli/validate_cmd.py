@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from ctda import api
-from ctda.cli.common import FormatOption, app, guarded, read
+from ctda.cli.common import DbOption, FormatOption, app, guarded, read
 from ctda.render.output import Format, emit
 from ctda.render.validate import validate_doc
 
@@ -13,7 +13,7 @@ from ctda.render.validate import validate_doc
 @app.command("validate")
 def validate_cmd(
     run_or_trace: str = typer.Argument(..., help="A stored run name, or a trace file to analyse on the fly."),
-    db: str | None = typer.Option(None, "--db", envvar="CTDA_DB", help="Store path or bolt:// URI."),
+    db: DbOption = None,
     fmt: FormatOption = Format.table,
     pairs: bool = typer.Option(False, "--pairs", help="Also list every step pair."),
 ) -> None:
