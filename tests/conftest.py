@@ -149,7 +149,7 @@ def tiers_of(item: pytest.Item) -> set[str]:
     fixtures = set(getattr(item, "fixturenames", ()))
     funcs = [getattr(item, "function", None)]
     info = getattr(item, "_fixtureinfo", None)
-    for name, defs in (info.name2fixturedefs.items() if info else ()):
+    for name, defs in info.name2fixturedefs.items() if info else ():
         if name in fixtures:
             funcs += [d.func for d in defs]
     words: set[str] = set()

@@ -222,6 +222,8 @@ def printed(request: pytest.FixtureRequest, case: Case) -> dict[tuple[str, str],
     name = "job_outputs" if case in JOB_CASES else "outputs"
     got: dict[tuple[str, str], str] = request.getfixturevalue(name)
     return got
+
+
 RULE_CHARS = set("─━═╇┿╋┼╪+|-: ")
 
 

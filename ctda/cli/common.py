@@ -21,6 +21,7 @@ from ctda.render.output import Format, visible
 if TYPE_CHECKING:
     from ctda.ingest.table import EventTable
 
+
 def _flags_show_no_type() -> None:
     """Help lists a flag (``--force``) without a type: newer typer labels every option with its
     type (``<bool>`` for a flag), which says nothing to someone who just passes the flag."""
