@@ -117,10 +117,10 @@ def guarded(fn: Callable[[], T]) -> T:
 
 def read(path: Path) -> EventTable:
     """A trace read with a progress bar on a terminal (the CLI's reader for :mod:`ctda.api`)."""
-    from ctda.ingest.reader import read_trace
+    from ctda import api
 
     with file_progress(path, "reading") as progress:
-        return read_trace(path, progress)
+        return api.read(path, progress)
 
 
 def parse_params(items: list[str]) -> dict[str, str]:

@@ -9,9 +9,9 @@ from pathlib import Path
 import typer
 
 from ctda import api
-from ctda.analysis.engine import AnalysisOptions
 from ctda.cli.common import DbOption, FormatOption, app, err_console, guarded, printable, write_progress
 from ctda.job.load import job_files
+from ctda.options import AnalysisOptions
 from ctda.render.job import job_doc
 from ctda.render.output import Format, emit
 from ctda.render.store import jobs_doc

@@ -17,7 +17,6 @@ import typer
 from rich.text import Text
 
 from ctda import api
-from ctda.analysis.report import Report
 from ctda.cli import job_store_cmds
 from ctda.cli.common import (
     CrossThreadOption,
@@ -37,7 +36,6 @@ from ctda.cli.common import (
 from ctda.render.analyze import report_doc
 from ctda.render.output import Document, Format, emit, emit_each
 from ctda.render.store import queries_doc, query_doc, runs_doc
-from ctda.whatif.selfcheck import summary as selfcheck
 
 
 @app.command("ingest")
@@ -94,7 +92,7 @@ def ingest_cmd(
         )
         assert done.analysis is not None
         doc = report_doc(api.report(done.analysis, top=top))
-        doc.blocks.append(Text(selfcheck(done.analysis).line()))
+        doc.blocks.append(Text(api.validate(done.analysis, quick=True).line()))
         return doc
 
     def docs() -> Iterator[Document]:
@@ -168,7 +166,7 @@ def report_cmd(
 ) -> None:
     """The report of a stored run, read back from the store (the tables of ctda analyze)."""
 
-    def go() -> Report:
+    def go() -> api.Report:
         with api.open_store(db) as store:
             return store.report(run, step=step, top=top)
 
