@@ -84,7 +84,10 @@ CORPUS_WORDS = frozenset({"CORPUS", "corpus_traces", "manifest_rows", "SKIP_CORP
 PROCESS_WORDS = frozenset({"subprocess", "Popen"})
 STORE_KINDS = frozenset({"ladybug", "neo4j"})
 # In-process tests long enough (> ~10 s on two cores) to leave the fast tier: node-id prefixes.
-LONG: tuple[str, ...] = ()
+LONG: tuple[str, ...] = (
+    # every shipped trace through the embedded store (the other store tests cover each step)
+    "tests/test_store_suite.py::test_shipped_traces_match_analyze[ladybug]",
+)
 
 
 def _flag(name: str) -> bool:
