@@ -15,7 +15,7 @@ from ctda.cli.common import (
     ModeOption,
     WindowsOption,
     app,
-    guarded,
+    one_line_errors,
     read,
 )
 from ctda.options import parse_step
@@ -25,6 +25,7 @@ from ctda.render.output import Format, emit
 
 
 @app.command("analyze")
+@one_line_errors
 def analyze_cmd(
     traces: list[Path] = typer.Argument(
         ...,
@@ -45,26 +46,17 @@ def analyze_cmd(
     ),
 ) -> None:
     """Critical path of each step through CPU threads, GPU streams and the waits between them."""
+    options = api.validate_options(windows=windows, cross_thread=cross_thread, mode=mode)
     if job_cmd.is_job(traces, job):
-
-        def run_job() -> None:
-            options = api.validate_options(windows=windows, cross_thread=cross_thread, mode=mode)
-            job_cmd.analyze_job_cmd(traces, job, options, fmt, top, executor)
-
-        guarded(run_job)
+        job_cmd.analyze_job_cmd(traces, job, options, fmt, top, executor)
         return
     trace = traces[0]
-
-    def run() -> None:
-        options = api.validate_options(windows=windows, cross_thread=cross_thread, mode=mode)
-        parse_step(step)  # a bad --step fails before the trace is read
-        if options.mode == "hta":  # HTA's own report (same critical path as an HTA-mode analysis)
-            got = api.hta_report(trace, hta_version, reader=read)
-            emit(hta_doc(got.result, got.table, top), fmt)
-            return
-        result = api.analyze(trace, options=options, reader=read)
-        doc = report_doc(api.report(result, step=step, top=top))
-        doc.blocks.append(Text(api.validate(result, quick=True).line()))
-        emit(doc, fmt)
-
-    guarded(run)
+    parse_step(step)  # a bad --step fails before the trace is read
+    if options.mode == "hta":  # HTA's own report (same critical path as an HTA-mode analysis)
+        got = api.hta_report(trace, hta_version, reader=read)
+        emit(hta_doc(got.result, got.table, top), fmt)
+        return
+    result = api.analyze(trace, options=options, reader=read)
+    doc = report_doc(api.report(result, step=step, top=top))
+    doc.blocks.append(Text(api.validate(result, quick=True).line()))
+    emit(doc, fmt)

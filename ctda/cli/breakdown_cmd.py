@@ -5,12 +5,13 @@ from __future__ import annotations
 import typer
 
 from ctda import api
-from ctda.cli.common import DbOption, FormatOption, app, guarded, read
+from ctda.cli.common import DbOption, FormatOption, app, one_line_errors, read
 from ctda.render.breakdown import breakdown_doc
 from ctda.render.output import Format, emit
 
 
 @app.command("breakdown")
+@one_line_errors
 def breakdown_cmd(
     run_or_trace: str = typer.Argument(
         ..., help="A stored run name, a trace file to analyse on the fly, or a job's directory (every rank)."
@@ -25,8 +26,5 @@ def breakdown_cmd(
     """Where device time goes (compute, communication, memory, idle), why streams sit idle,
     and which kernels cost most, each with the part on the critical path."""
 
-    def go() -> None:
-        kinds = api.breakdown_kinds(kind)
-        emit(breakdown_doc(api.breakdowns(run_or_trace, db=db, reader=read), run_or_trace, kinds, top), fmt)
-
-    guarded(go)
+    kinds = api.breakdown_kinds(kind)
+    emit(breakdown_doc(api.breakdowns(run_or_trace, db=db, reader=read), run_or_trace, kinds, top), fmt)

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Annotated, NoReturn, ParamSpec, TypeVar
 
 import typer
 from rich.console import Console
@@ -89,6 +90,7 @@ FormatOption = Annotated[
 #: files at least this large get a progress bar while they are read
 PROGRESS_MIN_BYTES = 32 << 20
 T = TypeVar("T")
+P = ParamSpec("P")
 
 
 def printable(text: str) -> str:
@@ -113,6 +115,17 @@ def guarded(fn: Callable[[], T]) -> T:
         fail("out of memory")
     except KeyboardInterrupt:
         fail("interrupted", 130)
+
+
+def one_line_errors(command: Callable[P, T]) -> Callable[P, T]:
+    """A command whose library errors end as one line and exit code 2 (:func:`guarded`), put
+    under ``@app.command``; typer reads the options off the wrapped function's signature."""
+
+    @functools.wraps(command)
+    def run(*args: P.args, **kwargs: P.kwargs) -> T:
+        return guarded(lambda: command(*args, **kwargs))
+
+    return run
 
 
 def read(path: Path) -> EventTable:

@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from ctda import api
-from ctda.cli.common import FormatOption, app, guarded
+from ctda.cli.common import FormatOption, app, one_line_errors
 from ctda.options import AnalysisOptions
 from ctda.render.job import job_doc, job_whatif_doc
 from ctda.render.output import Format, emit
@@ -26,6 +26,7 @@ def analyze_job_cmd(
 
 
 @app.command("whatif-job")
+@one_line_errors
 def whatif_job_cmd(
     traces: list[Path] = typer.Argument(..., help="A job: a directory of per-rank traces, or several files."),
     scale: list[str] = typer.Option(
@@ -44,9 +45,5 @@ def whatif_job_cmd(
     fmt: FormatOption = Format.table,
 ) -> None:
     """Predicted job step if some ranks' events took a different time (re-timed job graph)."""
-
-    def run() -> None:
-        got = api.whatif_job(traces, scale, straggler_median=straggler_median, name=job, executor=executor)
-        emit(job_whatif_doc(got.job, got.scenario.name, got.scenario.steps), fmt)
-
-    guarded(run)
+    got = api.whatif_job(traces, scale, straggler_median=straggler_median, name=job, executor=executor)
+    emit(job_whatif_doc(got.job, got.scenario.name, got.scenario.steps), fmt)
