@@ -7,13 +7,20 @@ RUN_STAMP := $(VENV)/.run-installed
 DEMO_TRACE ?= tests/data/hta/rocm62_mi250_minitoy_train.json.gz
 DEMO_DB    ?= .demo/store
 PYTEST_ARGS ?=
+# The tiers (tests/conftest.py marks every test): the fast one needs no server, browser,
+# corpus or download; test-all needs all three and fails, rather than skips, without them.
+FAST_TIER := not neo4j and not browser and not corpus and not slow
+WORKERS   ?= auto
+# numba's compiled functions, kept between runs (and cacheable by CI) instead of beside the code
+export NUMBA_CACHE_DIR ?= $(CURDIR)/.cache/numba
 
-.PHONY: demo test lint bench hta-breakdowns clean help
+.PHONY: demo test test-all lint bench hta-breakdowns clean help
 
 help:
-	@echo "make demo   - create .venv, install ctda, analyse a small example trace"
-	@echo "make test   - install dev dependencies and run the whole test suite"
-	@echo "make lint   - ruff and mypy"
+	@echo "make demo     - create .venv, install ctda, analyse a small example trace"
+	@echo "make test     - the fast tier: no Neo4j, browser, corpus or download (~3 min on 2 cores)"
+	@echo "make test-all - every test; needs Java 17 + Maven, Chromium and the trace corpus"
+	@echo "make lint     - ruff and mypy"
 	@echo "make bench  - speed and memory figures into bench/results/"
 	@echo "make hta-breakdowns - regenerate tests/data/hta_breakdowns.json with HTA 0.5.0 (needs the corpus)"
 
@@ -34,7 +41,13 @@ demo: $(RUN_STAMP)
 	$(VENV)/bin/ctda opportunities demo --db $(DEMO_DB) --top 5
 
 test: $(DEV_STAMP)
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest -m "$(FAST_TIER)" -n $(WORKERS) --dist loadgroup $(PYTEST_ARGS)
+
+# loadgroup (groups set in tests/conftest.py): a module's tests run on one worker, so its
+# module-scoped fixtures are computed once, and every Neo4j test on one worker: one server.
+test-all: $(DEV_STAMP)
+	CTDA_REQUIRE_NEO4J=1 CTDA_REQUIRE_BROWSER=1 CTDA_REQUIRE_CORPUS=1 \
+	  $(PY) -m pytest -n $(WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
 lint: $(DEV_STAMP)
 	$(VENV)/bin/ruff check ctda tests bench scripts

@@ -27,6 +27,7 @@ import pandas as pd
 
 from ctda.analysis import engine
 from ctda.analysis import report as analysis_report
+from ctda.analysis.breakdowns import Breakdowns, JobBreakdowns
 from ctda.analysis.engine import Analysis
 from ctda.analysis.report import Report
 from ctda.api_checks import is_file as _is_file
@@ -37,6 +38,16 @@ from ctda.api_checks import step as _step
 from ctda.api_checks import strings as _strings
 from ctda.api_checks import top as _top
 from ctda.api_jobs import JobSession
+from ctda.api_reports import (
+    BREAKDOWN_KINDS,
+    HTA_VERSIONS,
+    HtaReport,
+    JobWhatif,
+    analyze_job,
+    breakdown_kinds,
+    hta_report,
+    whatif_job,
+)
 from ctda.errors import CtdaError
 from ctda.ingest.errors import TraceError
 from ctda.ingest.merge import MergeSummary, merge_processes
@@ -62,20 +73,31 @@ from ctda.whatif.scenario import Scenario, with_cpus
 from ctda.whatif.scenario import run as run_scenario
 from ctda.whatif.select import Override, SelectionError, from_rows, parse_remove, parse_scale
 from ctda.whatif.selfcheck import SelfCheck, check
+from ctda.whatif.selfcheck import summary as quick_check
 
 __all__ = [
+    "BREAKDOWN_KINDS",
+    "HTA_VERSIONS",
     "Analysis",
     "AnalysisOptions",
+    "Breakdowns",
+    "HtaReport",
     "Ingested",
+    "JobBreakdowns",
+    "JobWhatif",
     "MergeSummary",
     "Report",
     "RunInfo",
     "Scenario",
     "StoreSession",
     "analyze",
+    "analyze_job",
+    "breakdown_kinds",
+    "breakdowns",
     "compare",
     "convert",
     "export",
+    "hta_report",
     "merge_processes",
     "named_queries",
     "open_store",
@@ -88,6 +110,7 @@ __all__ = [
     "validate",
     "validate_options",
     "whatif",
+    "whatif_job",
 ]
 
 PathLike = str | Path
@@ -205,10 +228,11 @@ def whatif(
     return run_scenario(analysis, ovs, name=name or "; ".join(o.label for o in ovs))
 
 
-def validate(analysis: Analysis) -> SelfCheck:
+def validate(analysis: Analysis, *, quick: bool = False) -> SelfCheck:
     """The cross-step self-check (``ctda validate``): each step re-timed with the durations
-    another step's events really had, against that step's measured time."""
-    return check(analysis)
+    another step's events really had, against that step's measured time. ``quick``: the
+    few pairs behind the one-line summary ``ctda analyze`` prints."""
+    return quick_check(analysis) if quick else check(analysis)
 
 
 def export(source: Analysis | Scenario, out: PathLike, name: str | None = None) -> int:
@@ -234,6 +258,20 @@ def compare(
     against a measured side). Labels default to the trace files and scenario names."""
     la, lb = labels or (_label(a, "a"), _label(b, "b"))
     return cmp.compare(_side(a, la), _side(b, lb))
+
+
+def breakdowns(
+    source: PathLike, *, db: PathLike | Target | None = None, reader: Reader | None = None
+) -> Breakdowns | JobBreakdowns:
+    """HTA's breakdowns of device time, each tied to the critical path: of a stored run (in
+    ``db``), a trace file analysed on the fly, or every rank of a job's directory."""
+    path = Path(source)
+    if path.is_dir():  # a job: every rank's breakdowns, a rank column first
+        from ctda.job.load import job_files
+
+        return JobBreakdowns.of_files(job_files([path]), lambda p: analyze(p, reader=reader))
+    with open_store(db, reader=reader) as store:
+        return Breakdowns(store.analysis(str(source)))
 
 
 def named_queries() -> dict[str, NamedQuery]:
@@ -501,7 +539,8 @@ class StoreSession(JobSession):
         base, at, scen = str(spec).partition("@")
         if not at or _is_file(Path(spec)) or self._is_run(str(spec)):
             return cmp.Side(str(spec), self.analysis(spec))
-        return cmp.Side(str(spec), self.scenario(base, scen).analysis, predicted=True)
+        sc = self.scenario(base, scen)
+        return cmp.Side(str(spec), sc.analysis, predicted=True, of=sc.base)
 
 
 def open_store(db: PathLike | Target | None = None, *, reader: Reader | None = None) -> StoreSession:

@@ -58,5 +58,5 @@ def side(x: Analysis | Scenario | cmp.Side, label: str) -> cmp.Side:
     if isinstance(x, cmp.Side):
         return x
     if isinstance(x, Scenario):
-        return cmp.Side(label, x.analysis, predicted=True)
+        return cmp.Side(label, x.analysis, predicted=True, of=x.base)
     return cmp.Side(label, x)

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
+import inspect
 import json
 import os
 import re
+import types
 from pathlib import Path
 from typing import Any
 
@@ -56,3 +59,144 @@ def axis_labels(axis: dict[str, Any]) -> list[str]:
     found = re.findall(r'datum\.value === ([-0-9.e]+) \? ("(?:[^"\\]|\\.)*")', axis["labelExpr"])
     labels = {float(v): json.loads(text) for v, text in found}
     return [labels[float(v)] for v in axis["values"]]
+
+
+# --- test tiers --------------------------------------------------------------------------
+# Every test is sorted into the tiers here, from what it uses, so that no test file declares
+# its own tier and a new file is classified the moment it is written:
+#
+# * ``neo4j``   -- it needs the ``neo4j_server`` fixture (as an argument, or through
+#   ``request.getfixturevalue("neo4j_server")`` in its code or in a fixture it uses; a case
+#   parametrised over store kinds needs it only when its kind is ``neo4j``);
+# * ``browser`` -- it needs the ``browser_paths`` fixture (a real Chromium);
+# * ``corpus``  -- it reads the shared real-trace corpus: the ``SKIP_CORPUS`` mark or any skip
+#   naming the corpus, ``CORPUS`` / ``corpus_traces`` / ``manifest_rows`` in its code, its
+#   fixtures' or its module's helpers' code, or a parameter or module constant under ``CORPUS``;
+# * ``slow``    -- it starts processes (``subprocess``/``Popen`` in the same code), or is one
+#   of the few long in-process tests named in ``LONG``.
+#
+# ``make test`` runs ``-m "not neo4j and not browser and not corpus and not slow"``;
+# ``make test-all`` runs everything with the corpus, Neo4j and Chromium required.
+
+SERVER_FIXTURE = "neo4j_server"
+BROWSER_FIXTURE = "browser_paths"
+CORPUS_WORDS = frozenset({"CORPUS", "corpus_traces", "manifest_rows", "SKIP_CORPUS"})
+PROCESS_WORDS = frozenset({"subprocess", "Popen"})
+STORE_KINDS = frozenset({"ladybug", "neo4j"})
+# In-process tests long enough (> ~10 s on two cores) to leave the fast tier: node-id prefixes.
+LONG: tuple[str, ...] = (
+    # every shipped trace through the embedded store (the other store tests cover each step)
+    "tests/test_store_suite.py::test_shipped_traces_match_analyze[ladybug]",
+)
+
+
+def _flag(name: str) -> bool:
+    return os.environ.get(name, "").strip() == "1"
+
+
+def _code_words(code: types.CodeType) -> set[str]:
+    """Global names and string constants a code object mentions, nested functions included."""
+    words = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, str):
+            words.add(const)
+        elif isinstance(const, types.CodeType):
+            words |= _code_words(const)
+    return words
+
+
+def _reach(fn: Any, seen: set[int] | None = None) -> tuple[set[str], list[Any]]:
+    """The words of ``fn`` and of every same-module function it names, and the module-level
+    values (constants) those name: what the test's code can touch without a fixture."""
+    seen = set() if seen is None else seen
+    fn = inspect.unwrap(fn)
+    code = getattr(fn, "__code__", None)
+    if code is None or id(fn) in seen:
+        return set(), []
+    seen.add(id(fn))
+    words = _code_words(code)
+    values: list[Any] = []
+    module = getattr(fn, "__module__", None)
+    for name in words & set(getattr(fn, "__globals__", {})):
+        value = fn.__globals__[name]
+        if inspect.isfunction(value) and value.__module__ == module:
+            more, vals = _reach(value, seen)
+            words |= more
+            values += vals
+        elif not inspect.ismodule(value) and not inspect.isclass(value):
+            values.append(value)
+    return words, values
+
+
+def _under_corpus(value: Any, depth: int = 0) -> bool:
+    """Whether a parameter or constant is a path in the corpus (or holds one)."""
+    if CORPUS is None or depth > 2:
+        return False
+    if isinstance(value, (str, os.PathLike)):
+        return str(value).startswith(str(CORPUS))
+    if isinstance(value, (list, tuple)):
+        return any(_under_corpus(v, depth + 1) for v in value[:64])
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return any(_under_corpus(getattr(value, f.name), depth + 1) for f in dataclasses.fields(value))
+    return False
+
+
+def _kinds(item: pytest.Item) -> set[str]:
+    """The store kinds an item is parametrised with (empty when none)."""
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    return {v for v in params.values() if isinstance(v, str) and v in STORE_KINDS}
+
+
+def tiers_of(item: pytest.Item) -> set[str]:
+    """The tier marks ``item`` gets (see the comment above)."""
+    fixtures = set(getattr(item, "fixturenames", ()))
+    funcs = [getattr(item, "function", None)]
+    info = getattr(item, "_fixtureinfo", None)
+    for name, defs in info.name2fixturedefs.items() if info else ():
+        if name in fixtures:
+            funcs += [d.func for d in defs]
+    words: set[str] = set()
+    values: list[Any] = []
+    for fn in funcs:
+        if fn is not None:
+            more, vals = _reach(fn)
+            words |= more
+            values += vals
+    params = list(getattr(getattr(item, "callspec", None), "params", {}).values())
+    tiers: set[str] = set()
+    kinds = _kinds(item)
+    if SERVER_FIXTURE in fixtures or (SERVER_FIXTURE in words and (not kinds or "neo4j" in kinds)):
+        tiers.add("neo4j")
+    if BROWSER_FIXTURE in fixtures:
+        tiers.add("browser")
+    skips = [str(m.kwargs.get("reason", "")) for m in item.iter_markers("skipif")]
+    if (
+        words & CORPUS_WORDS
+        or any("corpus" in r for r in skips)
+        or any(_under_corpus(v) for v in (*params, *values))
+    ):
+        tiers.add("corpus")
+    if words & PROCESS_WORDS or item.nodeid.startswith(LONG):
+        tiers.add("slow")
+    return tiers
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        tiers = tiers_of(item)
+        for tier in sorted(tiers):
+            item.add_marker(getattr(pytest.mark, tier))
+        # Under ``pytest-xdist --dist loadgroup`` a group runs on one worker: a module keeps its
+        # module-scoped fixtures on one worker (computed once), and every Neo4j test shares the
+        # one worker, so the session starts one server, not one per worker.
+        item.add_marker(pytest.mark.xdist_group("neo4j" if "neo4j" in tiers else item.nodeid.split("::")[0]))
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    """With ``CTDA_REQUIRE_CORPUS=1`` (CI) a skip for want of the corpus is a failure."""
+    outcome = yield
+    report = outcome.get_result()
+    if report.skipped and _flag("CTDA_REQUIRE_CORPUS") and "corpus" in str(report.longrepr).lower():
+        report.outcome = "failed"
+        report.longrepr = f"{report.longrepr} -- but CTDA_REQUIRE_CORPUS=1, so this is a failure"

@@ -1,8 +1,10 @@
 """Every command that prints a table, in every format, with stdout redirected to a pipe.
 
-Each command runs as its own process (``python -m ctda.cli.app``) whose stdout is a pipe, the
-way ``ctda ... | less`` or a CI log sees it. In the table format no header may be cut and no
-column may be empty; md has every header; json parses; csv starts with its header row.
+Each command runs in-process through typer's ``CliRunner``, whose stdout is no terminal: the
+same pipe-width console ``ctda ... | less`` or a CI log gets. One command per format also runs
+as its own process (``python -m ctda.cli.app``) with stdout a pipe and must print the same
+bytes. In the table format no header may be cut and no column may be empty; md has every
+header; json parses; csv starts with its header row.
 """
 
 from __future__ import annotations
@@ -14,11 +16,12 @@ import os
 import re
 import subprocess
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import pytest
+from typer.testing import CliRunner
 
+from ctda.cli.app import app, register
 from tests.conftest import CORPUS, DATA
 
 TRACE = DATA / "hta" / "rocm62_mi250_minitoy_train.json.gz"
@@ -104,9 +107,10 @@ CASES = [
         "call_paths",
     ),
 ]
+JOB_CASES: list[Case] = []
 if CORPUS is not None:  # a real job: the shared corpus's multi-rank traces (none ship with the tests)
     JOB = CORPUS / "generated" / "multirank" / "g_ddp_ws2_sleep40_r1"
-    CASES += [
+    JOB_CASES += [
         Case(
             "analyze-job",
             ("analyze", str(JOB), "--executor", "serial", "--top", "3"),
@@ -159,28 +163,67 @@ def ctda(args: tuple[str, ...], env: dict[str, str]) -> subprocess.CompletedProc
     )
 
 
+def invoke(runner: CliRunner, args: tuple[str, ...]) -> str:
+    """stdout of ``ctda ARGS`` run in-process; the command must succeed."""
+    done = runner.invoke(app, list(args))
+    assert done.exit_code == 0, f"{args}: {done.output}"
+    return done.stdout
+
+
 @pytest.fixture(scope="module")
-def outputs(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str], str]:
+def env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """The environment every case runs in: a fresh embedded store, an 80-column pipe."""
+    return {"CTDA_DB": str(tmp_path_factory.mktemp("store") / "s.lbug"), "COLUMNS": "80"}
+
+
+def _outputs(cases: list[Case], env: dict[str, str]) -> dict[tuple[str, str], str]:
+    register()
+    runner = CliRunner(env={**env, "CTDA_PROGRESS": None})
+    return {(c.name, fmt): invoke(runner, (*c.args, "--format", fmt)) for c in cases for fmt in FORMATS}
+
+
+@pytest.fixture(scope="module")
+def outputs(env: dict[str, str]) -> dict[tuple[str, str], str]:
     """stdout of every case in every format, the store ones against a fresh embedded store."""
-    env = {**os.environ, "CTDA_DB": str(tmp_path_factory.mktemp("store") / "s.lbug"), "COLUMNS": "80"}
-    env.pop("CTDA_PROGRESS", None)
+    register()
+    runner = CliRunner(env={**env, "CTDA_PROGRESS": None})
     out: dict[tuple[str, str], str] = {}
-    # the writers first, one at a time: each ingest stores the trace as a run of its own
+    # the writers first: each ingest stores the trace as a run of its own
     for fmt in FORMATS:
         run = RUN if fmt == "table" else f"{RUN}-{fmt}"
-        done = ctda((*INGEST.args, "--run", run, "--format", fmt), env)
-        assert done.returncode == 0, done.stderr
-        out[("ingest", fmt)] = done.stdout
-    jobs = [(c.name, fmt, (*c.args, "--format", fmt)) for c in CASES for fmt in FORMATS]
-    with ThreadPoolExecutor(max_workers=max(os.cpu_count() or 1, 2)) as pool:
-        results = list(pool.map(lambda job: (job[0], job[1], ctda(job[2], env)), jobs))
-    for name, fmt, done in results:
-        assert done.returncode == 0, f"{name} --format {fmt}: {done.stderr}"
-        out[(name, fmt)] = done.stdout
-    return out
+        out[("ingest", fmt)] = invoke(runner, (*INGEST.args, "--run", run, "--format", fmt))
+    return out | _outputs(CASES, env)
 
 
-ALL = [INGEST, *CASES]
+@pytest.fixture(scope="module")
+def job_outputs(env: dict[str, str]) -> dict[tuple[str, str], str]:
+    """stdout of the job cases (the corpus's two-rank job) in every format."""
+    assert CORPUS is not None
+    return _outputs(JOB_CASES, env)
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_process_with_stdout_a_pipe_prints_what_the_runner_does(
+    fmt: str, outputs: dict[tuple[str, str], str], env: dict[str, str]
+) -> None:
+    """The in-process runner stands in for a pipe: a real process prints the same bytes."""
+    quiet = {k: v for k, v in os.environ.items() if k != "CTDA_PROGRESS"}
+    done = ctda(("analyze", str(TRACE), "--top", "4", "--format", fmt), {**quiet, **env})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == outputs[("analyze", fmt)]
+
+
+ALL = [INGEST, *CASES, *JOB_CASES]
+
+
+@pytest.fixture
+def printed(request: pytest.FixtureRequest, case: Case) -> dict[tuple[str, str], str]:
+    """The outputs holding ``case``: the job cases' own (they read the corpus), else the rest."""
+    name = "job_outputs" if case in JOB_CASES else "outputs"
+    got: dict[tuple[str, str], str] = request.getfixturevalue(name)
+    return got
+
+
 RULE_CHARS = set("─━═╇┿╋┼╪+|-: ")
 
 
@@ -215,8 +258,8 @@ def _cells(line: str, sep: str) -> list[str]:
 
 
 @pytest.mark.parametrize("case", ALL, ids=lambda c: c.name)
-def test_table_output_keeps_every_header_and_column(case: Case, outputs: dict[tuple[str, str], str]) -> None:
-    text = outputs[(case.name, "table")]
+def test_table_output_keeps_every_header_and_column(case: Case, printed: dict[tuple[str, str], str]) -> None:
+    text = printed[(case.name, "table")]
     heads = header_lines(text)
     assert heads, text
     assert not [h for h in heads if "…" in h], heads
@@ -232,8 +275,8 @@ def test_table_output_keeps_every_header_and_column(case: Case, outputs: dict[tu
 
 
 @pytest.mark.parametrize("case", ALL, ids=lambda c: c.name)
-def test_markdown_output_has_every_header(case: Case, outputs: dict[tuple[str, str], str]) -> None:
-    text = outputs[(case.name, "md")]
+def test_markdown_output_has_every_header(case: Case, printed: dict[tuple[str, str], str]) -> None:
+    text = printed[(case.name, "md")]
     lines = text.splitlines()
     heads = [lines[i - 1] for i, line in enumerate(lines) if i and line.startswith("|---")]
     cells = {c.strip() for line in heads for c in line.strip("|").split(" | ")}
@@ -243,8 +286,8 @@ def test_markdown_output_has_every_header(case: Case, outputs: dict[tuple[str, s
 
 
 @pytest.mark.parametrize("case", ALL, ids=lambda c: c.name)
-def test_json_output_parses(case: Case, outputs: dict[tuple[str, str], str]) -> None:
-    data = json.loads(outputs[(case.name, "json")])
+def test_json_output_parses(case: Case, printed: dict[tuple[str, str], str]) -> None:
+    data = json.loads(printed[(case.name, "json")])
     if case.name in ("inspect", "ingest"):  # one element per trace
         assert isinstance(data, list) and len(data) == 1
         data = data[0]
@@ -255,8 +298,8 @@ def test_json_output_parses(case: Case, outputs: dict[tuple[str, str], str]) -> 
 
 
 @pytest.mark.parametrize("case", ALL, ids=lambda c: c.name)
-def test_csv_output_starts_with_its_header_row(case: Case, outputs: dict[tuple[str, str], str]) -> None:
-    rows = list(csv.reader(io.StringIO(outputs[(case.name, "csv")])))
+def test_csv_output_starts_with_its_header_row(case: Case, printed: dict[tuple[str, str], str]) -> None:
+    rows = list(csv.reader(io.StringIO(printed[(case.name, "csv")])))
     header = rows[0]
     for key in case.csv_keys:
         assert key in header, (key, header)

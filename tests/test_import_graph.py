@@ -108,7 +108,7 @@ def test_the_graph_has_the_edges_the_code_has() -> None:
     """Deferred and relative imports count; imports of a parent package do not."""
     graph = import_graph()
     assert "ctda.ingest.reader" in graph["ctda.analysis.snapshot"]  # top-level
-    assert "ctda.analysis.hta" in graph["ctda.cli.analyze_cmd"]  # inside a function
+    assert "ctda.ingest.limits" in graph["ctda.cli.common"]  # inside a function
     assert len(graph) > 80
 
 
@@ -121,3 +121,43 @@ _OLD_HTA = ["ctda.analysis.engine", "ctda.analysis.rules.hta"]
 def test_no_import_cycles(package: str) -> None:
     found = [c for c in cycles(import_graph()) if c[0].split(".")[0] == package and c != _OLD_HTA]
     assert not found, "import cycles: " + "; ".join(" <-> ".join(c) for c in found)
+
+
+# --- one door: the CLI and the UI reach the library only through ctda.api ------------------
+#: what a command or a page may import besides ``ctda.api``: its own layer, the renderers,
+#: and the modules of the types the API's results and options are made of
+DOOR = ("ctda.api", "ctda.render", "ctda.errors", "ctda.options", "ctda.ingest.table")
+#: imports past the door not yet moved behind the API, by importing module. The list may
+#: only shrink: a test fails when an entry is no longer needed, so that it is deleted.
+PAST_THE_DOOR: dict[str, set[str]] = {
+    # help texts read the mode and rule registries; --max-trace-bytes parses a size
+    "ctda.cli.common": {"ctda.analysis.modes", "ctda.ingest.limits"},
+    "ctda.cli.job_store_cmds": {"ctda.job.load"},
+    "ctda.cli.ui_cmd": {"ctda.store.config", "ctda.ui.settings"},
+    "ctda.cli.whatif_cmds": {"ctda.whatif.blind"},
+}
+
+
+def _past_the_door(layer: str, graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    out = {}
+    for module, deps in graph.items():
+        if module == layer or module.startswith(layer + "."):
+            past = {
+                d
+                for d in deps
+                if not d.startswith(layer)
+                and d != "ctda"
+                and not any(d == p or d.startswith(p + ".") for p in DOOR)
+            }
+            if past:
+                out[module] = past
+    return out
+
+
+def test_the_door_rule_sees_an_import_past_it() -> None:
+    graph = {"ctda.cli.x": {"ctda.api", "ctda.render.job", "ctda.job.run", "ctda.cli.common"}}
+    assert _past_the_door("ctda.cli", graph) == {"ctda.cli.x": {"ctda.job.run"}}
+
+
+def test_the_cli_imports_only_the_api_renderers_and_result_types() -> None:
+    assert _past_the_door("ctda.cli", import_graph()) == PAST_THE_DOOR

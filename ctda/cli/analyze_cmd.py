@@ -15,18 +15,17 @@ from ctda.cli.common import (
     ModeOption,
     WindowsOption,
     app,
-    fail,
-    guarded,
+    one_line_errors,
     read,
 )
-from ctda.ingest.table import EventTable
 from ctda.options import parse_step
 from ctda.render.analyze import report_doc
+from ctda.render.hta import hta_doc
 from ctda.render.output import Format, emit
-from ctda.whatif.selfcheck import summary as selfcheck
 
 
 @app.command("analyze")
+@one_line_errors
 def analyze_cmd(
     traces: list[Path] = typer.Argument(
         ...,
@@ -47,35 +46,17 @@ def analyze_cmd(
     ),
 ) -> None:
     """Critical path of each step through CPU threads, GPU streams and the waits between them."""
+    options = api.validate_options(windows=windows, cross_thread=cross_thread, mode=mode)
     if job_cmd.is_job(traces, job):
-
-        def run_job() -> None:
-            options = api.validate_options(windows=windows, cross_thread=cross_thread, mode=mode)
-            job_cmd.analyze_job_cmd(traces, job, options, fmt, top, executor)
-
-        guarded(run_job)
+        job_cmd.analyze_job_cmd(traces, job, options, fmt, top, executor)
         return
     trace = traces[0]
-
-    def run() -> None:
-        options = api.validate_options(windows=windows, cross_thread=cross_thread, mode=mode)
-        parse_step(step)  # a bad --step fails before the trace is read
-        if options.mode == "hta":  # HTA's own report (same critical path as an HTA-mode analysis)
-            _hta(read(trace), hta_version, fmt, top)
-            return
-        result = api.analyze(trace, options=options, reader=read)
-        doc = report_doc(api.report(result, step=step, top=top))
-        doc.blocks.append(Text(selfcheck(result).line()))
-        emit(doc, fmt)
-
-    guarded(run)
-
-
-def _hta(table: EventTable, version: str, fmt: Format, top: int) -> None:
-    from ctda.analysis.hta import HtaOptions, hta_analysis
-    from ctda.render.hta import hta_doc
-
-    if version not in ("current", "0.5"):
-        fail(f"--hta-version must be 'current' or '0.5', not {version!r}")
-    opts = HtaOptions.release_0_5() if version == "0.5" else HtaOptions()
-    emit(hta_doc(hta_analysis(table, opts), table, top), fmt)
+    parse_step(step)  # a bad --step fails before the trace is read
+    if options.mode == "hta":  # HTA's own report (same critical path as an HTA-mode analysis)
+        got = api.hta_report(trace, hta_version, reader=read)
+        emit(hta_doc(got.result, got.table, top), fmt)
+        return
+    result = api.analyze(trace, options=options, reader=read)
+    doc = report_doc(api.report(result, step=step, top=top))
+    doc.blocks.append(Text(api.validate(result, quick=True).line()))
+    emit(doc, fmt)

@@ -21,9 +21,13 @@ COMMAND_MODULES = (
 )
 
 
-def _register() -> None:
+def register() -> None:
+    """Import every command module, so that each adds its commands to ``app``."""
     for name in COMMAND_MODULES:
         importlib.import_module(f"ctda.cli.{name}")
+
+
+_register = register  # the older name, still imported by tests
 
 
 def _quiet_driver() -> None:
@@ -35,7 +39,7 @@ def _quiet_driver() -> None:
 
 def main() -> None:
     """Console-script entry point."""
-    _register()
+    register()
     _quiet_driver()
     app()
 

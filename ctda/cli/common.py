@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Annotated, NoReturn, ParamSpec, TypeVar
 
 import typer
 from rich.console import Console
@@ -21,6 +22,23 @@ from ctda.render.output import Format, visible
 if TYPE_CHECKING:
     from ctda.ingest.table import EventTable
 
+
+def _flags_show_no_type() -> None:
+    """Help lists a flag (``--force``) without a type: newer typer labels every option with its
+    type (``<bool>`` for a flag), which says nothing to someone who just passes the flag."""
+    option = getattr(typer.core, "TyperOption", None)
+    shown = getattr(option, "display_type_rich", None)
+    if option is None or shown is None or getattr(shown, "ctda_flags", False):
+        return  # an older typer, which shows no type for a flag anyway
+
+    def display_type_rich(self: typer.core.TyperOption, ctx: typer.Context) -> str | None:
+        return None if self.is_flag else shown(self, ctx)
+
+    display_type_rich.ctda_flags = True  # type: ignore[attr-defined]
+    option.display_type_rich = display_type_rich
+
+
+_flags_show_no_type()
 app = typer.Typer(
     name="ctda",
     help="Critical path analysis for PyTorch profiler (Kineto) traces, across threads and GPU streams.",
@@ -29,7 +47,9 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 console = Console()
-err_console = Console(stderr=True)
+# messages on stderr are never broken into lines: a terminal wraps them itself, and a log or a
+# test that reads them sees each as the one line it is, whatever width the console guessed
+err_console = Console(stderr=True, soft_wrap=True)
 
 #: options shared by every command that analyses a trace (analyze, ingest); their choices
 #: come from the rule and mode registries
@@ -54,6 +74,10 @@ WindowsOption = Annotated[
         help="'steps' (each ProfilerStep#N), 'trace' (whole trace), or a regex over CPU event names.",
     ),
 ]
+#: every command that reads or writes a store takes ``--db`` (resolved by the library, which
+#: falls back to $CTDA_DB and then the default embedded store)
+DB_HELP = "Store: a file path (embedded, the default) or bolt:// / neo4j:// URI. Default: $CTDA_DB."
+DbOption = Annotated[str | None, typer.Option("--db", help=DB_HELP)]
 #: every command that prints a table takes ``--format``
 FormatOption = Annotated[
     Format,
@@ -66,6 +90,7 @@ FormatOption = Annotated[
 #: files at least this large get a progress bar while they are read
 PROGRESS_MIN_BYTES = 32 << 20
 T = TypeVar("T")
+P = ParamSpec("P")
 
 
 def printable(text: str) -> str:
@@ -92,12 +117,23 @@ def guarded(fn: Callable[[], T]) -> T:
         fail("interrupted", 130)
 
 
+def one_line_errors(command: Callable[P, T]) -> Callable[P, T]:
+    """A command whose library errors end as one line and exit code 2 (:func:`guarded`), put
+    under ``@app.command``; typer reads the options off the wrapped function's signature."""
+
+    @functools.wraps(command)
+    def run(*args: P.args, **kwargs: P.kwargs) -> T:
+        return guarded(lambda: command(*args, **kwargs))
+
+    return run
+
+
 def read(path: Path) -> EventTable:
     """A trace read with a progress bar on a terminal (the CLI's reader for :mod:`ctda.api`)."""
-    from ctda.ingest.reader import read_trace
+    from ctda import api
 
     with file_progress(path, "reading") as progress:
-        return read_trace(path, progress)
+        return api.read(path, progress)
 
 
 def parse_params(items: list[str]) -> dict[str, str]:

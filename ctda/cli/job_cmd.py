@@ -6,8 +6,10 @@ from pathlib import Path
 
 import typer
 
-from ctda.analysis.engine import AnalysisOptions
-from ctda.cli.common import FormatOption, app, guarded
+from ctda import api
+from ctda.cli.common import FormatOption, app, one_line_errors
+from ctda.options import AnalysisOptions
+from ctda.render.job import job_doc, job_whatif_doc
 from ctda.render.output import Format, emit
 
 
@@ -20,15 +22,11 @@ def analyze_job_cmd(
     traces: list[Path], job: str | None, options: AnalysisOptions, fmt: Format, top: int, executor: str | None
 ) -> None:
     """Analyse a job and print its path, stragglers, clock offsets and matching summary."""
-    from ctda.job.report import job_report
-    from ctda.job.run import analyze_job
-    from ctda.render.job import job_doc
-
-    result = analyze_job(traces, options, name=job, executor=executor, full=False)
-    emit(job_doc(job_report(result, top=top)), fmt)
+    emit(job_doc(api.analyze_job(traces, job, options=options, executor=executor, top=top)), fmt)
 
 
 @app.command("whatif-job")
+@one_line_errors
 def whatif_job_cmd(
     traces: list[Path] = typer.Argument(..., help="A job: a directory of per-rank traces, or several files."),
     scale: list[str] = typer.Option(
@@ -47,13 +45,5 @@ def whatif_job_cmd(
     fmt: FormatOption = Format.table,
 ) -> None:
     """Predicted job step if some ranks' events took a different time (re-timed job graph)."""
-    from ctda.job.run import analyze_job
-    from ctda.job.whatif import job_scenario
-    from ctda.render.job import job_whatif_doc
-
-    def run() -> None:
-        result = analyze_job(traces, AnalysisOptions(), name=job, executor=executor)
-        scn = job_scenario(result, list(scale), straggler_median)
-        emit(job_whatif_doc(result.name, scn.name, scn.steps), fmt)
-
-    guarded(run)
+    got = api.whatif_job(traces, scale, straggler_median=straggler_median, name=job, executor=executor)
+    emit(job_whatif_doc(got.job, got.scenario.name, got.scenario.steps), fmt)

@@ -9,9 +9,18 @@ from pathlib import Path
 import typer
 
 from ctda import api
-from ctda.analysis.engine import AnalysisOptions
-from ctda.cli.common import FormatOption, app, err_console, guarded, printable, write_progress
+from ctda.cli.common import (
+    DbOption,
+    FormatOption,
+    app,
+    err_console,
+    guarded,
+    one_line_errors,
+    printable,
+    write_progress,
+)
 from ctda.job.load import job_files
+from ctda.options import AnalysisOptions
 from ctda.render.job import job_doc
 from ctda.render.output import Format, emit
 from ctda.render.store import jobs_doc
@@ -73,22 +82,17 @@ def ingest_job_cmd(
 
 
 @app.command("jobs")
+@one_line_errors
 def jobs_cmd(
-    db: str = typer.Option(
-        None, "--db", help="Store: a file path or bolt:// / neo4j:// URI. Default: $CTDA_DB."
-    ),
+    db: DbOption = None,
     all_: bool = typer.Option(False, "--all", help="Also show unfinished jobs (pending, being deleted)."),
     fmt: FormatOption = Format.table,
 ) -> None:
     """List the distributed jobs in the store (each rank is a run: ctda runs)."""
-
-    def go() -> None:
-        with api.open_store(db) as store:
-            jobs = store.jobs(include_incomplete=all_)
-            where = store.location
-        if not jobs and fmt is Format.table:
-            err_console.print(f"no jobs in {printable(where)}", highlight=False)
-            return
-        emit(jobs_doc(jobs, where, with_status=all_), fmt)
-
-    guarded(go)
+    with api.open_store(db) as store:
+        jobs = store.jobs(include_incomplete=all_)
+        where = store.location
+    if not jobs and fmt is Format.table:
+        err_console.print(f"no jobs in {printable(where)}", highlight=False)
+        return
+    emit(jobs_doc(jobs, where, with_status=all_), fmt)

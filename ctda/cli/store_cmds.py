@@ -17,10 +17,10 @@ import typer
 from rich.text import Text
 
 from ctda import api
-from ctda.analysis.report import Report
 from ctda.cli import job_store_cmds
 from ctda.cli.common import (
     CrossThreadOption,
+    DbOption,
     FormatOption,
     ModeOption,
     WindowsOption,
@@ -37,9 +37,6 @@ from ctda.render.analyze import report_doc
 from ctda.render.output import Document, Format, emit, emit_each
 from ctda.render.store import queries_doc, query_doc, runs_doc
 from ctda.store.ingest import check_run_name
-from ctda.whatif.selfcheck import summary as selfcheck
-
-DB_HELP = "Store: a file path (embedded, the default) or bolt:// / neo4j:// URI. Default: $CTDA_DB."
 
 
 @app.command("ingest")
@@ -57,7 +54,7 @@ def ingest_cmd(
     executor: str = typer.Option(
         None, "--executor", help="Jobs: local (processes, default), serial, dask-local, or tcp://HOST:PORT."
     ),
-    db: str = typer.Option(None, "--db", help=DB_HELP),
+    db: DbOption = None,
     force: bool = typer.Option(
         False, "--force", help="Store again even if the same file and options are stored."
     ),
@@ -100,7 +97,7 @@ def ingest_cmd(
         )
         assert done.analysis is not None
         doc = report_doc(api.report(done.analysis, top=top))
-        doc.blocks.append(Text(selfcheck(done.analysis).line()))
+        doc.blocks.append(Text(api.validate(done.analysis, quick=True).line()))
         return doc
 
     def docs() -> Iterator[Document]:
@@ -122,7 +119,7 @@ def ingest_cmd(
 
 @app.command("runs")
 def runs_cmd(
-    db: str = typer.Option(None, "--db", help=DB_HELP),
+    db: DbOption = None,
     all_: bool = typer.Option(False, "--all", help="Also show unfinished runs (pending, being deleted)."),
     fmt: FormatOption = Format.table,
 ) -> None:
@@ -143,7 +140,7 @@ def runs_cmd(
 @app.command("rm")
 def rm_cmd(
     run: str = typer.Argument(..., help="Run or job name (see ctda runs, ctda jobs)."),
-    db: str = typer.Option(None, "--db", help=DB_HELP),
+    db: DbOption = None,
     job: bool = typer.Option(False, "--job", help="The name is a job's: delete it with its runs."),
 ) -> None:
     """Delete a run and everything stored for it, or a job with all its runs."""
@@ -167,14 +164,14 @@ def rm_cmd(
 @app.command("report")
 def report_cmd(
     run: str = typer.Argument(..., help="Run name (see ctda runs)."),
-    db: str = typer.Option(None, "--db", help=DB_HELP),
+    db: DbOption = None,
     step: str = typer.Option("all", "--step", help="A ProfilerStep number, or 'all'."),
     top: int = typer.Option(10, "--top", min=1, help="Rows in the hotspot and near-critical tables."),
     fmt: FormatOption = Format.table,
 ) -> None:
     """The report of a stored run, read back from the store (the tables of ctda analyze)."""
 
-    def go() -> Report:
+    def go() -> api.Report:
         with api.open_store(db) as store:
             return store.report(run, step=step, top=top)
 
@@ -188,7 +185,7 @@ def report_cmd(
 def query_cmd(
     query: str = typer.Argument(None, help="A named query (see --list) or Cypher text."),
     param: list[str] = typer.Option([], "--param", "-p", help="Query parameter k=v (repeatable)."),
-    db: str = typer.Option(None, "--db", help=DB_HELP),
+    db: DbOption = None,
     fmt: FormatOption = Format.table,
     write: bool = typer.Option(False, "--write", help="Allow a query that changes the store."),
     allow_files: bool = typer.Option(

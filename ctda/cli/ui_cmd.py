@@ -12,13 +12,12 @@ from pathlib import Path
 
 import typer
 
-from ctda.cli.common import app, console, err_console, fail
+from ctda.cli.common import DbOption, app, console, err_console, fail
 from ctda.store.config import resolve
 from ctda.ui.settings import DEFAULT_MAX_EVENTS, DEFAULT_MAX_TRACE_MB, DEFAULT_MAX_UPLOAD_MB
 
 #: ``ctda ui`` serves this machine only unless told otherwise (the UI has no login)
 LOOPBACK = "127.0.0.1"
-DB_HELP = "Store: a file path (embedded, the default) or bolt:// / neo4j:// URI. Default: $CTDA_DB."
 
 
 def command(
@@ -77,7 +76,7 @@ def command(
 
 @app.command("ui")
 def ui_cmd(
-    db: str = typer.Option(None, "--db", help=DB_HELP),
+    db: DbOption = None,
     port: int = typer.Option(8501, "--port", min=1, max=65535, help="Port to serve on."),
     address: str = typer.Option(
         LOOPBACK,

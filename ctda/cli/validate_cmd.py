@@ -5,23 +5,20 @@ from __future__ import annotations
 import typer
 
 from ctda import api
-from ctda.cli.common import FormatOption, app, guarded, read
+from ctda.cli.common import DbOption, FormatOption, app, one_line_errors, read
 from ctda.render.output import Format, emit
 from ctda.render.validate import validate_doc
 
 
 @app.command("validate")
+@one_line_errors
 def validate_cmd(
     run_or_trace: str = typer.Argument(..., help="A stored run name, or a trace file to analyse on the fly."),
-    db: str | None = typer.Option(None, "--db", envvar="CTDA_DB", help="Store path or bolt:// URI."),
+    db: DbOption = None,
     fmt: FormatOption = Format.table,
     pairs: bool = typer.Option(False, "--pairs", help="Also list every step pair."),
 ) -> None:
     """Give each step the times another step's events really had; does the model predict that step?"""
-
-    def go() -> None:
-        with api.open_store(db, reader=read) as store:
-            sc = api.validate(store.analysis(run_or_trace))
-        emit(validate_doc(sc, run_or_trace, pairs), fmt)
-
-    guarded(go)
+    with api.open_store(db, reader=read) as store:
+        sc = api.validate(store.analysis(run_or_trace))
+    emit(validate_doc(sc, run_or_trace, pairs), fmt)

@@ -7,7 +7,17 @@ from pathlib import Path
 import typer
 
 from ctda import api
-from ctda.cli.common import FormatOption, app, console, err_console, fail, guarded, parse_params, read
+from ctda.cli.common import (
+    DbOption,
+    FormatOption,
+    app,
+    console,
+    err_console,
+    fail,
+    guarded,
+    parse_params,
+    read,
+)
 from ctda.render.indb import indb_doc
 from ctda.render.output import Format, emit
 from ctda.render.whatif import comparison_doc, opportunities_doc, scenario_doc
@@ -39,9 +49,9 @@ def whatif_cmd(
         False, "--in-db", help="Re-time inside the Neo4j store (ctda.replay procedure) instead of in Python."
     ),
     perfetto: Path | None = typer.Option(None, "--perfetto", help="Also export the predicted timeline here."),
-    db: str | None = typer.Option(None, "--db", envvar="CTDA_DB", help="Store path or bolt:// URI."),
+    db: DbOption = None,
     fmt: FormatOption = Format.table,
-    top: int = typer.Option(10, "--top", min=1),
+    top: int = typer.Option(10, "--top", min=1, help="Rows in the predicted hotspot tables."),
     cpus: int = typer.Option(
         0, "--cpus", min=0, help="Cores of the traced host, for CPU contention the trace cannot measure."
     ),
@@ -88,7 +98,7 @@ def whatif_cmd(
 def opportunities_cmd(
     run_or_trace: str = typer.Argument(..., help="A stored run name, or a trace file."),
     top: int = typer.Option(10, "--top", min=1, help="How many hotspot names to try."),
-    db: str | None = typer.Option(None, "--db", envvar="CTDA_DB"),
+    db: DbOption = None,
     fmt: FormatOption = Format.table,
 ) -> None:
     """What each top hotspot group would buy if it were 2x faster, or gone."""
@@ -110,7 +120,7 @@ def export_cmd(
     scenario: str | None = typer.Option(
         None, "--scenario", help="A stored scenario of the run (default: the baseline)."
     ),
-    db: str | None = typer.Option(None, "--db", envvar="CTDA_DB"),
+    db: DbOption = None,
 ) -> None:
     """Export the (re-timed) timeline with the critical path drawn, for Perfetto."""
 
@@ -126,9 +136,9 @@ def export_cmd(
 def compare_cmd(
     a: str = typer.Argument(..., help="Run, trace file, or RUN@SCENARIO."),
     b: str = typer.Argument(..., help="Run, trace file, or RUN@SCENARIO."),
-    db: str | None = typer.Option(None, "--db", envvar="CTDA_DB"),
+    db: DbOption = None,
     fmt: FormatOption = Format.table,
-    top: int = typer.Option(15, "--top", min=1),
+    top: int = typer.Option(15, "--top", min=1, help="Rows in the hotspot and call-path tables."),
 ) -> None:
     """Before/after: step time, CP, bound-by and hotspots side by side; prediction error for a scenario."""
 

@@ -58,6 +58,21 @@ def _r(rank: Any) -> str:
     return f"r{int(rank)}" if int(rank) >= 0 else "-"
 
 
+def _counted(per_rank: dict[int, int]) -> str:
+    """A per-rank count as its total and, where any, the ranks that have some:
+    ``3 (r0 2, r1 1)``; ``0``."""
+    total = sum(per_rank.values())
+    some = ", ".join(f"{_r(r)} {n}" for r, n in sorted(per_rank.items()) if n)
+    return f"{total} ({some})" if some else str(total)
+
+
+def _keys(method: object) -> str:
+    """How collectives were keyed, per backend where it varies: ``gloo order, nccl seq``."""
+    if isinstance(method, dict):
+        return ", ".join(f"{k} {v}" for k, v in method.items()) or "none"
+    return str(method)
+
+
 def _ms(ns: float) -> str:
     return f"{ns / 1e6:,.3f}"
 
@@ -119,14 +134,15 @@ def job_doc(rep: JobReport) -> Document:
         Text(
             f"collectives: {m['collectives']} matched"
             f" ({', '.join(f'{n} on {k} ranks' for k, n in m['by_ranks'].items())});"
-            f" unmatched {sum(m['unmatched'].values())} {m['unmatched']};"
-            f" inconsistent {sum(m['inconsistent'].values())}; keys {m['method']}"
+            f" unmatched {_counted(m['unmatched'])}; inconsistent {_counted(m['inconsistent'])};"
+            f" keys {_keys(m['method'])}"
         )
     )
     blocks.append(
         Text(
-            f"checks: every rank replays exactly: {c['replay_exact']}; CP vs job step max error"
-            f" {c['cp_vs_job_step_max_error_ns']} ns; cross-rank edges {c['cross_rank_edges']}",
+            f"checks: every rank replays exactly: {'yes' if c['replay_exact'] else 'no'};"
+            f" CP vs job step max error {c['cp_vs_job_step_max_error_ns']} ns;"
+            f" cross-rank edges {c['cross_rank_edges']}",
             style="dim",
         )
     )

@@ -190,6 +190,10 @@ def _write(docs: list[Document], fmt: Format, many: bool, out: TextIO | None) ->
 
 
 # --- table ----------------------------------------------------------------------------
+#: what a table with no rows shows under its headers (table and md formats)
+EMPTY = "none"
+
+
 def rich_block(block: Block, width: int = PIPE_WIDTH) -> Any:
     """A block as a rich renderable for a console ``width`` wide."""
     if isinstance(block, Text):
@@ -218,6 +222,8 @@ def rich_table(section: Section, width: int = PIPE_WIDTH) -> Table:
     cells = [[shown(v, c) for v, c in zip(row, cols, strict=True)] for row in section.rows]
     caps = _text_caps(cols, cells, width)
     t = Table(title=section.title, title_justify="left", show_edge=False, header_style="bold")
+    if not cells:  # a table with no rows says so, rather than show headers over nothing
+        t.caption, t.caption_justify = EMPTY, "left"
     for c, cap in zip(cols, caps, strict=True):
         prose = c.kind == "prose"
         t.add_column(
@@ -303,6 +309,8 @@ def markdown_table(section: Section) -> str:
     for row in section.rows:
         cells = (_md_escape(shown(v, c)).replace("|", "\\|") for v, c in zip(row, cols, strict=True))
         lines.append("| " + " | ".join(cells) + " |")
+    if not section.rows:
+        lines += ["", EMPTY]
     return "\n".join(lines)
 
 

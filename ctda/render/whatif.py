@@ -127,16 +127,18 @@ def comparison_doc(c: Comparison, top: int) -> Document:
         ),
     ]
     if c.prediction_error:
-        pe = c.prediction_error
-        blocks.append(
-            Text(
-                f"prediction: {ms(pe['predicted_mean_step_ns'])} ms per step vs measured "
-                f"{ms(pe['measured_mean_step_ns'])} ms "
-                f"(error {ms(pe['error_ns'])} ms, {pct(pe['relative_error'])})",
-                style="bold",
-            )
-        )
+        blocks.append(Text(prediction_line(c.prediction_error), style="bold"))
     return Document(f"Comparison of {clip(c.a)} and {clip(c.b)}", blocks, data=c.to_dict())
+
+
+def prediction_line(pe: dict[str, Any]) -> str:
+    """The prediction against the measured side: the change it predicts when that side is the
+    run it re-times, else its error against that other measurement."""
+    pred, meas = ms(pe["predicted_mean_step_ns"]), ms(pe["measured_mean_step_ns"])
+    delta, rel = ms(pe["error_ns"]), pct(pe["relative_error"])
+    if pe.get("versus") == "base":
+        return f"prediction: {pred} ms per step vs {meas} ms measured (predicted change {delta} ms, {rel})"
+    return f"prediction: {pred} ms per step vs measured {meas} ms (error {delta} ms, {rel})"
 
 
 def _metric(metric: object, value: Any) -> Shown:

@@ -377,16 +377,22 @@ def _discard(path: Path, existed: bool) -> None:
 
 
 def delete_run(settings: Settings, name: str) -> bool:
-    """Remove a run (and its uploaded trace, if the UI kept it and no other run uses it)."""
-    with open_store(settings.db) as s:
-        info = s.find_run(name)
-        gone = s.delete_run(name)
-        others = {r.file for r in s.runs()}
-    if info is not None and gone:
-        f = Path(info.file)
-        if f.parent == settings.uploads_dir and info.file not in others:
-            f.unlink(missing_ok=True)
-    return bool(gone)
+    """Remove a run (and its uploaded trace, if the UI kept it and no other run uses it);
+    False when there is no such run. Through the API, so the same rules hold as in ``ctda
+    rm``: a run that belongs to a job raises a one-line :class:`StoreError` (the job goes
+    as a whole)."""
+    from ctda import api
+
+    with api.open_store(settings.db) as session:
+        info = next((r for r in session.runs(include_incomplete=True) if r.name == name), None)
+        if info is None:
+            return False
+        session.rm(name)
+        others = {r.file for r in session.runs()}
+    f = Path(info.file)
+    if f.parent == settings.uploads_dir and info.file not in others:
+        f.unlink(missing_ok=True)
+    return True
 
 
 def _one_line(exc: BaseException) -> str:

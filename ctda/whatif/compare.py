@@ -25,6 +25,8 @@ class Side:
     label: str
     analysis: Analysis
     predicted: bool = False  # a scenario's prediction rather than a measurement
+    #: for a prediction, the measured analysis it re-times (None: not known)
+    of: Analysis | None = None
 
     @property
     def report(self) -> Report:
@@ -107,8 +109,21 @@ def _mean_step(r: Report) -> float:
     return float(r.steps.duration_ns.mean()) if len(r.steps) else 0.0
 
 
+def _retimes(pred: Side, meas: Side) -> bool:
+    """Whether the prediction re-times the measured side's own trace: then the difference is
+    the change the scenario predicts, not an error of the prediction."""
+    if pred.of is None:
+        return False
+    if pred.of is meas.analysis:
+        return True
+    path = pred.of.table.meta.path
+    return path is not None and path == meas.analysis.table.meta.path
+
+
 def compare(a: Side, b: Side) -> Comparison:
-    """Side-by-side tables; a prediction error when exactly one side is a prediction."""
+    """Side-by-side tables; when exactly one side is a prediction, how far it is from the
+    measured side: its error against another measurement, or, against the very run it
+    re-times, the change it predicts (``versus`` says which: "measurement" or "base")."""
     ra, rb = a.report, b.report
     summary = pd.DataFrame(
         {
@@ -125,7 +140,9 @@ def compare(a: Side, b: Side) -> Comparison:
     if a.predicted != b.predicted:
         pred, meas = (ra, rb) if a.predicted else (rb, ra)
         p, m = _mean_step(pred), _mean_step(meas)
+        base = _retimes(*((a, b) if a.predicted else (b, a)))
         err = {
+            "versus": "base" if base else "measurement",
             "predicted_mean_step_ns": p,
             "measured_mean_step_ns": m,
             "error_ns": p - m,
