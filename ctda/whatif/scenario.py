@@ -132,7 +132,14 @@ def run(
     charges = attribution.window_paths(a.graph, timing, a.windows, a.event_cls)
     view = replace(a, timing=timing, charges=charges)
     return Scenario(
-        name=name, base=a, overrides=overrides, weight=w, timing=timing, analysis=view, factors=f, effects=effects
+        name=name,
+        base=a,
+        overrides=overrides,
+        weight=w,
+        timing=timing,
+        analysis=view,
+        factors=f,
+        effects=effects,
     )
 
 

@@ -76,7 +76,9 @@ def optimisation(
     def register(fn: ApplyFn) -> ApplyFn:
         old = _REGISTRY.get(name)
         if old is not None and old.fn is not fn:
-            raise ValueError(f"optimisation {name!r} is declared twice ({old.fn.__module__} and {fn.__module__})")
+            raise ValueError(
+                f"optimisation {name!r} is declared twice ({old.fn.__module__} and {fn.__module__})"
+            )
         _REGISTRY[name] = Optimisation(name, fn, arg, needs_arg, candidates)
         return fn
 
@@ -95,7 +97,9 @@ def _load() -> None:
         try:
             obj = ep.load()
         except Exception as exc:  # a broken plugin must not take ctda down with it
-            raise OptimisationError(f"optimisation plugin {ep.name!r} ({ep.value}) failed to load: {exc}") from None
+            raise OptimisationError(
+                f"optimisation plugin {ep.name!r} ({ep.value}) failed to load: {exc}"
+            ) from None
         if isinstance(obj, Optimisation) and obj.name not in _REGISTRY:
             _REGISTRY[obj.name] = obj
 

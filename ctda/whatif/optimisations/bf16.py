@@ -78,21 +78,26 @@ def autocast(a: Analysis, dtype: str) -> Effect:
     host_ns, n_small = c.one_launch_op_cost(a, skip)
     dev_ns = CAST_BYTES * float(np.median(dur[kern][mem])) if mem.any() else floor
     casts = _casts(a, kern[m & ~opt_k], li, dur, eff, host_ns, dev_ns)
+    n_half = int((mat & (prec == 2)).sum())
     eff.assumptions = [
-        f"device {peaks.name}" + ("" if known else " (not in the peak table: H100's peaks assumed)")
+        f"device {peaks.name}"
+        + ("" if known else " (not in the peak table: H100's peaks assumed)")
         + f": FP32 {peaks.fp32:g}, TF32 {peaks.tf32:g}, {dtype.upper()} {half:g} TFLOP/s dense",
         f"{int(m.sum()):,} matrix kernels keep their share of peak: x{peaks.fp32 / half:.3f} from FP32, "
-        f"x{peaks.tf32 / half:.3f} from TF32 ({int((mat & (prec == 2)).sum()):,} already half precision stay)",
-        f"{int(mem.sum()):,} memory-bound kernels move half the bytes above a {floor / 1e3:.1f} µs fixed cost; "
-        f"{int(opt_k.sum()):,} optimiser kernels stay FP32",
-        f"{casts} casts added (weights and biases of matrix ops, the step's input, gradients back to FP32): "
-        f"{host_ns / 1e3:.1f} µs host each (median of {n_small} ops launching one non-matrix kernel), {dev_ns / 1e3:.1f} µs device each",
+        f"x{peaks.tf32 / half:.3f} from TF32 ({n_half:,} already in half precision stay)",
+        f"{int(mem.sum()):,} memory-bound kernels move half the bytes above a "
+        f"{floor / 1e3:.1f} µs fixed cost; {int(opt_k.sum()):,} optimiser kernels stay FP32",
+        f"{casts} casts added (weights and biases of matrix ops, the step's input, gradients back "
+        f"to FP32): {host_ns / 1e3:.1f} µs host each (median of {n_small} ops launching one "
+        f"non-matrix kernel), {dev_ns / 1e3:.1f} µs device each",
         "no tensor shapes are read: FLOPs and bytes come from each kernel's measured time and class",
     ]
     return eff
 
 
-def _casts(a: Analysis, mk: I64, li: I64, dur: npt.NDArray[np.float64], eff: Effect, host_ns: int, dev_ns: float) -> int:
+def _casts(
+    a: Analysis, mk: I64, li: I64, dur: npt.NDArray[np.float64], eff: Effect, host_ns: int, dev_ns: float
+) -> int:
     """Add autocast's casts to ``eff`` for the matrix kernels ``mk``; the number added."""
     n = a.nodes
     ok = li[mk] >= 0
@@ -125,7 +130,9 @@ def _casts(a: Analysis, mk: I64, li: I64, dur: npt.NDArray[np.float64], eff: Eff
     bwd = np.flatnonzero(backward)
     if len(bwd):
         key = np.where(win >= 0, win, -1) + 1
-        params = np.bincount(key[fwd], weights=(operands[fwd] - 1).astype(np.float64), minlength=key.max() + 1)
+        params = np.bincount(
+            key[fwd], weights=(operands[fwd] - 1).astype(np.float64), minlength=key.max() + 1
+        )
         count = np.bincount(key[bwd], minlength=key.max() + 1)
         per[bwd] = params[key[bwd]] / np.maximum(count[key[bwd]], 1)
     incl = (n.end[tops] - n.ts[tops]).astype(np.float64)
@@ -141,7 +148,7 @@ def _casts(a: Analysis, mk: I64, li: I64, dur: npt.NDArray[np.float64], eff: Eff
     kd = dur[kernel_of]
     add = np.where(kd > 0, (eff.factor[kernel_of] * kd + per * dev_ns) / np.maximum(kd, 1.0), 1.0)
     eff.factor[kernel_of] = np.where(kd > 0, add, eff.factor[kernel_of])
-    return int(round(per.sum()))
+    return int(np.rint(per.sum()))
 
 
 @optimisation("bf16")

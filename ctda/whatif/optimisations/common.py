@@ -179,7 +179,7 @@ def one_launch_op_cost(a: Analysis, skip: Mask) -> tuple[int, int]:
     work, par = work[ok], par[ok]
     if len(par) == 0:
         return 0, 0
-    ev, first, count = np.unique(par, return_index=True, return_counts=True)
+    ev, count = np.unique(par, return_counts=True)
     bad = np.zeros(len(ev), dtype=bool)
     np.logical_or.at(bad, np.searchsorted(ev, par), skip[work])
     one = ev[(count == 1) & ~bad]

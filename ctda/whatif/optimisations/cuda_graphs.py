@@ -160,9 +160,9 @@ def cuda_graphs(a: Analysis, arg: str | None) -> Effect:
     eff.assumptions = [
         f"region: {reg.label} ({len(reg)} region(s)); {int(gone.sum()):,} host events collapse, "
         f"{int(keep.sum()):,} kept (the final blocking op of a region)",
-        f"graph launch {node_ns / 1e3:.2f} µs per device work item ({int(np.median(per_region))} per region: "
-        f"{node_ns * float(np.median(per_region)) / 1e3:.1f} µs), first kernel {start_ns / 1e3:.1f} µs after it, "
-        f"{gap_ns / 1e3:.2f} µs between kernels; {source}",
+        f"graph launch {node_ns / 1e3:.2f} µs per device work item "
+        f"({int(np.median(per_region))} per region: {node_ns * float(np.median(per_region)) / 1e3:.1f} µs), "
+        f"first kernel {start_ns / 1e3:.1f} µs after it, {gap_ns / 1e3:.2f} µs between kernels; {source}",
         "kernels keep their durations; the syncs inside a region stop waiting, except its final blocking op",
     ]
     return eff

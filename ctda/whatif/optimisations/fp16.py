@@ -12,9 +12,16 @@ from ctda.analysis.engine import Analysis
 from ctda.whatif.effect import Effect
 from ctda.whatif.optimisations import optimisation
 from ctda.whatif.optimisations.bf16 import autocast
+from ctda.whatif.optimisations.devices import peaks_of
 
 
-@optimisation("fp16")
+def _candidates(a: Analysis) -> list[str]:
+    """Worth listing beside ``bf16`` only where the device's FP16 peak differs from its BF16 one."""
+    p, _ = peaks_of(a)
+    return ["fp16"] if p.fp16 != p.bf16 else []
+
+
+@optimisation("fp16", candidates=_candidates)
 def fp16(a: Analysis, arg: str | None) -> Effect:
     """Autocast to FP16: as ``bf16`` with the device's FP16 tensor peak (no loss scaling)."""
     eff = autocast(a, "fp16")
