@@ -63,6 +63,7 @@ def autocast(a: Analysis, dtype: str) -> Effect:
     opt_k = in_opt[np.maximum(li[kern], 0)] & (li[kern] >= 0) | name_mask(a, OPTIMISER)[kern]
     mat = d.is_matrix(nm[kern])
     prec = d.precision(nm[kern])
+    _check_not_half(dtype, dur[kern], mat, prec)
     floor = float(np.min(dur[kern][dur[kern] > 0])) if (dur[kern] > 0).any() else 0.0
     new = dur[kern].copy()
     cur_peak = np.where(prec == 1, peaks.tf32, peaks.fp32)
@@ -93,6 +94,26 @@ def autocast(a: Analysis, dtype: str) -> Effect:
         "no tensor shapes are read: FLOPs and bytes come from each kernel's measured time and class",
     ]
     return eff
+
+
+def _check_not_half(dtype: str, dur: npt.NDArray[np.float64], mat: Mask, prec: npt.NDArray[np.int8]) -> None:
+    """Refuse a trace whose matrix work already runs in half precision (already autocast)."""
+    total = float(dur[mat].sum())
+    if total <= 0:
+        raise OptimisationError(f"{dtype}: the trace has no matrix kernels (GEMMs, convolutions) to re-time")
+    if float(dur[mat & (prec == 2)].sum()) >= 0.5 * total:
+        raise OptimisationError(
+            f"{dtype}: most matrix-kernel time already runs in half precision "
+            "(the step is already under autocast)"
+        )
+
+
+def _candidates(a: Analysis) -> list[str]:
+    """``bf16`` where the trace has FP32/TF32 matrix kernels."""
+    n = a.nodes
+    kern = np.flatnonzero(n.is_gpu & (n.kind == Kind.KERNEL))
+    nm = c.names(a)[kern]
+    return ["bf16"] if (d.is_matrix(nm) & (d.precision(nm) < 2)).any() else []
 
 
 def _casts(
@@ -151,7 +172,7 @@ def _casts(
     return int(np.rint(per.sum()))
 
 
-@optimisation("bf16")
+@optimisation("bf16", candidates=_candidates)
 def bf16(a: Analysis, arg: str | None) -> Effect:
     """Autocast to BF16: matrix kernels re-timed by the device's BF16 tensor peak,
     memory-bound kernels by half the bytes, autocast's casts added on host and device."""

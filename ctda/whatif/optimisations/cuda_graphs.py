@@ -94,7 +94,12 @@ def _kept(a: Analysis, reg: c.Regions, rid: I64, cpu: I64) -> npt.NDArray[np.boo
     return c.subtree(a, top[ok])
 
 
-@optimisation("cuda-graphs", arg="NAME (a record_function) or steps=A-B")
+def _candidates(a: Analysis) -> list[str]:
+    """Every step, where the trace launches device work."""
+    return ["cuda-graphs"] if (c.launcher(a) >= 0).any() else []
+
+
+@optimisation("cuda-graphs", arg="NAME (a record_function) or steps=A-B", candidates=_candidates)
 def cuda_graphs(a: Analysis, arg: str | None) -> Effect:
     """The host side of each region collapses to one graph launch; its kernels run back to
     back at the device's inter-node gap; the syncs inside it no longer wait, except the
@@ -121,6 +126,8 @@ def cuda_graphs(a: Analysis, arg: str | None) -> Effect:
     region_of[cpu] = rid
     li = c.launcher(a)
     work = np.flatnonzero(n.is_gpu & (li >= 0) & gone[np.maximum(li, 0)])
+    if len(work) == 0:
+        raise OptimisationError(f"cuda-graphs: no device work is launched inside {reg.label}")
     node_ns, start_ns, gap_ns, source = _measured(a)
     per_region = np.bincount(region_of[li[work]], minlength=len(reg))
 

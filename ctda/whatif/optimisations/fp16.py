@@ -11,6 +11,7 @@ from __future__ import annotations
 from ctda.analysis.engine import Analysis
 from ctda.whatif.effect import Effect
 from ctda.whatif.optimisations import optimisation
+from ctda.whatif.optimisations.bf16 import _candidates as bf16_candidates
 from ctda.whatif.optimisations.bf16 import autocast
 from ctda.whatif.optimisations.devices import peaks_of
 
@@ -18,7 +19,7 @@ from ctda.whatif.optimisations.devices import peaks_of
 def _candidates(a: Analysis) -> list[str]:
     """Worth listing beside ``bf16`` only where the device's FP16 peak differs from its BF16 one."""
     p, _ = peaks_of(a)
-    return ["fp16"] if p.fp16 != p.bf16 else []
+    return ["fp16"] if p.fp16 != p.bf16 and bf16_candidates(a) else []
 
 
 @optimisation("fp16", candidates=_candidates)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ctda.analysis.engine import Analysis
+from ctda.ingest.kinds import Kind
 from ctda.whatif.effect import NEVER, Effect
 from ctda.whatif.optimisations import OptimisationError, optimisation
 from ctda.whatif.optimisations import common as c
@@ -20,14 +21,14 @@ from ctda.whatif.optimisations import common as c
 def _candidates(a: Analysis) -> list[str]:
     """Annotations (user record_function scopes) with a blocking call inside them."""
     n = a.nodes
-    from ctda.ingest.kinds import Kind
-
     ann = np.flatnonzero((n.kind == Kind.USER_ANNOTATION) & ~n.is_gpu)
     if len(ann) == 0:
         return []
     marked = np.zeros(n.n, dtype=bool)
     marked[ann] = True
-    block = np.flatnonzero(c.blocking(a))
+    g = a.graph
+    block = np.unique(c.node_event(a, g.dst[c.sync_edges(a)]))
+    block = block[block >= 0]
     anc = c.ancestor_in(a, marked)[block]
     names = c.names(a)
     found = sorted({str(names[x]) for x in anc[anc >= 0] if not str(names[x]).startswith("ProfilerStep#")})
@@ -47,6 +48,8 @@ def no_sync(a: Analysis, arg: str | None) -> Effect:
     inside = c.subtree(a, scope)
     dst = c.node_event(a, g.dst)
     edges = np.flatnonzero(c.sync_edges(a) & (dst >= 0) & inside[np.maximum(dst, 0)])
+    if len(edges) == 0:
+        raise OptimisationError(f"no-sync: nothing inside the events named {arg!r} waits for the device")
     eff = Effect.identity("no-sync", n.n)
     eff.set_edges(edges, NEVER)
     eff.assumptions = [
