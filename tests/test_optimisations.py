@@ -24,6 +24,9 @@ from ctda.whatif.optimisations import common, cuda_graphs, devices
 from ctda.whatif.scenario import run
 from tests import synth
 from tests.conftest import CORPUS, SKIP_CORPUS
+from tests.test_ui_pages import MINITOY, env, store  # noqa: F401 - fixtures of the page tests
+from tests.test_ui_pages import app as ui_app
+from tests.test_ui_pages import ok as ui_ok
 
 US = 1_000
 _register()  # the CLI's commands, as the ctda script registers them
@@ -378,3 +381,22 @@ def test_shared_gpu_pairs(pair: str, spec: str, after: list[str], bound: float) 
     predicted = float(np.median(sc.step_times().predicted_ns)) / 1e6
     measured = float(np.mean([_median_ms(x) for x in after]))
     assert abs(predicted / measured - 1) <= bound, (predicted, measured)
+
+
+# --- the What-if page ---------------------------------------------------------------------------
+
+
+def test_whatif_page_applies_a_named_optimisation(env: Path) -> None:
+    """The page lists the optimisations that apply to the run; picking one predicts with it,
+    its assumptions shown, the same answer as the API's."""
+    at = ui_app("whatif")
+    choices = at.multiselect(key="wi_apply").options
+    assert "cuda-graphs" in choices
+    at.multiselect(key="wi_apply").select("cuda-graphs").run()
+    ui_ok(at)
+    assert any("Assumed: cuda-graphs: graph launch" in c.value for c in at.caption)
+    with ctda.open_store(str(env)) as store:
+        sc = store.whatif(MINITOY, apply=["cuda-graphs"], save=False)
+    expected = float(sc.step_times().predicted_ns.mean()) / 1e6
+    shown = float(at.metric[1].value.split()[0])
+    assert shown == pytest.approx(expected, abs=0.002)

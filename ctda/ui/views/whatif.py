@@ -18,6 +18,7 @@ from ctda.ui import canvas, data, explain, figures, widgets
 from ctda.ui.settings import Settings
 from ctda.whatif import blind
 from ctda.whatif.export import write_perfetto
+from ctda.whatif.optimisations import OptimisationError
 from ctda.whatif.scenario import Scenario
 from ctda.whatif.select import Override, SelectionError, from_rows, parse_scale
 
@@ -321,22 +322,40 @@ def page() -> None:
     if b2.button("Remove last group", disabled=n <= 1, key="wi_remove"):
         st.session_state["wi_n"] = n - 1
         st.rerun()
+    applied = tuple(
+        st.multiselect(
+            "Named optimisations",
+            data.optimisation_choices(loaded.tag, a),
+            key="wi_apply",
+            help="Optimisations derived from the trace, no factor to guess (ctda whatif --apply); "
+            "each says what it assumed. Combined with the groups above.",
+        )
+    )
     saved_scenarios(loaded)
-    if not overrides:
-        st.info("Pick events and move a factor away from 1 to predict the step time.")
+    if not overrides and not applied:
+        st.info(
+            "Pick events and move a factor away from 1, or pick a named optimisation, "
+            "to predict the step time."
+        )
         return
-    label = "; ".join(o.label for o in overrides)
+    label = "; ".join([*(o.label for o in overrides), *applied])
     name = st.text_input("Scenario name", key="wi_name", placeholder=label) or label
     # a digest of the selected events, taken once per run: every cache below is keyed by it
-    digest = data.overrides_key(overrides)
-    sc = data.scenario(loaded.tag, digest, name, a, overrides)
+    digest = data.overrides_key(overrides) + "".join(f"+{x}" for x in applied)
+    try:
+        sc = data.scenario(loaded.tag, digest, name, a, overrides, applied)
+    except OptimisationError as exc:
+        st.error(str(exc))
+        return
     tag = data.scenario_tag(loaded, digest)
-    st.session_state["wi_current"] = (loaded.tag, name, overrides)  # for the Compare page
+    st.session_state["wi_current"] = (loaded.tag, name, overrides, applied)  # for the Compare page
     changed = int(np.sum(sc.factors != 1.0))
     st.caption(
         f"{len(overrides)} selection(s) change {changed:,} events. A factor applies to the events' nested "
         "calls too; where groups overlap, the later group wins."
     )
+    for line in sc.assumptions:
+        st.caption(f"Assumed: {line}")
     outcome(loaded, sc, tag)
     predicted_path(s, sc, tag)
     save_and_export(loaded, sc, tag)
