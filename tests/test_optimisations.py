@@ -13,10 +13,12 @@ import pytest
 from typer.testing import CliRunner
 
 import ctda
-from ctda.analysis.engine import Analysis, analyze
+from ctda.analysis.engine import Analysis, AnalysisOptions, analyze
 from ctda.cli.app import _register
 from ctda.cli.common import app
 from ctda.ingest.reader import read_trace
+from ctda.store.config import resolve
+from ctda.store.ingest import ingest
 from ctda.whatif import optimisations as opt
 from ctda.whatif.effect import NEVER, Effect
 from ctda.whatif.opportunities import by_optimisation
@@ -24,7 +26,8 @@ from ctda.whatif.optimisations import common, cuda_graphs, devices
 from ctda.whatif.scenario import run
 from tests import synth
 from tests.conftest import CORPUS, SKIP_CORPUS
-from tests.test_ui_pages import MINITOY, env, store  # noqa: F401 - fixtures of the page tests
+from tests.test_ui_pages import DATA as HTA_DATA
+from tests.test_ui_pages import MINITOY
 from tests.test_ui_pages import app as ui_app
 from tests.test_ui_pages import ok as ui_ok
 
@@ -386,7 +389,17 @@ def test_shared_gpu_pairs(pair: str, spec: str, after: list[str], bound: float) 
 # --- the What-if page ---------------------------------------------------------------------------
 
 
-def test_whatif_page_applies_a_named_optimisation(env: Path) -> None:
+@pytest.fixture
+def page_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An embedded store with the page tests' real GPU trace; the app reads it from CTDA_DB."""
+    db = tmp_path / "store.lbug"
+    ingest(HTA_DATA / f"{MINITOY}.json.gz", resolve(str(db)), AnalysisOptions(), name=MINITOY)
+    monkeypatch.setenv("CTDA_DB", str(db))
+    monkeypatch.setenv("CTDA_UI_UPLOADS", str(tmp_path / "uploads"))
+    return db
+
+
+def test_whatif_page_applies_a_named_optimisation(page_store: Path) -> None:
     """The page lists the optimisations that apply to the run; picking one predicts with it,
     its assumptions shown, the same answer as the API's."""
     at = ui_app("whatif")
@@ -395,8 +408,8 @@ def test_whatif_page_applies_a_named_optimisation(env: Path) -> None:
     at.multiselect(key="wi_apply").select("cuda-graphs").run()
     ui_ok(at)
     assert any("Assumed: cuda-graphs: graph launch" in c.value for c in at.caption)
-    with ctda.open_store(str(env)) as store:
-        sc = store.whatif(MINITOY, apply=["cuda-graphs"], save=False)
+    with ctda.open_store(str(page_store)) as session:
+        sc = session.whatif(MINITOY, apply=["cuda-graphs"], save=False)
     expected = float(sc.step_times().predicted_ns.mean()) / 1e6
     shown = float(at.metric[1].value.split()[0])
     assert shown == pytest.approx(expected, abs=0.002)
