@@ -413,3 +413,34 @@ def test_whatif_page_applies_a_named_optimisation(page_store: Path) -> None:
     expected = float(sc.step_times().predicted_ns.mean()) / 1e6
     shown = float(at.metric[1].value.split()[0])
     assert shown == pytest.approx(expected, abs=0.002)
+
+
+# --- the pairs recorded for the benchmark (bench/traces/gpu; no corpus needed) ----------------
+
+BENCH_GPU = Path(__file__).resolve().parents[1] / "bench" / "traces" / "gpu"
+
+
+def test_the_suite_finds_every_pair_that_states_its_scenario(tmp_path: Path) -> None:
+    from bench.suite_accuracy import local_gpu_pairs
+
+    found = {p.before: (p.apply, p.goal) for p in local_gpu_pairs(BENCH_GPU)}
+    assert found["bench:gpu/v5_cuda_graph_l16_before.pt.trace.json.gz"] == (("cuda-graphs",), 0.10)
+    assert found["bench:gpu/v6_amp_d8192_before.pt.trace.json.gz"] == (("bf16",), 0.20)
+    (tmp_path / "x_before.steps.json").write_text(
+        json.dumps({"scenario": "--scale 'name~k=0.5' --apply no-sync:log", "apply": "bf16"})
+    )
+    (tmp_path / "y_before.steps.json").write_text(json.dumps({"median_active_ms": 1.0}))  # no scenario
+    [pair] = local_gpu_pairs(tmp_path)
+    assert pair.scale == ("name~k=0.5",) and pair.apply == ("no-sync:log", "bf16")
+    assert pair.after == "bench:gpu/x_after.pt.trace.json.gz" and pair.goal == 0.10
+
+
+@pytest.mark.parametrize("stem", ["v5_cuda_graph_l16", "v6_amp_d8192"])
+def test_held_out_gpu_pairs(stem: str) -> None:
+    """Shapes the models were not written against (recorded on an H200 after they were)."""
+    before = json.loads((BENCH_GPU / f"{stem}_before.steps.json").read_text())
+    after = json.loads((BENCH_GPU / f"{stem}_after.steps.json").read_text())
+    a = analyze(read_trace(BENCH_GPU / f"{stem}_before.pt.trace.json.gz"))
+    sc = run(a, [], effects=opt.apply(a, before["apply"]))
+    predicted = float(np.median(sc.step_times().predicted_ns)) / 1e6
+    assert abs(predicted / after["median_active_ms"] - 1) <= before["goal"], predicted
