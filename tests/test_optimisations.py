@@ -154,6 +154,14 @@ def test_cuda_graphs_collapses_the_host_side(tmp_path: Path) -> None:
     assert any("constants measured" in x for x in eff.assumptions)
 
 
+def test_cuda_graphs_leaves_threads_that_launch_nothing(tmp_path: Path) -> None:
+    a = _a(tmp_path, [*LAUNCH_BOUND, synth.cpu("log_metrics", 50, 100, tid=synth.AUX)])
+    eff = opt.apply(a, ["cuda-graphs"])[0]
+    nm = a.table.decoded("name", a.nodes.uid)
+    factor = dict(zip((str(x) for x in nm), eff.factor))
+    assert factor["log_metrics"] == 1.0 and factor["aten::a"] == 0.0
+
+
 def test_cuda_graphs_reads_costs_off_graph_launches_in_the_trace(tmp_path: Path) -> None:
     events = [
         *LAUNCH_BOUND,

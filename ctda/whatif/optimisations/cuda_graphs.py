@@ -2,9 +2,10 @@
 
 The model (docs/optimisations.md#cuda-graphs), per region (every step by default):
 
-- **host**: every CPU event inside the region (all threads: the autograd thread's too)
-  takes no time, and so do the gaps between them; one graph launch takes their place at
-  the region's first host event, costing ``per-node cost x device work items``;
+- **host**: every CPU event inside the region, on the threads that launch device work
+  (the autograd thread's too), takes no time, and so do the gaps between them; one graph
+  launch takes their place at the region's first host event, costing ``per-node cost x
+  device work items``;
 - **device**: the region's kernels keep their durations and run back to back, each after
   the previous one on its stream plus the graph's inter-node gap, the first one a launch
   latency after the graph launch returned;
@@ -112,7 +113,11 @@ def cuda_graphs(a: Analysis, arg: str | None) -> Effect:
     reg = c.regions(a, arg)
     if len(reg) == 0:
         raise OptimisationError(f"cuda-graphs: no region matches {arg!r}")
-    cpu_all = np.flatnonzero(~n.is_gpu).astype(np.int64)
+    # the host side is the threads that launch device work (the training and autograd
+    # threads); a thread that never does (a logger, a pin-memory thread) keeps its time
+    li_all = c.launcher(a)
+    launch_lanes = np.unique(n.lane[li_all[li_all >= 0]])
+    cpu_all = np.flatnonzero(~n.is_gpu & np.isin(n.lane, launch_lanes)).astype(np.int64)
     rid_all = reg.of(a, cpu_all)
     inside = rid_all >= 0
     cpu, rid = cpu_all[inside], rid_all[inside]
