@@ -109,18 +109,17 @@ def cuda_graphs(a: Analysis, arg: str | None) -> Effect:
     The region is every step, the events named ``NAME`` (``cuda-graphs:NAME``), or the
     steps ``A`` to ``B`` (``cuda-graphs:steps=A-B``).
     """
-    n, g = a.nodes, a.graph
+    n = a.nodes
     reg = c.regions(a, arg)
     if len(reg) == 0:
         raise OptimisationError(f"cuda-graphs: no region matches {arg!r}")
     # the host side is the threads that launch device work (the training and autograd
     # threads); a thread that never does (a logger, a pin-memory thread) keeps its time
-    li_all = c.launcher(a)
-    launch_lanes = np.unique(n.lane[li_all[li_all >= 0]])
+    li = c.launcher(a)
+    launch_lanes = np.unique(n.lane[li[li >= 0]])
     cpu_all = np.flatnonzero(~n.is_gpu & np.isin(n.lane, launch_lanes)).astype(np.int64)
     rid_all = reg.of(a, cpu_all)
-    inside = rid_all >= 0
-    cpu, rid = cpu_all[inside], rid_all[inside]
+    cpu, rid = cpu_all[rid_all >= 0], rid_all[rid_all >= 0]
     if len(cpu) == 0:
         raise OptimisationError(f"cuda-graphs: no host event inside {reg.label}")
     keep = _kept(a, reg, rid, cpu)
@@ -129,46 +128,15 @@ def cuda_graphs(a: Analysis, arg: str | None) -> Effect:
     gone &= ~keep
     region_of = np.full(n.n, -1, dtype=np.int64)
     region_of[cpu] = rid
-    li = c.launcher(a)
     work = np.flatnonzero(n.is_gpu & (li >= 0) & gone[np.maximum(li, 0)])
     if len(work) == 0:
         raise OptimisationError(f"cuda-graphs: no device work is launched inside {reg.label}")
     node_ns, start_ns, gap_ns, source = _measured(a)
     per_region = np.bincount(region_of[li[work]], minlength=len(reg))
-
     eff = Effect.identity("cuda-graphs", n.n)
     eff.factor[gone] = 0.0
-    se, de = c.node_event(a, g.src), c.node_event(a, g.dst)
-    s_ok, d_ok = se >= 0, de >= 0
-    s_ev, d_ev = np.maximum(se, 0), np.maximum(de, 0)
-    s_cpu, d_cpu = s_ok & ~n.is_gpu[s_ev], d_ok & ~n.is_gpu[d_ev]
-    s_gone, d_gone = s_ok & gone[s_ev], d_ok & gone[d_ev]
-    # host: time between and inside collapsed events is gone (what comes in from outside,
-    # like the step's lead-in, stays)
-    host = s_cpu & d_cpu & s_gone
-    # the unrecorded host time after the final blocking op is eager teardown (the step's
-    # tensors and autograd graph freed as its function returns): a replay frees nothing
-    is_root_end = np.zeros(n.n_nodes, dtype=bool)
-    is_root_end[2 * reg.root[reg.root >= 0] + 1] = True
-    host |= s_ok & keep[s_ev] & is_root_end[g.dst]
-    eff.set_edges(np.flatnonzero(host), 0)
-    # one graph launch per region, on the edges into its first collapsed event
-    first = _first_gone(a, reg, region_of, gone)
-    lead = np.flatnonzero(d_ok & np.isin(de, first[first >= 0]) & ~s_gone & (g.dst == 2 * de))
-    cost = node_ns * per_region[region_of[de[lead]]]
-    eff.set_edges(lead, a.calibration.weight[lead] + cost)
-    # syncs inside the region no longer wait
-    eff.set_edges(np.flatnonzero(c.sync_edges(a) & d_gone), NEVER)
-    # device: each kernel is ready a start latency after the launch; back to back on its stream
-    in_graph = np.zeros(n.n, dtype=bool)
-    in_graph[work] = True
-    launch = (g.etype == EdgeType.LAUNCH) & d_ok & in_graph[d_ev]
-    eff.set_edges(np.flatnonzero(launch), start_ns)
-    seq = (g.etype == EdgeType.STREAM_SEQ) & s_ok & d_ok & (in_graph[s_ev] | in_graph[d_ev])
-    seq &= g.src == 2 * se + 1  # ordered pairs only (end -> start)
-    eff.set_edges(np.flatnonzero(seq), gap_ns)
-    wait = (g.etype == EdgeType.STREAM_WAIT) & d_ok & in_graph[d_ev]
-    eff.set_edges(np.flatnonzero(wait), np.minimum(a.calibration.weight[wait], gap_ns))
+    _host_edges(a, eff, reg, gone, keep, region_of, node_ns * per_region)
+    _device_edges(a, eff, work, start_ns, gap_ns)
     eff.assumptions = [
         f"region: {reg.label} ({len(reg)} region(s)); {int(gone.sum()):,} host events collapse, "
         f"{int(keep.sum()):,} kept (the final blocking op of a region)",
@@ -178,6 +146,51 @@ def cuda_graphs(a: Analysis, arg: str | None) -> Effect:
         "kernels keep their durations; the syncs inside a region stop waiting, except its final blocking op",
     ]
     return eff
+
+
+def _host_edges(
+    a: Analysis,
+    eff: Effect,
+    reg: c.Regions,
+    gone: npt.NDArray[np.bool_],
+    keep: npt.NDArray[np.bool_],
+    region_of: I64,
+    launch_ns: I64,
+) -> None:
+    """Host edges of the collapsed events: no time between or inside them, one graph launch
+    (``launch_ns`` per region) at each region's first, their syncs no longer waiting."""
+    n, g = a.nodes, a.graph
+    se, de = c.node_event(a, g.src), c.node_event(a, g.dst)
+    s_ok, d_ok = se >= 0, de >= 0
+    s_ev, d_ev = np.maximum(se, 0), np.maximum(de, 0)
+    s_gone = s_ok & gone[s_ev]
+    # what comes in from outside (the step's lead-in) stays
+    host = s_gone & ~n.is_gpu[s_ev] & d_ok & ~n.is_gpu[d_ev]
+    # the unrecorded host time after the final blocking op is eager teardown (the step's
+    # tensors and autograd graph freed as its function returns): a replay frees nothing
+    is_root_end = np.zeros(n.n_nodes, dtype=bool)
+    is_root_end[2 * reg.root[reg.root >= 0] + 1] = True
+    host |= s_ok & keep[s_ev] & is_root_end[g.dst]
+    eff.set_edges(np.flatnonzero(host), 0)
+    first = _first_gone(a, reg, region_of, gone)
+    lead = np.flatnonzero(d_ok & np.isin(de, first[first >= 0]) & ~s_gone & (g.dst == 2 * de))
+    eff.set_edges(lead, a.calibration.weight[lead] + launch_ns[region_of[de[lead]]])
+    eff.set_edges(np.flatnonzero(c.sync_edges(a) & d_ok & gone[d_ev]), NEVER)
+
+
+def _device_edges(a: Analysis, eff: Effect, work: I64, start_ns: int, gap_ns: int) -> None:
+    """The graph's work: ready a start latency after the launch, back to back on its stream."""
+    n, g = a.nodes, a.graph
+    se, de = c.node_event(a, g.src), c.node_event(a, g.dst)
+    s_ok, d_ok = se >= 0, de >= 0
+    in_graph = np.zeros(n.n, dtype=bool)
+    in_graph[work] = True
+    s_in, d_in = s_ok & in_graph[np.maximum(se, 0)], d_ok & in_graph[np.maximum(de, 0)]
+    eff.set_edges(np.flatnonzero((g.etype == EdgeType.LAUNCH) & d_in), start_ns)
+    seq = (g.etype == EdgeType.STREAM_SEQ) & s_ok & d_ok & (s_in | d_in) & (g.src == 2 * se + 1)
+    eff.set_edges(np.flatnonzero(seq), gap_ns)  # ordered pairs only (end -> start)
+    wait = (g.etype == EdgeType.STREAM_WAIT) & d_in
+    eff.set_edges(np.flatnonzero(wait), np.minimum(a.calibration.weight[wait], gap_ns))
 
 
 def _first_gone(a: Analysis, reg: c.Regions, region_of: I64, gone: npt.NDArray[np.bool_]) -> I64:
