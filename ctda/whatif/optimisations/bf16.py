@@ -64,20 +64,16 @@ def autocast(a: Analysis, dtype: str) -> Effect:
     mat = d.is_matrix(nm[kern])
     prec = d.precision(nm[kern])
     _check_not_half(dtype, dur[kern], mat, prec)
-    floor = float(np.min(dur[kern][dur[kern] > 0])) if (dur[kern] > 0).any() else 0.0
-    new = dur[kern].copy()
-    cur_peak = np.where(prec == 1, peaks.tf32, peaks.fp32)
-    m = mat & (prec < 2)
-    new[m] = np.maximum(dur[kern][m] * cur_peak[m] / half, min(floor, float(dur[kern][m].min(initial=0))))
+    dk = dur[kern]
+    floor = float(np.min(dk[dk > 0])) if (dk > 0).any() else 0.0
+    m = mat & (prec < 2) & ~opt_k
     mem = ~mat & ~opt_k & (prec < 2)
-    new[mem] = np.minimum(dur[kern][mem], floor + (dur[kern][mem] - floor) * 0.5)
     eff = Effect.identity(dtype, n.n)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        eff.factor[kern] = np.where(dur[kern] > 0, new / dur[kern], 1.0)
+    eff.factor[kern] = _retimed(dk, np.where(prec == 1, peaks.tf32, peaks.fp32) / half, m, mem, floor)
     skip = np.zeros(n.n, dtype=bool)
     skip[kern[mat]] = True
     host_ns, n_small = c.one_launch_op_cost(a, skip)
-    dev_ns = CAST_BYTES * float(np.median(dur[kern][mem])) if mem.any() else floor
+    dev_ns = CAST_BYTES * float(np.median(dk[mem])) if mem.any() else floor
     casts = _casts(a, kern[m & ~opt_k], li, dur, eff, host_ns, dev_ns)
     n_half = int((mat & (prec == 2)).sum())
     eff.assumptions = [
@@ -94,6 +90,17 @@ def autocast(a: Analysis, dtype: str) -> Effect:
         "no tensor shapes are read: FLOPs and bytes come from each kernel's measured time and class",
     ]
     return eff
+
+
+def _retimed(
+    dur: npt.NDArray[np.float64], ratio: npt.NDArray[np.float64], matrix: Mask, memory: Mask, floor: float
+) -> npt.NDArray[np.float64]:
+    """Per kernel, its factor: ``matrix`` kernels by the peak ``ratio`` (not below the
+    shortest kernel, ``floor``), ``memory`` kernels half their time above ``floor``."""
+    new = dur.copy()
+    new[matrix] = np.maximum(dur[matrix] * ratio[matrix], floor)
+    new[memory] = np.minimum(dur[memory], floor + (dur[memory] - floor) * 0.5)
+    return np.where(dur > 0, new / np.maximum(dur, 1.0), 1.0)
 
 
 def _check_not_half(dtype: str, dur: npt.NDArray[np.float64], mat: Mask, prec: npt.NDArray[np.int8]) -> None:
