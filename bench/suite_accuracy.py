@@ -336,6 +336,11 @@ def run(ctx: Context) -> SuiteResult:
     return SuiteResult(rows=rows, markdown=_markdown(rows, notes), notes=notes)
 
 
+def _ms(x: float) -> str:
+    """Milliseconds with 3 significant digits at least (GPU steps are below 1 ms)."""
+    return fmt_num(x, 1 if x >= 100 else 2 if x >= 10 else 3)
+
+
 def _pct(x: float | None, digits: int = 1) -> str:
     return "" if x is None else f"{100 * x:+.{digits}f} %"
 
@@ -372,9 +377,9 @@ def _markdown(rows: list[dict[str, Any]], notes: list[str]) -> str:
                     f"{r['before']} -> {r['after']}",
                     r["change"],
                     f"`{r['scenario']}`",
-                    fmt_num(r["before_ms"]),
-                    fmt_num(r["predicted_ms"]),
-                    fmt_num(r["measured_ms"]),
+                    _ms(r["before_ms"]),
+                    _ms(r["predicted_ms"]),
+                    _ms(r["measured_ms"]),
                     _pct(r["error"]) + mark(abs(r["error"]) <= r.get("goal", GOAL_PAIR)),
                     " / ".join("" if x is None else f"{100 * x:.0f} %" for x in r.get("outside_load", [])),
                 ]
