@@ -443,7 +443,7 @@ def test_the_suite_finds_every_pair_that_states_its_scenario(tmp_path: Path) -> 
     assert pair.after == "bench:gpu/x_after.pt.trace.json.gz" and pair.goal == 0.10
 
 
-@pytest.mark.parametrize("stem", ["v5_cuda_graph_l16", "v6_amp_d8192"])
+@pytest.mark.parametrize("stem", ["v5_cuda_graph_l16", "v6_amp_d8192", "v7_conv_amp", "v8_log_sync"])
 def test_held_out_gpu_pairs(stem: str) -> None:
     """Shapes the models were not written against (recorded on an H200 after they were)."""
     before = json.loads((BENCH_GPU / f"{stem}_before.steps.json").read_text())

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Record the v5 / v6 GPU pairs of the accuracy suite (needs torch and a CUDA GPU).
+"""Record the v5 - v8 GPU pairs of the accuracy suite (needs torch and a CUDA GPU).
 
     python bench/traces/gpu/record_v_pairs.py OUT_DIR
 
@@ -9,7 +9,12 @@ workloads their models were not written against:
 - ``v5_cuda_graph_l16``: a launch-bound MLP step (256 x 256, 16 layers, batch 32, SGD),
   eager vs the whole step captured in one CUDA graph (``--apply cuda-graphs``);
 - ``v6_amp_d8192``: a GPU-bound MLP step (8192 x 8192, 2 layers, batch 4096), FP32 with TF32
-  off vs bf16 autocast; the "after" step stays GPU-bound (``--apply bf16``).
+  off vs bf16 autocast; the "after" step stays GPU-bound (``--apply bf16``);
+- ``v7_conv_amp``: a small conv net (four 3x3 convolutions, 64-256 channels, 128 x 128
+  images, batch 64, NCHW), FP32 vs bf16 autocast (``--apply bf16``);
+- ``v8_log_sync``: a GPU-bound MLP step (2048 x 2048, 8 layers, batch 1024) followed by CPU
+  work; "before" logs ``loss.item()`` inside ``record_function("log_loss")`` ahead of the CPU
+  work, "after" keeps the scope without the ``.item()`` (``--apply no-sync:log_loss``).
 
 Each trace gets a ``.steps.json`` with the median wall time of its 8 profiled steps (measured
 around the same span as ``ProfilerStep#N``); the "before" sidecar names the optimisation
@@ -26,7 +31,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import torch
-from torch.profiler import ProfilerActivity, profile, schedule
+from torch.profiler import ProfilerActivity, profile, record_function, schedule
 
 DEV = "cuda"
 STEPS = 8
@@ -121,12 +126,59 @@ def amp_pair(out: Path, stem: str, d: int, layers: int, batch: int) -> None:
         record(out, f"{stem}_{role}", step)
 
 
+def conv_amp_pair(out: Path, stem: str) -> None:
+    layers: list[torch.nn.Module] = []
+    channels = 3
+    for width in (64, 128, 128, 256):
+        layers += [torch.nn.Conv2d(channels, width, 3, padding=1), torch.nn.ReLU()]
+        channels = width
+    head = [torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(channels, 10)]
+    model = torch.nn.Sequential(*layers, *head).to(DEV)
+    opt = torch.optim.SGD(model.parameters(), lr=1e-4)
+    x = torch.randn(64, 3, 128, 128, device=DEV)
+    for amp, role in ((False, "before"), (True, "after")):
+
+        def step(amp: bool = amp) -> None:
+            opt.zero_grad(set_to_none=True)
+            with torch.autocast(DEV, dtype=torch.bfloat16, enabled=amp):
+                loss = model(x).float().square().mean()
+            loss.backward()
+            opt.step()
+            loss.item()
+
+        for _ in range(3):
+            step()
+        record(out, f"{stem}_{role}", step)
+
+
+def log_sync_pair(out: Path, stem: str) -> None:
+    model, opt, x = setup(2048, 8, 1024)
+    for blocking, role in ((True, "before"), (False, "after")):
+
+        def step(blocking: bool = blocking) -> None:
+            opt.zero_grad(set_to_none=True)
+            loss = model(x).square().mean()
+            loss.backward()
+            opt.step()
+            with record_function("log_loss"):
+                _ = loss.item() if blocking else loss.detach()
+            torch.randn(1000, 1000).sin().sum()  # CPU work of the step (the next batch, say)
+            loss.item()
+
+        for _ in range(3):
+            step()
+        record(out, f"{stem}_{role}", step)
+
+
 def main() -> None:
     out = Path(sys.argv[1])
     out.mkdir(parents=True, exist_ok=True)
     torch.backends.cuda.matmul.allow_tf32 = False
     graph_pair(out, "v5_cuda_graph_l16", 256, 16, 32)
     amp_pair(out, "v6_amp_d8192", 8192, 2, 4096)
+    torch.backends.cudnn.allow_tf32 = False
+    conv_amp_pair(out, "v7_conv_amp")
+    log_sync_pair(out, "v8_log_sync")
 
 
 if __name__ == "__main__":
