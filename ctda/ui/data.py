@@ -36,6 +36,7 @@ from ctda.ui import frames
 from ctda.ui.settings import Settings
 from ctda.whatif import optimisations
 from ctda.whatif.compare import Comparison, Side, compare
+from ctda.whatif.opportunities import by_optimisation
 from ctda.whatif.scenario import Scenario
 from ctda.whatif.scenario import run as run_scenario
 from ctda.whatif.select import Override
@@ -188,6 +189,12 @@ def scenario(
     slider back to one of the last few values is instant. ``apply``: named optimisations
     (:mod:`ctda.whatif.optimisations`) applied on top of the overrides."""
     return run_scenario(_a, _overrides, name=name, effects=optimisations.apply(_a, apply))
+
+
+@st.cache_resource(max_entries=4, show_spinner=False)
+def optimisation_ranking(tag: str, _a: Analysis) -> pd.DataFrame:
+    """``ctda opportunities``' named-optimisation rows for the run (one re-timing each)."""
+    return by_optimisation(_a)
 
 
 @st.cache_resource(max_entries=8, show_spinner=False)

@@ -244,6 +244,30 @@ def save_and_export(loaded: data.Loaded, sc: Scenario, tag: str) -> None:
             )
 
 
+def optimisation_ranking(loaded: data.Loaded) -> None:
+    """What each named optimisation that applies would buy (``ctda opportunities``), on request."""
+    with st.expander("What would each named optimisation buy?"):
+        if st.button("Rank them", key="wi_rank_opt"):
+            st.session_state["wi_ranked"] = loaded.tag
+        if st.session_state.get("wi_ranked") != loaded.tag:
+            st.caption("Re-times the run once per optimisation that applies to it.")
+            return
+        df = data.optimisation_ranking(loaded.tag, loaded.analysis)
+        if df.empty:
+            st.caption("None applies to this run.")
+            return
+        shown = pd.DataFrame(
+            {
+                "optimisation": df.name,
+                "saving ms": df.saving_ns / 1e6,
+                "saving %": 100 * df.saving_share,
+                "predicted total ms": df.predicted_ns / 1e6,
+            }
+        )
+        st.dataframe(shown, hide_index=True, width="stretch")
+        st.caption("Pick one above to see its prediction and what it assumed.")
+
+
 def saved_scenarios(loaded: data.Loaded) -> None:
     """The run's stored scenarios, with a way to delete one."""
     saved, note = data.scenario_list(loaded)
@@ -258,7 +282,9 @@ def saved_scenarios(loaded: data.Loaded) -> None:
                 "name": r.get("name"),
                 "predicted total ms": (r.get("predicted_ns") or 0) / 1e6,
                 "observed total ms": (r.get("base_ns") or 0) / 1e6,
-                "changes": "; ".join(str(o.get("label")) for o in r.get("overrides", [])),
+                "changes": "; ".join(
+                    [*(str(o.get("label")) for o in r.get("overrides", [])), *map(str, r.get("apply", []))]
+                ),
             }
             for r in saved
         ]
@@ -290,7 +316,17 @@ def _slug(text: str) -> str:
 
 
 #: button keys (their values cannot be set) and plain state the page keeps by itself
-NOT_KEPT = ("wi_add", "wi_remove", "wi_save", "wi_export", "wi_download", "wi_del", "wi_qrun_", "wi_current")
+NOT_KEPT = (
+    "wi_add",
+    "wi_remove",
+    "wi_save",
+    "wi_export",
+    "wi_download",
+    "wi_del",
+    "wi_qrun_",
+    "wi_current",
+    "wi_rank_opt",
+)
 
 
 def render() -> None:
@@ -331,6 +367,7 @@ def page() -> None:
             "each says what it assumed. Combined with the groups above.",
         )
     )
+    optimisation_ranking(loaded)
     saved_scenarios(loaded)
     if not overrides and not applied:
         st.info(
