@@ -65,10 +65,10 @@ from ctda.store.config import Target, resolve
 from ctda.store.ingest import Ingested, default_name
 from ctda.store.runs import StoredRun, open_run
 from ctda.whatif import compare as cmp
-from ctda.whatif import indb
+from ctda.whatif import indb, optimisations
 from ctda.whatif.export import write_perfetto
 from ctda.whatif.indb import InDbResult
-from ctda.whatif.opportunities import rank
+from ctda.whatif.opportunities import by_optimisation, rank
 from ctda.whatif.scenario import Scenario, with_cpus
 from ctda.whatif.scenario import run as run_scenario
 from ctda.whatif.select import Override, SelectionError, from_rows, parse_remove, parse_scale
@@ -102,6 +102,8 @@ __all__ = [
     "named_queries",
     "open_store",
     "opportunities",
+    "optimisation_names",
+    "optimisation_opportunities",
     "overrides",
     "read",
     "report",
@@ -217,15 +219,32 @@ def whatif(
     rows_label: str = "query",
     name: str | None = None,
     cpus: int = 0,
+    apply: Sequence[str] = (),
 ) -> Scenario:
-    """Re-time ``analysis`` under :func:`overrides`; the name defaults to the selections.
-    ``cpus``: the traced host's cores, for CPU contention the trace cannot measure."""
+    """Re-time ``analysis`` under :func:`overrides` and the named optimisations ``apply``
+    (``NAME`` or ``NAME:ARG``, see :func:`optimisation_names`); the name defaults to the
+    selections. ``cpus``: the traced host's cores, for CPU contention the trace cannot
+    measure. The scenario's ``assumptions`` say what each optimisation assumed."""
     if isinstance(cpus, bool) or not isinstance(cpus, int) or cpus < 0:
         raise OptionError(f"cpus must be a non-negative integer, not {cpus!r}")
     if cpus:
         analysis = with_cpus(analysis, cpus)
-    ovs = overrides(analysis, scale, remove, rows=rows, rows_label=rows_label)
-    return run_scenario(analysis, ovs, name=name or "; ".join(o.label for o in ovs))
+    specs = _strings(apply, "apply")
+    if specs and not (scale or remove or rows is not None):
+        ovs: list[Override] = []
+    else:
+        ovs = overrides(analysis, scale, remove, rows=rows, rows_label=rows_label)
+    effects = optimisations.apply(analysis, specs)
+    label = "; ".join([*(o.label for o in ovs), *(e.label for e in effects)])
+    return run_scenario(analysis, ovs, name=name or label, effects=effects)
+
+
+def optimisation_names() -> dict[str, str]:
+    """The named optimisations ``apply`` accepts: ``NAME`` (or ``NAME:ARG``) -> summary."""
+    return {
+        (f"{o.name}:{o.arg.split(' ')[0]}" if o.needs_arg else o.name): o.summary
+        for o in optimisations.registry().values()
+    }
 
 
 def validate(analysis: Analysis, *, quick: bool = False) -> SelfCheck:
@@ -247,6 +266,11 @@ def opportunities(analysis: Analysis, top: int = 10) -> pd.DataFrame:
     """What each of the ``top`` hotspot groups would buy at 2x faster, or removed."""
     _top(top)
     return rank(analysis, top)
+
+
+def optimisation_opportunities(analysis: Analysis) -> pd.DataFrame:
+    """What each named optimisation that applies to ``analysis`` would buy, ranked."""
+    return by_optimisation(analysis)
 
 
 def compare(
@@ -470,6 +494,7 @@ class StoreSession(JobSession):
         name: str | None = None,
         save: bool = True,
         cpus: int = 0,
+        apply: Sequence[str] = (),
     ) -> Scenario:
         """:func:`whatif` on a stored run or a trace file. ``cypher`` (a named query, a
         ``.cypher`` file or text, with ``params``; ``$run`` is bound) selects events of a
@@ -477,9 +502,11 @@ class StoreSession(JobSession):
         src = self.load(source)
         rows, label = self._rows(src, cypher, params)
         try:
-            sc = whatif(src.analysis, scale, remove, rows=rows, rows_label=label, name=name, cpus=cpus)
-        except SelectionError as exc:
-            raise SelectionError(f"{src.label}: {exc}") from None
+            sc = whatif(
+                src.analysis, scale, remove, rows=rows, rows_label=label, name=name, cpus=cpus, apply=apply
+            )
+        except (SelectionError, optimisations.OptimisationError) as exc:
+            raise type(exc)(f"{src.label}: {exc}") from None
         if save and src.run is not None:
             src.run.save_scenario(sc)
         return sc

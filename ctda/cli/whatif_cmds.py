@@ -33,6 +33,13 @@ def whatif_cmd(
     remove: list[str] = typer.Option(
         [], "--remove", help="Events whose name matches REGEX take no time (dependencies kept)."
     ),
+    apply: list[str] = typer.Option(
+        [],
+        "--apply",
+        help="A named optimisation derived from the trace, NAME or NAME:ARG (repeatable): "
+        "cuda-graphs[:NAME|steps=A-B], bf16, fp16, no-sync:NAME, overlap:NAME. "
+        "Its assumptions are printed with the answer.",
+    ),
     cypher: str | None = typer.Option(
         None,
         "--cypher",
@@ -60,6 +67,8 @@ def whatif_cmd(
 
     def go() -> None:
         if in_db:
+            if apply:
+                fail("--in-db does not apply named optimisations; run ctda whatif --apply without --in-db")
             if perfetto:
                 fail("--in-db does not export timelines; export the saved scenario: ctda export --scenario")
             with api.open_store(db, reader=read) as store:
@@ -84,6 +93,7 @@ def whatif_cmd(
                 name=name,
                 save=not dry_run,
                 cpus=cpus,
+                apply=apply,
             )
         if perfetto:
             api.export(sc, perfetto)
@@ -101,12 +111,13 @@ def opportunities_cmd(
     db: DbOption = None,
     fmt: FormatOption = Format.table,
 ) -> None:
-    """What each top hotspot group would buy if it were 2x faster, or gone."""
+    """What each top hotspot group would buy if it were 2x faster, or gone, and what each
+    named optimisation that applies to the trace would buy (with its assumptions)."""
 
     def go() -> None:
         with api.open_store(db, reader=read) as store:
             a = store.analysis(run_or_trace)
-        emit(opportunities_doc(api.opportunities(a, top), a), fmt)
+        emit(opportunities_doc(api.opportunities(a, top), a, api.optimisation_opportunities(a)), fmt)
 
     guarded(go)
 

@@ -25,6 +25,8 @@ def scenario_dict(sc: Scenario, top: int) -> dict[str, Any]:
     return {
         "scenario": sc.name,
         "overrides": [o.to_json() for o in sc.overrides],
+        "applied": sc.applied,
+        "assumptions": sc.assumptions,
         "events_changed": sc.n_changed,
         "base_ns": base_total,
         "predicted_ns": pred_total,
@@ -66,6 +68,8 @@ def scenario_doc(sc: Scenario, top: int) -> Document:
         Section.of("bound_by", "Bound by (predicted)", pd.DataFrame(d["bound_by"]), CLASS_COLS),
         Section.of("hotspots", "Top hotspots (predicted)", pd.DataFrame(d["hotspots"]), HOT_COLS),
     ]
+    if d["assumptions"]:
+        blocks.insert(1, Bullets("Assumptions (named optimisations)", d["assumptions"]))
     if d["moved_onto_path"]:
         blocks.append(Bullets("Moved onto the path", [clip(x) for x in d["moved_onto_path"]]))
     if d["moved_off_path"]:
@@ -84,15 +88,33 @@ OPPORTUNITY_COLS = [
 ]
 
 
-def opportunities_doc(df: pd.DataFrame, a: Analysis) -> Document:
-    """What each hotspot group would save at 2x faster, or removed."""
+OPTIMISATION_COLS = [
+    Col("name", "optimisation"),
+    Col("events", "changed", "int"),
+    Col("saving_ns", "saving: ms", "ms"),
+    Col("saving_share", "saving: %", "pct"),
+    Col("predicted_ns", "predicted ms", "ms"),
+]
+
+
+def opportunities_doc(df: pd.DataFrame, a: Analysis, opts: pd.DataFrame | None = None) -> Document:
+    """What each hotspot group would save at 2x faster, or removed; and what each named
+    optimisation that applies would save (JSON: its rows follow, ``group`` "optimisation")."""
     s, e = a.window_bounds()
     head = Text(f"Opportunities over {len(s)} window(s), {ms(float((e - s).sum()))} ms in all", style="bold")
-    return Document(
-        "Opportunities",
-        [head, Section.of("opportunities", "Predicted saving", df, OPPORTUNITY_COLS)],
-        data=json_ready(df.to_dict(orient="records")),
-    )
+    blocks: list[Block] = [head, Section.of("opportunities", "Predicted saving", df, OPPORTUNITY_COLS)]
+    rows = json_ready(df.to_dict(orient="records"))
+    if opts is not None and len(opts):
+        blocks.append(
+            Section.of(
+                "optimisations", "Named optimisations (ctda whatif --apply NAME)", opts, OPTIMISATION_COLS
+            )
+        )
+        blocks.append(
+            Bullets("Their assumptions", [f"{line}" for items in opts.assumptions for line in items])
+        )
+        rows += json_ready(opts.to_dict(orient="records"))
+    return Document("Opportunities", blocks, data=rows)
 
 
 def comparison_doc(c: Comparison, top: int) -> Document:

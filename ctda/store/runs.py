@@ -1,8 +1,9 @@
 """A stored run as what-if commands and the UI use it: its Analysis and its scenarios.
 
 The run's Analysis comes from the columnar snapshot stored with it (no trace re-read, no
-graph re-read per scenario). Scenarios are stored as their overrides plus summary results;
-re-applying the overrides to the snapshot reproduces them exactly.
+graph re-read per scenario). Scenarios are stored as their overrides, the named optimisations they
+applied with what those assumed, and summary results; re-applying the overrides and the
+optimisations to the snapshot reproduces them exactly.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from ctda.queries import loader
 from ctda.store import open_store
 from ctda.store.base import RunInfo, Store, StoreError
 from ctda.store.config import Target
+from ctda.whatif import optimisations
 from ctda.whatif.scenario import Scenario, run
 from ctda.whatif.select import Override
 
@@ -62,6 +64,8 @@ class StoredRun:
         record = {
             "name": sc.name,
             "overrides": [_override_json(o) for o in sc.overrides],
+            "apply": sc.applied,
+            "assumptions": sc.assumptions,
             "base_ns": int(st.base_ns.sum()),
             "predicted_ns": int(st.predicted_ns.sum()),
             "step_ns": [int(x) for x in st.predicted_ns],
@@ -78,7 +82,8 @@ class StoredRun:
         rec = next((r for r in self.scenarios() if r["name"] == name), None)
         if rec is None:
             return None
-        return run(a, [_override_from(o) for o in rec["overrides"]], name=name)
+        effects = optimisations.apply(a, [str(x) for x in rec.get("apply", [])])
+        return run(a, [_override_from(o) for o in rec["overrides"]], name=name, effects=effects)
 
 
 def _override_json(o: Override) -> dict[str, Any]:

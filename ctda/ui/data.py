@@ -34,7 +34,9 @@ from ctda.store.config import resolve
 from ctda.store.runs import StoredRun, open_run
 from ctda.ui import frames
 from ctda.ui.settings import Settings
+from ctda.whatif import optimisations
 from ctda.whatif.compare import Comparison, Side, compare
+from ctda.whatif.opportunities import by_optimisation
 from ctda.whatif.scenario import Scenario
 from ctda.whatif.scenario import run as run_scenario
 from ctda.whatif.select import Override
@@ -180,10 +182,25 @@ def overrides_key(overrides: list[Override]) -> str:
 # a scenario holds its own charges and times (~110 MB at 1M events): two dozen of
 # them made every new one allocate fresh memory (page faults cost ~100 ms a move)
 @st.cache_resource(max_entries=4, show_spinner=False)
-def scenario(tag: str, key: str, name: str, _a: Analysis, _overrides: list[Override]) -> Scenario:
+def scenario(
+    tag: str, key: str, name: str, _a: Analysis, _overrides: list[Override], apply: tuple[str, ...] = ()
+) -> Scenario:
     """One re-propagation (milliseconds to a few hundred on 1M events), cached so moving a
-    slider back to one of the last few values is instant."""
-    return run_scenario(_a, _overrides, name=name)
+    slider back to one of the last few values is instant. ``apply``: named optimisations
+    (:mod:`ctda.whatif.optimisations`) applied on top of the overrides."""
+    return run_scenario(_a, _overrides, name=name, effects=optimisations.apply(_a, apply))
+
+
+@st.cache_resource(max_entries=4, show_spinner=False)
+def optimisation_ranking(tag: str, _a: Analysis) -> pd.DataFrame:
+    """``ctda opportunities``' named-optimisation rows for the run (one re-timing each)."""
+    return by_optimisation(_a)
+
+
+@st.cache_resource(max_entries=8, show_spinner=False)
+def optimisation_choices(tag: str, _a: Analysis) -> list[str]:
+    """The named optimisations that apply to the run, as ``--apply`` specs."""
+    return [spec for o in optimisations.registry().values() for spec in o.specs_for(_a)]
 
 
 def stored_scenarios(loaded: Loaded) -> tuple[list[dict[str, Any]], str]:
@@ -237,7 +254,9 @@ def load_scenario(loaded: Loaded, name: str) -> Scenario:
 def scenario_tag(loaded: Loaded, sc: Scenario | str) -> str:
     """A scenario's cache tag: its run's and the digest of its overrides (``sc`` may be that
     digest, when the caller has taken it)."""
-    return f"{loaded.tag}|{sc if isinstance(sc, str) else overrides_key(sc.overrides)}"
+    if isinstance(sc, str):
+        return f"{loaded.tag}|{sc}"
+    return f"{loaded.tag}|{overrides_key(sc.overrides)}" + "".join(f"+{x}" for x in sc.applied)
 
 
 def save_scenario(loaded: Loaded, sc: Scenario) -> None:

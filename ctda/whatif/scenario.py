@@ -2,7 +2,10 @@
 
 A scenario scales the *inclusive* time of each selected event: its own time segments and
 those of everything nested inside it on its thread. Launch, sync and ordering edges keep
-their calibrated weights, so waits shrink when what they wait for gets faster.
+their calibrated weights, so waits shrink when what they wait for gets faster. Named
+optimisations (:mod:`ctda.whatif.optimisations`) add :class:`~ctda.whatif.effect.Effect`s:
+more factors, and edge weights they set (a CUDA graph's launch gaps, a sync that no longer
+waits).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from ctda.analysis.engine import Analysis, contention, window_ends
 from ctda.analysis.propagate import Timing, replay
 from ctda.analysis.rules.context import RuleContext
 from ctda.ingest.reader import TIME_LIMIT_NS
+from ctda.whatif.effect import Effect, apply_edges
 from ctda.whatif.select import Override, SelectionError, dur_factor
 
 I64 = npt.NDArray[np.int64]
@@ -36,6 +40,17 @@ class Scenario:
     timing: Timing
     analysis: Analysis  # the base with re-timed nodes and re-computed window paths
     factors: npt.NDArray[np.float64] = field(repr=False)
+    effects: list[Effect] = field(default_factory=list)
+
+    @property
+    def applied(self) -> list[str]:
+        """The named optimisations applied (their specs, as given)."""
+        return [e.label for e in self.effects]
+
+    @property
+    def assumptions(self) -> list[str]:
+        """What the applied optimisations assumed, one line each, prefixed by their name."""
+        return [f"{e.label}: {line}" for e in self.effects for line in e.assumptions]
 
     def step_times(self) -> pd.DataFrame:
         """Per window: observed (base) and predicted duration, and the change."""
@@ -59,7 +74,8 @@ class Scenario:
 
     @property
     def n_changed(self) -> int:
-        return int(np.sum(self.factors != 1.0))
+        edges = [e.edges for e in self.effects if len(e.edges)]
+        return int(np.sum(self.factors != 1.0)) + (len(np.unique(np.concatenate(edges))) if edges else 0)
 
 
 def _on_path(a: Analysis) -> npt.NDArray[np.bool_]:
@@ -102,13 +118,29 @@ def factors_for(a: Analysis, overrides: list[Override]) -> npt.NDArray[np.float6
     return f
 
 
-def run(a: Analysis, overrides: list[Override], name: str = "what-if") -> Scenario:
-    """Re-time ``a`` under ``overrides``: one compiled forward and backward pass."""
+def run(
+    a: Analysis, overrides: list[Override], name: str = "what-if", effects: list[Effect] | None = None
+) -> Scenario:
+    """Re-time ``a`` under ``overrides`` and the optimisations' ``effects``: one compiled
+    forward and backward pass. Factors compose by product; effects set edge weights last."""
+    effects = list(effects or [])
     f = factors_for(a, overrides)
-    w, timing = retime(a, f)
+    for e in effects:
+        f = f * e.factor
+    w = apply_edges(reweigh(a, f), effects)
+    timing = replay_weights(a, w)
     charges = attribution.window_paths(a.graph, timing, a.windows, a.event_cls)
     view = replace(a, timing=timing, charges=charges)
-    return Scenario(name=name, base=a, overrides=overrides, weight=w, timing=timing, analysis=view, factors=f)
+    return Scenario(
+        name=name,
+        base=a,
+        overrides=overrides,
+        weight=w,
+        timing=timing,
+        analysis=view,
+        factors=f,
+        effects=effects,
+    )
 
 
 def retime(a: Analysis, factor: npt.NDArray[np.float64]) -> tuple[I64, Timing]:

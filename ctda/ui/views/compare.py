@@ -66,8 +66,10 @@ def pick_side(s: Settings, runs: list[RunInfo], key: str, default: str) -> Picke
     if what == BASELINE:
         return Picked(run, data.CachedSide(run, a, predicted=False, tag=loaded.tag), run)
     if what == SESSION and current is not None:
-        _, name, overrides = current
-        sc = data.scenario(loaded.tag, data.overrides_key(overrides), name, a, overrides)
+        _, name, overrides, *rest = current
+        applied = tuple(rest[0]) if rest else ()
+        key = data.overrides_key(overrides) + "".join(f"+{x}" for x in applied)
+        sc = data.scenario(loaded.tag, key, name, a, overrides, applied)
     else:
         try:
             sc = data.load_scenario(loaded, what.removeprefix("scenario "))

@@ -18,6 +18,7 @@ from ctda.ui import canvas, data, explain, figures, widgets
 from ctda.ui.settings import Settings
 from ctda.whatif import blind
 from ctda.whatif.export import write_perfetto
+from ctda.whatif.optimisations import OptimisationError
 from ctda.whatif.scenario import Scenario
 from ctda.whatif.select import Override, SelectionError, from_rows, parse_scale
 
@@ -243,6 +244,30 @@ def save_and_export(loaded: data.Loaded, sc: Scenario, tag: str) -> None:
             )
 
 
+def optimisation_ranking(loaded: data.Loaded) -> None:
+    """What each named optimisation that applies would buy (``ctda opportunities``), on request."""
+    with st.expander("What would each named optimisation buy?"):
+        if st.button("Rank them", key="wi_rank_opt"):
+            st.session_state["wi_ranked"] = loaded.tag
+        if st.session_state.get("wi_ranked") != loaded.tag:
+            st.caption("Re-times the run once per optimisation that applies to it.")
+            return
+        df = data.optimisation_ranking(loaded.tag, loaded.analysis)
+        if df.empty:
+            st.caption("None applies to this run.")
+            return
+        shown = pd.DataFrame(
+            {
+                "optimisation": df.name,
+                "saving ms": df.saving_ns / 1e6,
+                "saving %": 100 * df.saving_share,
+                "predicted total ms": df.predicted_ns / 1e6,
+            }
+        )
+        st.dataframe(shown, hide_index=True, width="stretch")
+        st.caption("Pick one above to see its prediction and what it assumed.")
+
+
 def saved_scenarios(loaded: data.Loaded) -> None:
     """The run's stored scenarios, with a way to delete one."""
     saved, note = data.scenario_list(loaded)
@@ -257,7 +282,9 @@ def saved_scenarios(loaded: data.Loaded) -> None:
                 "name": r.get("name"),
                 "predicted total ms": (r.get("predicted_ns") or 0) / 1e6,
                 "observed total ms": (r.get("base_ns") or 0) / 1e6,
-                "changes": "; ".join(str(o.get("label")) for o in r.get("overrides", [])),
+                "changes": "; ".join(
+                    [*(str(o.get("label")) for o in r.get("overrides", [])), *map(str, r.get("apply", []))]
+                ),
             }
             for r in saved
         ]
@@ -289,7 +316,17 @@ def _slug(text: str) -> str:
 
 
 #: button keys (their values cannot be set) and plain state the page keeps by itself
-NOT_KEPT = ("wi_add", "wi_remove", "wi_save", "wi_export", "wi_download", "wi_del", "wi_qrun_", "wi_current")
+NOT_KEPT = (
+    "wi_add",
+    "wi_remove",
+    "wi_save",
+    "wi_export",
+    "wi_download",
+    "wi_del",
+    "wi_qrun_",
+    "wi_current",
+    "wi_rank_opt",
+)
 
 
 def render() -> None:
@@ -321,22 +358,41 @@ def page() -> None:
     if b2.button("Remove last group", disabled=n <= 1, key="wi_remove"):
         st.session_state["wi_n"] = n - 1
         st.rerun()
+    applied = tuple(
+        st.multiselect(
+            "Named optimisations",
+            data.optimisation_choices(loaded.tag, a),
+            key="wi_apply",
+            help="Optimisations derived from the trace, no factor to guess (ctda whatif --apply); "
+            "each says what it assumed. Combined with the groups above.",
+        )
+    )
+    optimisation_ranking(loaded)
     saved_scenarios(loaded)
-    if not overrides:
-        st.info("Pick events and move a factor away from 1 to predict the step time.")
+    if not overrides and not applied:
+        st.info(
+            "Pick events and move a factor away from 1, or pick a named optimisation, "
+            "to predict the step time."
+        )
         return
-    label = "; ".join(o.label for o in overrides)
+    label = "; ".join([*(o.label for o in overrides), *applied])
     name = st.text_input("Scenario name", key="wi_name", placeholder=label) or label
     # a digest of the selected events, taken once per run: every cache below is keyed by it
-    digest = data.overrides_key(overrides)
-    sc = data.scenario(loaded.tag, digest, name, a, overrides)
+    digest = data.overrides_key(overrides) + "".join(f"+{x}" for x in applied)
+    try:
+        sc = data.scenario(loaded.tag, digest, name, a, overrides, applied)
+    except OptimisationError as exc:
+        st.error(str(exc))
+        return
     tag = data.scenario_tag(loaded, digest)
-    st.session_state["wi_current"] = (loaded.tag, name, overrides)  # for the Compare page
+    st.session_state["wi_current"] = (loaded.tag, name, overrides, applied)  # for the Compare page
     changed = int(np.sum(sc.factors != 1.0))
     st.caption(
         f"{len(overrides)} selection(s) change {changed:,} events. A factor applies to the events' nested "
         "calls too; where groups overlap, the later group wins."
     )
+    for line in sc.assumptions:
+        st.caption(f"Assumed: {line}")
     outcome(loaded, sc, tag)
     predicted_path(s, sc, tag)
     save_and_export(loaded, sc, tag)
