@@ -62,7 +62,7 @@ from ctda.queries.loader import NamedQuery, QueryError
 from ctda.store.base import QueryResult, RunInfo, StoreError
 from ctda.store.base import Store as Backend
 from ctda.store.config import Target, resolve
-from ctda.store.ingest import Ingested, default_name
+from ctda.store.ingest import Ingested, check_run_name, default_name
 from ctda.store.runs import StoredRun, open_run
 from ctda.whatif import compare as cmp
 from ctda.whatif import indb, optimisations
@@ -94,6 +94,7 @@ __all__ = [
     "analyze_job",
     "breakdown_kinds",
     "breakdowns",
+    "check_run_name",
     "compare",
     "convert",
     "export",
@@ -374,7 +375,6 @@ class StoreSession(JobSession):
         """Analyse and store each trace as a run (see :func:`run_names`); a trace already
         stored with the same options is not stored again unless ``force``. Options are
         checked before any file is read."""
-        from ctda.store.ingest import check_run_name
         from ctda.store.ingest import ingest as store_ingest
 
         opts = validate_options(**options)

@@ -36,7 +36,6 @@ from ctda.cli.common import (
 from ctda.render.analyze import report_doc
 from ctda.render.output import Document, Format, emit, emit_each
 from ctda.render.store import queries_doc, query_doc, runs_doc
-from ctda.store.ingest import check_run_name
 
 
 @app.command("ingest")
@@ -69,7 +68,7 @@ def ingest_cmd(
     options = guarded(lambda: api.validate_options(windows=windows, cross_thread=cross_thread, mode=mode))
     for name, option in ((run, "--run"), (job, "--job")):
         if name is not None:  # before any file is read
-            guarded(partial(check_run_name, name, option))
+            guarded(partial(api.check_run_name, name, option))
     if job_store_cmds.is_job_ingest(traces, job):
         if run is not None:
             fail("--run names a single trace's run; a job's runs are named after the job (--job NAME)")
@@ -78,7 +77,7 @@ def ingest_cmd(
     failed = 0
 
     def one(store: api.StoreSession, path: Path, name: str) -> Document:
-        check_run_name(name, file=None if run else path)
+        api.check_run_name(name, file=None if run else path)
         with write_progress(sys.stderr.isatty()) as progress:
             (done,) = store.ingest(path, name, force=force, progress=progress, options=options)
         run_ = done.run
