@@ -157,8 +157,8 @@ def tokenize(text: str) -> list[Token]:
         if c.isspace() and c.isascii():
             i += 1
         elif text.startswith("//", i):
-            end = _LINE_END.search(text, i)
-            i = n if end is None else end.end()
+            stop = _LINE_END.search(text, i)
+            i = n if stop is None else stop.end()
         elif text.startswith("/*", i):
             end = text.find("*/", i + 2)
             if end < 0:
@@ -362,9 +362,9 @@ def _check_statement(
             prev, i, expect_clause = stmt[j - 1], j, False
             continue
         if t.kind in ("word", "quoted") and (prev is None or prev.text != "."):
-            name = _extension_call(stmt, i)
-            if name is not None and not _pure(name):
-                raise _refuse(t, level, f"function {name.rstrip('`')[:60]!r}")
+            called = _extension_call(stmt, i)
+            if called is not None and not _pure(called):
+                raise _refuse(t, level, f"function {called.rstrip('`')[:60]!r}")
         if word == "UNION" and expect_clause:
             if nxt is not None and nxt.upper == "ALL":
                 prev, i = nxt, i + 2

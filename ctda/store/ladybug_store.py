@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 import pyarrow as pa
 
 from ctda.queries.gate import GateError, Level
-from ctda.queries.limits import QueryLimits
+from ctda.queries.limits import QueryLimitError, QueryLimits
 from ctda.store import migrate, schema
 from ctda.store.backends import register
 from ctda.store.base import Progress, QueryResult, Run, Store, StoreError
@@ -40,7 +40,8 @@ RETRY_FIRST_S, RETRY_MAX_S = 0.02, 0.5
 _PENDING = "recovery is pending"
 #: extra ``ladybug.Database`` options (a query worker bounds the buffer pool and the
 #: address space it reserves, so its memory cap holds: see ctda.queries.worker)
-DB_OPTIONS: dict[str, int] = {}
+DB_OPTIONS: dict[str, Any] = {}
+_OUT_OF_POOL = "Unable to allocate memory"
 
 
 def _open(path: Path, read_only: bool) -> Any:
@@ -207,7 +208,15 @@ class LadybugStore(Store):
         from ctda.queries import plan
 
         self._present()
-        res = self._exec("EXPLAIN " + text, params)
+        try:  # planning folds constants: a repeat() bomb may already fill the pool here
+            res = self._exec("EXPLAIN " + text, params)
+        except StoreError as exc:
+            if _OUT_OF_POOL in str(exc) or "bad_alloc" in str(exc):
+                raise QueryLimitError(
+                    "the query needed more memory than the store's buffer pool allows "
+                    "(the query memory cap) and was stopped"
+                ) from None
+            raise
         if isinstance(res, list):  # the tokenizer lets one statement through: never here
             raise GateError("one statement per query")
         rows = res.get_all()
@@ -240,7 +249,7 @@ class LadybugStore(Store):
         except StoreError as exc:
             if str(exc).startswith("Interrupted"):
                 raise limits.timed_out() from None
-            if "Unable to allocate memory" in str(exc) or "bad_alloc" in str(exc):
+            if _OUT_OF_POOL in str(exc) or "bad_alloc" in str(exc):
                 raise limits.out_of_memory(" (the store's buffer pool)") from None
             raise
         finally:
