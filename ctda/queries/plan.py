@@ -86,8 +86,10 @@ _DDL = frozenset(
 )  # fmt: skip
 
 _PART = r"(?:[A-Za-z_][A-Za-z0-9_]*|`(?:[^`]|``)*`)"
-#: a (possibly dotted, possibly quoted) name right before "(": a call in a plan's text
-_CALL = re.compile(rf"(?<![A-Za-z0-9_.$])({_PART}(?:\.{_PART})*)\(")
+#: a (possibly dotted, possibly quoted) name right before "(": a call in a plan's text. Not
+#: after ":", where the plan names an index's label and properties (``r:Run(id)``); a map
+#: value is printed after ": " (with a space), so no call can stand there
+_CALL = re.compile(rf"(?<![A-Za-z0-9_.$:])({_PART}(?:\.{_PART})*)\(")
 _LADYBUG_OP = re.compile(r"│\s*([A-Z][A-Z_]*)\[\d+\]\s*│")
 
 #: physical operators of the embedded store that only read
