@@ -41,7 +41,7 @@ SETTINGS = {
     "dbms.security.procedures.allowlist": ALLOWED_PROCEDURES,
     "dbms.security.allow_csv_import_from_file_urls": "false",
     "internal.dbms.cypher_ip_blocklist": "0.0.0.0/0,::/0",
-    "db.memory.transaction.max": "512m",
+    "db.memory.transaction.max": "1500m",  # the in-database what-if of a large run needs ~1 GiB
     "db.transaction.timeout": "300s",
     # GDS's catalog and the procedures' results live on the heap
     "server.memory.heap.max_size": "2g",

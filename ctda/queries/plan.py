@@ -74,6 +74,7 @@ NEO4J_WRITE_OPERATORS = NEO4J_READ_OPERATORS | frozenset(
         "SetLabels", "RemoveLabels", "Delete", "DetachDelete", "DeleteNode", "DetachDeleteNode",
         "DeleteRelationship", "DeleteExpression", "DetachDeleteExpression", "DeletePath",
         "DetachDeletePath", "Foreach", "ForeachApply", "SubqueryForeach", "LockNodes",
+        "NodeUniqueIndexSeek(Locking)", "NodeIndexSeek(Locking)", "AssertingMultiNodeIndexSeek(Locking)",
         "CreateIndex", "DropIndex", "CreateConstraint", "DropConstraint",
         "DoNothingIfExists(INDEX)", "DoNothingIfExists(CONSTRAINT)",
     }
