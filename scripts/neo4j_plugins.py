@@ -41,7 +41,7 @@ SETTINGS = {
     "dbms.security.procedures.allowlist": ALLOWED_PROCEDURES,
     "dbms.security.allow_csv_import_from_file_urls": "false",
     "internal.dbms.cypher_ip_blocklist": "0.0.0.0/0,::/0",
-    "db.memory.transaction.max": "1500m",  # the in-database what-if of a large run needs ~1 GiB
+    "db.memory.transaction.max": "1500m",  # 512m stopped the in-database what-if of a 300-rank trace
     "db.transaction.timeout": "300s",
     # GDS's catalog and the procedures' results live on the heap
     "server.memory.heap.max_size": "2g",
