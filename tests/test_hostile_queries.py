@@ -124,6 +124,11 @@ BOMBS = {
     "long-sum": "RETURN 1" + "+1" * 10000 + " AS x",
     "not-chain": "RETURN " + "NOT " * 10000 + "true AS x",
     "too-long": "RETURN '" + "x" * 200_000 + "' AS x",
+    # just past each cap (the ones above trip the token cap first)
+    "parens-33": "RETURN " + "(" * 33 + "1" + ")" * 33 + " AS x",
+    "maps-33": "RETURN " + "{a: " * 33 + "1" + "}" * 33 + " AS x",
+    "sum-257": "RETURN 1" + "+1" * 257 + " AS x",
+    "props-257": "MATCH (n) RETURN n" + ".a" * 257 + " AS x",
 }
 
 
@@ -392,7 +397,7 @@ def test_cli_refuses_every_attack_in_one_line(
 def test_cli_subprocess_deep_nesting_is_one_line(target: Target, monkeypatch: pytest.MonkeyPatch) -> None:
     """In a real process: no SIGSEGV, no traceback, exit 2 and one line."""
     db = _db_args(target, monkeypatch)
-    for name in ("deep-brackets", "deep-parens", "long-sum"):
+    for name in ("deep-brackets", "deep-parens", "long-sum", "parens-33", "sum-257"):
         res = subprocess.run(
             [*CTDA, "query", BOMBS[name], *db],
             capture_output=True,
