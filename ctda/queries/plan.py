@@ -86,6 +86,11 @@ _DDL = frozenset(
      "DoNothingIfExists(CONSTRAINT)", "ProduceResults", "EmptyResult"}
 )  # fmt: skip
 
+#: expressions that read like calls in a plan but are Cypher syntax, not functions (so
+#: ``SHOW FUNCTIONS`` does not list them): list folds and predicates, path finders
+_SYNTAX_FORMS = frozenset(
+    {"reduce", "any", "all", "none", "single", "exists", "shortestpath", "allshortestpaths"}
+)
 _PART = r"(?:[A-Za-z_][A-Za-z0-9_]*|`(?:[^`]|``)*`)"
 #: a (possibly dotted, possibly quoted) name right before "(": a call in a plan's text. Not
 #: after ":", where the plan names an index's label and properties (``r:Run(id)``); a map
@@ -160,7 +165,8 @@ def check_neo4j(
             details = details.strip()[m.end() :] if m else ""
         for call in _CALL.finditer(details):
             name = _name(call.group(1))
-            if name.lower() not in builtins and name.lower() not in PURE_FUNCTIONS:
+            low = name.lower()
+            if low not in builtins and low not in PURE_FUNCTIONS and low not in _SYNTAX_FORMS:
                 raise _refuse(f"function {name[:60]!r}")
     if query_type == "s" and not seen <= _DDL:
         raise _refuse("a schema or system command other than index and constraint DDL")
