@@ -136,11 +136,20 @@ def _name(raw: str) -> str:
 
 
 def check_neo4j(
-    query_type: str, plan: Mapping[str, Any] | None, level: Level, builtins: frozenset[str]
+    query_type: str,
+    plan: Mapping[str, Any] | None,
+    level: Level,
+    builtins: frozenset[str],
+    known: frozenset[str],
 ) -> None:
     """Raise :class:`GateError` unless Neo4j's plan of a query is allowed at ``level``.
 
-    ``builtins`` are the server's built-in function names, lower case (``SHOW FUNCTIONS``).
+    ``builtins`` are the server's built-in function names and ``known`` all its function
+    names, built-in or not, lower case (``SHOW FUNCTIONS``). A name in the plan that reads
+    like a call is allowed when it is a built-in or a pure function; an undotted name the
+    server has no function of is planner syntax (``reduce(``, ``CoerceToPredicate(``): a
+    query cannot call a function the server lacks, planning would have failed. Any other
+    name is refused.
     """
     if plan is None:
         raise _refuse("the server gave no plan")
@@ -166,7 +175,8 @@ def check_neo4j(
         for call in _CALL.finditer(details):
             name = _name(call.group(1))
             low = name.lower()
-            if low not in builtins and low not in PURE_FUNCTIONS and low not in _SYNTAX_FORMS:
+            syntax = low in _SYNTAX_FORMS or ("." not in name and low not in known)
+            if low not in builtins and low not in PURE_FUNCTIONS and not syntax:
                 raise _refuse(f"function {name[:60]!r}")
     if query_type == "s" and not seen <= _DDL:
         raise _refuse("a schema or system command other than index and constraint DDL")

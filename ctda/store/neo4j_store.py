@@ -170,7 +170,7 @@ class Neo4jStore(Store):
         self.database = database
         self.read_only = read_only
         self.writers = max(1, writers)
-        self._builtin_names: frozenset[str] | None = None
+        self._function_names: tuple[frozenset[str], frozenset[str]] | None = None
         try:
             self._driver = neo4j.GraphDatabase.driver(
                 uri,
@@ -264,14 +264,19 @@ class Neo4jStore(Store):
         write = level is not Level.READ
         with self._session(write=write) as s:
             qtype, tree = self._guard(lambda: (s.execute_write if write else s.execute_read)(explain))
-        plan.check_neo4j(qtype, tree, level, self._builtins())
+        builtins, known = self._functions()
+        plan.check_neo4j(qtype, tree, level, builtins, known)
 
-    def _builtins(self) -> frozenset[str]:
-        """The server's built-in function names, lower case (asked once per store)."""
-        if self._builtin_names is None:
-            rows = self._read("SHOW FUNCTIONS YIELD name, isBuiltIn WHERE isBuiltIn RETURN name")
-            self._builtin_names = frozenset(str(r["name"]).lower() for r in rows)
-        return self._builtin_names
+    def _functions(self) -> tuple[frozenset[str], frozenset[str]]:
+        """The server's built-in function names and all its function names, lower case
+        (asked once per store)."""
+        if self._function_names is None:
+            rows = self._read("SHOW FUNCTIONS YIELD name, isBuiltIn RETURN name, isBuiltIn")
+            self._function_names = (
+                frozenset(str(r["name"]).lower() for r in rows if r["isBuiltIn"]),
+                frozenset(str(r["name"]).lower() for r in rows),
+            )
+        return self._function_names
 
     def _query(
         self, text: str, params: dict[str, Any], write: bool, limits: QueryLimits | None = None
