@@ -58,6 +58,7 @@ from ctda.ingest.summary import summarize as summarize_table
 from ctda.ingest.table import EventTable
 from ctda.options import AnalysisOptions, OptionError, validate_options
 from ctda.queries import gate, loader
+from ctda.queries.limits import QueryLimits
 from ctda.queries.loader import NamedQuery, QueryError
 from ctda.store.base import QueryResult, RunInfo, StoreError
 from ctda.store.base import Store as Backend
@@ -86,6 +87,7 @@ __all__ = [
     "JobBreakdowns",
     "JobWhatif",
     "MergeSummary",
+    "QueryLimits",
     "Report",
     "RunInfo",
     "Scenario",
@@ -431,19 +433,32 @@ class StoreSession(JobSession):
         params: Mapping[str, Any] | None = None,
         write: bool = False,
         allow_files: bool = False,
+        limits: QueryLimits | None = None,
     ) -> QueryResult:
         """A named query (see :func:`named_queries`) or Cypher text; ``params`` may be
         strings as given on the command line or Python values. Every text passes the query
         gate (:mod:`ctda.queries.gate`) before the store is opened: read clauses only, data
-        changes with ``write``, and unchecked text only with ``write`` and ``allow_files``."""
+        changes with ``write``, and unchecked text only with ``write`` and ``allow_files``;
+        then the database's plan of it (:mod:`ctda.queries.plan`). It runs in a worker
+        process (:mod:`ctda.queries.worker`) under ``limits`` (default
+        :meth:`QueryLimits.from_env`: a timeout, a row cap and a memory cap), so a query
+        that crashes or exhausts the engine ends in one :class:`QueryError` line here. The
+        CLI's ``ctda query`` and the UI's console both come through this method."""
+        from ctda.queries.worker import run_isolated
+
         if allow_files and not write:
             raise QueryError("allow_files (--allow-files) needs write (--write)")
+        bounds = limits if limits is not None else QueryLimits.from_env()
         dialect = self.target.kind
         text, bound = loader.prepare(query, params, dialect)
         level = gate.Level.READ if not write else gate.Level.UNSAFE if allow_files else gate.Level.WRITE
         gate.check(text, dialect, level)  # a refused query never opens the store
-        with self._open(write=write) as s:
-            return s.query(text, bound, write=write, allow_files=allow_files)
+        if self._closed:
+            raise StoreError(f"the session on {self.location} is closed")
+        result: QueryResult = run_isolated(
+            self.target, text, bound, write=write, allow_files=allow_files, limits=bounds
+        )
+        return result
 
     # -- analyses and scenarios
 

@@ -30,11 +30,27 @@ GDS_VERSION = "2.13.9"  # the GDS line for Neo4j 5.26 LTS
 APOC_VERSION = "5.26.19"
 MVN_TIMEOUT = 900.0
 PROCEDURES = Path(__file__).resolve().parents[1] / "neo4j" / "procedures"
-#: neo4j.conf settings that let the plugins' procedures run
+#: what ctda calls of the plugins: its own procedure and APOC's pure conversions. Nothing
+#: else is loaded (no apoc.load/cypher/periodic/log, no GDS writes), whatever a query says
+ALLOWED_PROCEDURES = "ctda.*,apoc.convert.*,apoc.map.*"
+#: neo4j.conf settings: the plugins' procedures ctda needs, and a server hardened against
+#: its queries (docs/security.md): no file URLs in LOAD CSV, no outbound connections from
+#: Cypher at all (every address blocked), bounded transaction memory and time
 SETTINGS = {
-    "dbms.security.procedures.unrestricted": "gds.*,apoc.*,ctda.*",
+    "dbms.security.procedures.unrestricted": ALLOWED_PROCEDURES,
+    "dbms.security.procedures.allowlist": ALLOWED_PROCEDURES,
+    "dbms.security.allow_csv_import_from_file_urls": "false",
+    "internal.dbms.cypher_ip_blocklist": "0.0.0.0/0,::/0",
+    "db.memory.transaction.max": "1500m",  # 512m stopped the in-database what-if of a 300-rank trace
+    "db.transaction.timeout": "300s",
     # GDS's catalog and the procedures' results live on the heap
     "server.memory.heap.max_size": "2g",
+}
+#: conf/apoc.conf (APOC reads its settings only there or from the environment)
+APOC_CONF = {
+    "apoc.import.file.enabled": "false",
+    "apoc.export.file.enabled": "false",
+    "apoc.trigger.enabled": "false",
 }
 
 PLUGINS_POM = """<?xml version="1.0" encoding="UTF-8"?>

@@ -351,6 +351,8 @@ def _start_once(
     """One start attempt; cleans up after itself when it fails."""
     instance = _make_instance(home, data_dir)
     if jars is not None:
+        apoc = _plugins_module().APOC_CONF
+        (instance / "conf" / "apoc.conf").write_text("".join(f"{k}={v}\n" for k, v in apoc.items()))
         for jar in jars.glob("*.jar"):
             try:
                 os.link(jar, instance / "plugins" / jar.name)

@@ -193,15 +193,35 @@ def query_cmd(
         help="With --write: send the text unchecked (file import/export, extensions, attach, settings).",
     ),
     list_: bool = typer.Option(False, "--list", help="List the named queries and their parameters."),
+    timeout: float = typer.Option(
+        None,
+        "--timeout",
+        help="Stop the query after this many seconds (default $CTDA_QUERY_TIMEOUT_S or 60).",
+    ),
+    max_rows: int = typer.Option(
+        None, "--max-rows", help="Refuse a result of more rows (default $CTDA_QUERY_MAX_ROWS or 100000)."
+    ),
 ) -> None:
-    """Run Cypher, or a named query from ctda/queries, against the store (read-only unless --write)."""
+    """Run Cypher, or a named query from ctda/queries, against the store (read-only unless --write).
+
+    The query runs in a worker process with a timeout, a row cap and a memory cap
+    ($CTDA_QUERY_MEMORY_MB); each one that trips is one line and exit code 2."""
 
     def go() -> None:
         if list_ or not query:
             emit(queries_doc(api.named_queries().values()), fmt)
             return
+        limits = api.QueryLimits.from_env()
+        if timeout is not None or max_rows is not None:
+            limits = api.QueryLimits(
+                timeout_s=limits.timeout_s if timeout is None else timeout,
+                max_rows=limits.max_rows if max_rows is None else max_rows,
+                memory_mb=limits.memory_mb,
+            )
         with api.open_store(db) as store:
-            result = store.query(query, parse_params(param), write=write, allow_files=allow_files)
+            result = store.query(
+                query, parse_params(param), write=write, allow_files=allow_files, limits=limits
+            )
         emit(query_doc(result), fmt)
         if fmt is Format.table:
             err_console.print(f"{len(result.rows)} row(s)", style="dim")

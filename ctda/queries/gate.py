@@ -29,6 +29,7 @@ attach or configuration access and no other procedures; ``UNSAFE`` (``--write
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from enum import Enum
 
@@ -104,6 +105,20 @@ _KEYWORDS = _READ_CLAUSES | _WRITE_CLAUSES | frozenset(
     }
 )  # fmt: skip
 _PUNCT = set("()[]{},.:;$=<>+-*/%^|!")
+_OPERATOR_PUNCT = set(".=<>+-*/%^|!")
+_CHAIN_WORDS = frozenset(
+    {"AND", "OR", "XOR", "NOT", "IN", "IS", "STARTS", "ENDS", "CONTAINS", "CASE", "WHEN"}
+)
+#: a backslash that an engine may read as the start of a unicode escape (any count of u)
+_UNICODE_ESCAPE = re.compile(r"\\+[uU]")
+#: every line terminator Java, Python or Unicode knows: each ends a ``//`` comment
+_LINE_END = re.compile("[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+#: caps before any engine parses a query (the embedded store's parser recurses and
+#: crashes on deep nesting; Neo4j's overflows its stack): see :func:`check_bounds`
+MAX_LENGTH = 100_000
+MAX_TOKENS = 20_000
+MAX_DEPTH = 32
+MAX_CHAIN = 256
 
 
 @dataclass(frozen=True)
@@ -118,7 +133,23 @@ class Token:
 
 
 def tokenize(text: str) -> list[Token]:
-    """Cypher tokens, comments dropped; raises :class:`GateError` on text it cannot read surely."""
+    """Cypher tokens, comments dropped; raises :class:`GateError` on text it cannot read surely.
+
+    Two readings would differ from the engines', so they are refused outright rather than
+    guessed: a backslash before ``u``/``U`` anywhere (Neo4j decodes ``\\uXXXX`` before it
+    lexes, so ``\\u0027`` can end a string the gate thought open), and the text is first
+    held to :data:`MAX_LENGTH`. A ``//`` comment ends at *any* line terminator (``\\r``,
+    ``\\u2028``, ``\\u0085``, ...): ending it too early only makes the gate read more
+    text as code, never less.
+    """
+    if len(text) > MAX_LENGTH:
+        raise GateError(f"the query is {len(text):,} characters long; at most {MAX_LENGTH:,} are accepted")
+    esc = _UNICODE_ESCAPE.search(text)
+    if esc is not None:
+        raise GateError(
+            f"a unicode escape (backslash-u) at offset {esc.start()}: type the character itself "
+            "(the server decodes escapes before it reads the query)"
+        )
     out: list[Token] = []
     i, n = 0, len(text)
     while i < n:
@@ -126,8 +157,8 @@ def tokenize(text: str) -> list[Token]:
         if c.isspace() and c.isascii():
             i += 1
         elif text.startswith("//", i):
-            end = text.find("\n", i)
-            i = n if end < 0 else end + 1
+            stop = _LINE_END.search(text, i)
+            i = n if stop is None else stop.end()
         elif text.startswith("/*", i):
             end = text.find("*/", i + 2)
             if end < 0:
@@ -211,27 +242,74 @@ def _ends_operand(t: Token, prev: Token | None) -> bool:
     )
 
 
+def unquote(t: Token) -> str:
+    """A name as the engine reads it: a backtick name without its backticks, ``````
+    doubled inside it read as one."""
+    return t.text[1:-1].replace("``", "`") if t.kind == "quoted" else t.text
+
+
+def _chain(stmt: list[Token], i: int) -> tuple[list[Token], int]:
+    """The dotted name starting at ``stmt[i]`` (parts may be backtick names) and the index
+    of the token after it."""
+    parts, j = [stmt[i]], i + 1
+    while j + 1 < len(stmt) and stmt[j].text == "." and stmt[j + 1].kind in ("word", "quoted"):
+        parts.append(stmt[j + 1])
+        j += 2
+    return parts, j
+
+
 def _procedure(stmt: list[Token], at: int) -> tuple[str, int]:
-    """The dotted name after CALL at ``at`` and the index of the token after it."""
-    parts: list[str] = []
-    i = at + 1
-    while i < len(stmt) and stmt[i].kind in ("word", "quoted"):
-        parts.append(stmt[i].text.strip("`"))
-        if i + 1 < len(stmt) and stmt[i + 1].text == ".":
-            i += 2
-            continue
-        i += 1
-        break
-    return ".".join(parts), i
+    """The dotted name after CALL at ``at`` (backticks read as the engine reads them) and the
+    index of the token after it."""
+    if at + 1 >= len(stmt) or stmt[at + 1].kind not in ("word", "quoted"):
+        return "", at + 1
+    parts, j = _chain(stmt, at + 1)
+    return ".".join(unquote(p) for p in parts), j
+
+
+def check_bounds(tokens: list[Token]) -> None:
+    """Refuse a query the engines' parsers may not survive: more than :data:`MAX_TOKENS`
+    tokens, brackets nested deeper than :data:`MAX_DEPTH`, or more than :data:`MAX_CHAIN`
+    operators in one run of an expression (``1+1+...``, ``NOT NOT ...``, ``a.b.c...``,
+    counted per bracket level between commas). Both parsers recurse on these: the embedded
+    store crashes the process (SIGSEGV) and Neo4j's server overflows its stack."""
+    if len(tokens) > MAX_TOKENS:
+        raise GateError(f"the query has {len(tokens):,} tokens; at most {MAX_TOKENS:,} are accepted")
+    chains = [0]
+    for t in tokens:
+        if t.kind == "punct" and t.text in "([{":
+            chains.append(0)
+            if len(chains) - 1 > MAX_DEPTH:
+                raise GateError(
+                    f"the query nests brackets too deeply (more than {MAX_DEPTH}) at offset {t.pos}"
+                )
+        elif t.kind == "punct" and t.text in ")]}":
+            if len(chains) > 1:
+                chains.pop()
+        elif t.kind == "punct" and t.text == ",":
+            chains[-1] = 0
+        elif (t.kind == "punct" and t.text in _OPERATOR_PUNCT) or (
+            t.kind == "word" and t.upper in _CHAIN_WORDS
+        ):
+            chains[-1] += 1
+            if chains[-1] > MAX_CHAIN:
+                raise GateError(
+                    f"the query chains more than {MAX_CHAIN} operators in one expression at offset {t.pos}"
+                )
 
 
 def check(text: str, dialect: str, level: Level = Level.READ) -> None:
     """Raise :class:`GateError` unless every statement of ``text`` is allowed at ``level``."""
     if level is Level.UNSAFE:
         return
-    stmts = statements(tokenize(text))
+    tokens = tokenize(text)
+    check_bounds(tokens)
+    stmts = statements(tokens)
     if not stmts:
         raise GateError("the query is empty")
+    if len(stmts) > 1:
+        second = stmts[1][0]
+        raise GateError(f"one statement per query: a second one starts at offset {second.pos}")
     clauses = _READ_CLAUSES | (_WRITE_CLAUSES if level is Level.WRITE else frozenset())
     procedures = READ_PROCEDURES.get(dialect, frozenset())
     for stmt in stmts:
@@ -283,13 +361,10 @@ def _check_statement(
                 raise _refuse(t, level, f"CALL {name or (nxt.text if nxt else '')!r}")
             prev, i, expect_clause = stmt[j - 1], j, False
             continue
-        if (
-            bare
-            and _is_dotted_call(stmt, i)
-            and t.text.lower() not in FUNCTION_NAMESPACES
-            and _dotted_name(stmt, i).lower() not in PURE_FUNCTIONS
-        ):
-            raise _refuse(t, level, f"function {t.text}.*")
+        if t.kind in ("word", "quoted") and (prev is None or prev.text != "."):
+            called = _extension_call(stmt, i)
+            if called is not None and not _pure(called):
+                raise _refuse(t, level, f"function {called.rstrip('`')[:60]!r}")
         if word == "UNION" and expect_clause:
             if nxt is not None and nxt.upper == "ALL":
                 prev, i = nxt, i + 2
@@ -320,18 +395,22 @@ def _subquery(stmt: list[Token], at: int) -> int | None:
     return j if j < len(stmt) and stmt[j].text == "{" else None
 
 
-def _dotted_name(stmt: list[Token], i: int) -> str:
-    """The dotted name starting at ``stmt[i]`` (``apoc.map.fromPairs``)."""
-    parts, j = [stmt[i].text], i
-    while j + 2 < len(stmt) and stmt[j + 1].text == "." and stmt[j + 2].kind == "word":
-        parts.append(stmt[j + 2].text)
-        j += 2
-    return ".".join(parts)
+def _extension_call(stmt: list[Token], i: int) -> str | None:
+    """The name of the function ``stmt[i]`` calls when it is a dotted (``apoc.x.y(``) or
+    backtick-quoted (```` `apoc`.x( ````) name: the engine's own built-ins need neither. The
+    name is read as the engine reads it (backticks off), parts joined by dots."""
+    parts, j = _chain(stmt, i)
+    if j >= len(stmt) or stmt[j].text != "(":
+        return None
+    if len(parts) == 1 and parts[0].kind != "quoted":
+        return None
+    return ".".join(unquote(p) for p in parts) + ("`" if any(p.kind == "quoted" for p in parts) else "")
 
 
-def _is_dotted_call(stmt: list[Token], i: int) -> bool:
-    """Whether ``stmt[i]`` starts ``a.b(...)`` / ``a.b.c(...)`` (a function of a namespace)."""
-    j = i
-    while j + 2 < len(stmt) and stmt[j + 1].text == "." and stmt[j + 2].kind in ("word", "quoted"):
-        j += 2
-    return j > i and j + 1 < len(stmt) and stmt[j + 1].text == "("
+def _pure(name: str) -> bool:
+    """Whether a dotted function may run in any query: a pure value conversion or a temporal
+    constructor, spelled without backticks (a quoted name is never needed for them)."""
+    if name.endswith("`"):
+        return False
+    low = name.lower()
+    return low in PURE_FUNCTIONS or (low.count(".") == 1 and low.split(".")[0] in FUNCTION_NAMESPACES)

@@ -16,7 +16,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from ctda.queries.errors import QueryError
 from ctda.store import migrate, schema
@@ -25,6 +25,10 @@ from ctda.store.job_flows import JobFlows
 from ctda.store.job_model import JobInfo
 from ctda.store.model import RunData
 from ctda.store.schema import COMPLETE, DELETING, META_KEY, PENDING
+
+if TYPE_CHECKING:
+    from ctda.queries.gate import Level
+    from ctda.queries.limits import QueryLimits
 
 Progress = Callable[[int, int], None]  # (rows written, rows total)
 
@@ -173,21 +177,41 @@ class Store(JobFlows, ABC):
         *,
         write: bool = False,
         allow_files: bool = False,
+        limits: QueryLimits | None = None,
     ) -> QueryResult:
         """Run Cypher with parameters; read-only unless ``write``.
 
-        Every text passes :func:`ctda.queries.gate.check` first (:meth:`_gate`): read clauses
-        only, or with ``write`` data changes too; ``write`` and ``allow_files`` together send
-        it unchecked.
+        Every text passes two gates before it runs: :func:`ctda.queries.gate.check` (the
+        tokenizer: read clauses only, or with ``write`` data changes too; length and
+        nesting caps) and the engine's own plan of it (:mod:`ctda.queries.plan`: query
+        type, operators, procedures and functions on allow-lists). ``write`` and
+        ``allow_files`` together send it unchecked. ``limits`` bounds its time and rows
+        (:class:`ctda.queries.limits.QueryLimits`; none for ctda's own named queries).
         """
-        self._gate(text, write, allow_files)
+        from ctda.queries.gate import GateError, Level
+
+        level = self._gate(text, write, allow_files)
         if write and self.read_only:
             raise StoreError("store opened read-only")
-        return self._query(text, params or {}, write)
+        bound = params or {}
+        if level is not Level.UNSAFE:
+            try:
+                self._check_plan(text, bound, level)
+            except GateError as exc:
+                raise RefusedQuery(str(exc)) from None
+        return self._query(text, bound, write, limits)
 
     @abstractmethod
-    def _query(self, text: str, params: dict[str, Any], write: bool) -> QueryResult:
-        """A user's query, already through the gate, in a read or a write transaction."""
+    def _check_plan(self, text: str, params: dict[str, Any], level: Level) -> None:
+        """Plan ``text`` without running it and raise :class:`ctda.queries.gate.GateError`
+        unless the plan is allowed at ``level`` (see :mod:`ctda.queries.plan`)."""
+
+    @abstractmethod
+    def _query(
+        self, text: str, params: dict[str, Any], write: bool, limits: QueryLimits | None = None
+    ) -> QueryResult:
+        """A user's query, already through both gates, in a read or a write transaction,
+        stopped by ``limits`` (:class:`ctda.queries.limits.QueryLimitError`)."""
 
     @abstractmethod
     def close(self) -> None:
@@ -460,9 +484,9 @@ class Store(JobFlows, ABC):
 
         return self._transaction(work)
 
-    def _gate(self, text: str, write: bool, allow_files: bool) -> None:
+    def _gate(self, text: str, write: bool, allow_files: bool) -> Level:
         """Refuse what the query gate refuses: a :class:`RefusedQuery` (a store error and a
-        query error, so callers of either kind see it)."""
+        query error, so callers of either kind see it). Returns the query's level."""
         from ctda.queries import gate
 
         level = gate.Level.READ
@@ -472,6 +496,7 @@ class Store(JobFlows, ABC):
             gate.check(text, self.dialect, level)
         except gate.GateError as exc:
             raise RefusedQuery(str(exc)) from None
+        return level
 
     def __enter__(self) -> Store:
         return self

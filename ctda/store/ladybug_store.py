@@ -22,6 +22,8 @@ from typing import Any, TypeVar
 
 import pyarrow as pa
 
+from ctda.queries.gate import GateError, Level
+from ctda.queries.limits import QueryLimitError, QueryLimits
 from ctda.store import migrate, schema
 from ctda.store.backends import register
 from ctda.store.base import Progress, QueryResult, Run, Store, StoreError
@@ -36,6 +38,10 @@ LOCK_WAIT_S = float(os.environ.get("CTDA_LOCK_WAIT_S", "10"))
 #: first and longest pause between open attempts (doubling in between)
 RETRY_FIRST_S, RETRY_MAX_S = 0.02, 0.5
 _PENDING = "recovery is pending"
+#: extra ``ladybug.Database`` options (a query worker bounds the buffer pool and the
+#: address space it reserves, so its memory cap holds: see ctda.queries.worker)
+DB_OPTIONS: dict[str, Any] = {}
+_OUT_OF_POOL = "Unable to allocate memory"
 
 
 def _open(path: Path, read_only: bool) -> Any:
@@ -53,7 +59,7 @@ def _open(path: Path, read_only: bool) -> Any:
     pause = RETRY_FIRST_S
     while True:
         try:
-            return ladybug.Database(str(path), read_only=read_only)
+            return ladybug.Database(str(path), read_only=read_only, **DB_OPTIONS)
         except RuntimeError as exc:
             text = str(exc)
         if _PENDING in text and read_only:
@@ -198,10 +204,56 @@ class LadybugStore(Store):
 
         self._transaction(work)
 
-    def _query(self, text: str, params: dict[str, Any], write: bool) -> QueryResult:
+    def _check_plan(self, text: str, params: dict[str, Any], level: Level) -> None:
+        from ctda.queries import plan
+
+        self._present()
+        try:  # planning folds constants: a repeat() bomb may already fill the pool here
+            res = self._exec("EXPLAIN " + text, params)
+        except StoreError as exc:
+            if _OUT_OF_POOL in str(exc) or "bad_alloc" in str(exc):
+                raise QueryLimitError(
+                    "the query needed more memory than the store's buffer pool allows "
+                    "(the query memory cap) and was stopped"
+                ) from None
+            raise
+        if isinstance(res, list):  # the tokenizer lets one statement through: never here
+            raise GateError("one statement per query")
+        rows = res.get_all()
+        plan.check_ladybug(str(rows[0][0]) if rows and rows[0] else "", level)
+
+    def _present(self) -> None:
         if self._conn is None:
             raise StoreError(f"no store at {self.path} yet: ingest a trace first (ctda ingest TRACE)")
-        return self._rows(text, params)
+
+    def _query(
+        self, text: str, params: dict[str, Any], write: bool, limits: QueryLimits | None = None
+    ) -> QueryResult:
+        self._present()
+        if limits is None:
+            return self._rows(text, params)
+        # the engine's own timeout stops the query between batches of work; a query stuck
+        # inside one step (a huge range()) is left to the worker's deadline (ctda.queries.worker)
+        self._conn.set_query_timeout(max(1, int(limits.timeout_s * 1000)))
+        try:
+            res = self._exec(text, params)
+            if isinstance(res, list):  # pragma: no cover - one statement passed the gate
+                raise GateError("one statement per query")
+            cols = list(res.get_column_names())
+            rows: list[list[Any]] = []
+            while res.has_next():
+                if len(rows) >= limits.max_rows:
+                    raise limits.too_many_rows()
+                rows.append(plain(list(res.get_next())))
+            return QueryResult(cols, rows)
+        except StoreError as exc:
+            if str(exc).startswith("Interrupted"):
+                raise limits.timed_out() from None
+            if _OUT_OF_POOL in str(exc) or "bad_alloc" in str(exc):
+                raise limits.out_of_memory(" (the store's buffer pool)") from None
+            raise
+        finally:
+            self._conn.set_query_timeout(0)
 
     # --- bulk writes and removal -------------------------------------------------------
     def _delete_ids(self, ids: list[int]) -> None:

@@ -26,6 +26,8 @@ from typing import Any, TypeVar
 import numpy as np
 import pyarrow as pa
 
+from ctda.queries.gate import Level
+from ctda.queries.limits import QueryLimitError, QueryLimits
 from ctda.store import migrate, schema
 from ctda.store.backends import register
 from ctda.store.base import Progress, QueryResult, Run, RunInfo, Store, StoreError
@@ -168,6 +170,7 @@ class Neo4jStore(Store):
         self.database = database
         self.read_only = read_only
         self.writers = max(1, writers)
+        self._function_names: tuple[frozenset[str], frozenset[str]] | None = None
         try:
             self._driver = neo4j.GraphDatabase.driver(
                 uri,
@@ -251,17 +254,66 @@ class Neo4jStore(Store):
             run.status == PENDING and run.heartbeat <= time.time() - stale_after_s
         )
 
-    def _query(self, text: str, params: dict[str, Any], write: bool) -> QueryResult:
-        def work(tx: Any) -> QueryResult:
-            res = tx.run(text, params)
-            cols = list(res.keys())
-            return QueryResult(cols, [[plain(v) for v in rec.values()] for rec in res])
+    def _check_plan(self, text: str, params: dict[str, Any], level: Level) -> None:
+        from ctda.queries import plan
 
-        # the gate keeps LOAD CSV and apoc.load/import/export out of read queries; a READ
-        # access-mode session makes the server refuse any write the gate could have missed
+        def explain(tx: Any) -> tuple[str, Any]:
+            summary = tx.run("EXPLAIN " + text, params).consume()
+            return str(summary.query_type or ""), summary.plan
+
+        write = level is not Level.READ
         with self._session(write=write) as s:
-            out: QueryResult = self._guard(lambda: (s.execute_write if write else s.execute_read)(work))
-            return out
+            qtype, tree = self._guard(lambda: (s.execute_write if write else s.execute_read)(explain))
+        builtins, known = self._functions()
+        plan.check_neo4j(qtype, tree, level, builtins, known)
+
+    def _functions(self) -> tuple[frozenset[str], frozenset[str]]:
+        """The server's built-in function names and all its function names, lower case
+        (asked once per store)."""
+        if self._function_names is None:
+            rows = self._read("SHOW FUNCTIONS YIELD name, isBuiltIn RETURN name, isBuiltIn")
+            self._function_names = (
+                frozenset(str(r["name"]).lower() for r in rows if r["isBuiltIn"]),
+                frozenset(str(r["name"]).lower() for r in rows),
+            )
+        return self._function_names
+
+    def _query(
+        self, text: str, params: dict[str, Any], write: bool, limits: QueryLimits | None = None
+    ) -> QueryResult:
+        # an explicit transaction (no retries: a user's query runs once) in a session whose
+        # access mode makes the server refuse any write a read query might still attempt;
+        # the server stops it at the transaction timeout, the row cap stops reading
+        import neo4j.exceptions as nx
+
+        cap = limits.max_rows if limits is not None else None
+        timeout = limits.timeout_s if limits is not None else None
+        with self._session(write=write) as s:
+            try:
+                with s.begin_transaction(timeout=timeout) as tx:
+                    res = tx.run(text, params)
+                    cols = list(res.keys())
+                    rows: list[list[Any]] = []
+                    for rec in res:
+                        if cap is not None and len(rows) >= cap:
+                            assert limits is not None
+                            raise limits.too_many_rows()
+                        rows.append([plain(v) for v in rec.values()])
+                    if write:
+                        tx.commit()
+                    return QueryResult(cols, rows)
+            except nx.Neo4jError as exc:
+                code = str(getattr(exc, "code", "") or "")
+                if limits is not None and "TransactionTimedOut" in code:
+                    raise limits.timed_out() from None
+                if "MemoryPoolOutOfMemory" in code or "OutOfMemory" in code:
+                    raise QueryLimitError(
+                        "the query needed more memory than the server lets one transaction use "
+                        "(db.memory.transaction.max) and was stopped"
+                    ) from None
+                raise StoreError(f"Neo4j: {_first_line(exc)}") from None
+            except (nx.DriverError, OSError) as exc:
+                raise StoreError(f"lost connection to Neo4j at {self.uri}: {_first_line(exc)}") from None
 
     def _load(self, rid: int, data: RunData, faults: FaultCounter, progress: Progress | None) -> None:
         tables = data.keyed(rid)

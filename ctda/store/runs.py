@@ -19,6 +19,7 @@ import numpy as np
 from ctda.analysis import snapshot
 from ctda.analysis.engine import Analysis
 from ctda.queries import loader
+from ctda.queries.limits import QueryLimits
 from ctda.store import open_store
 from ctda.store.base import RunInfo, Store, StoreError
 from ctda.store.config import Target
@@ -52,7 +53,7 @@ class StoredRun:
             raise StoreError("a what-if selection must be a read-only query")
         with self._store() as s:
             text, bound = loader.prepare(cypher, params, s.dialect, run=self.name)
-            return s.query(text, bound).records()
+            return s.query(text, bound, limits=QueryLimits.from_env()).records()
 
     def scenarios(self) -> list[dict[str, Any]]:
         """Stored scenarios of this run (name, overrides, predicted totals)."""

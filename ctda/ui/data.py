@@ -276,16 +276,23 @@ def delete_scenario(loaded: Loaded, name: str) -> bool:
 # --- queries -------------------------------------------------------------------------
 
 
-def run_query(db: str | None, text: str, params: dict[str, Any]) -> QueryResult:
-    """A read-only query on a read-only store; write clauses are refused before sending."""
+def run_query(db: str | None, text: str, params: dict[str, Any], max_rows: int | None = None) -> QueryResult:
+    """A read-only query through the same API function as ``ctda query``
+    (:meth:`ctda.api.StoreSession.query`): both gates, then a worker process with a
+    timeout, a row cap and a memory cap, so no query can take the UI server down."""
+    from ctda import api
+    from ctda.queries.limits import QueryLimits
+
     if not text.strip():
         raise UIError("the query is empty")
+    limits = QueryLimits.from_env()
+    if max_rows is not None:
+        limits = dataclasses.replace(limits, max_rows=max_rows)
     try:
-        loader.gate.check(text, resolve(db).kind, loader.gate.Level.READ)
+        with api.open_store(db) as session:
+            return session.query(text, params, limits=limits)
     except loader.QueryError as exc:
-        raise UIError(f"the console is read-only: {exc}") from None
-    with reading(db) as s:
-        return s.query(text, params)
+        raise UIError(f"the console is read-only and bounded: {exc}") from None
 
 
 def named_text(db: str | None, name: str) -> str:

@@ -49,7 +49,9 @@ def render() -> None:
     s = widgets.settings()
     st.title("Cypher console")
     st.caption(
-        f"Read-only queries on `{s.location}` ({s.backend.title} dialect). "
+        f"Read-only queries on `{s.location}` ({s.backend.title} dialect), each in a worker "
+        "process with a timeout, a row cap and a memory cap (CTDA_QUERY_TIMEOUT_S, "
+        "CTDA_QUERY_MAX_ROWS, CTDA_QUERY_MEMORY_MB). "
         "Named queries come from ctda/queries; the data model is described in ctda/store/schema.py."
     )
     queries = loader.load_all()
