@@ -8,6 +8,7 @@ from ctda import api
 from ctda.cli.common import FormatOption, app, guarded, read
 from ctda.render.output import Format, emit
 from ctda.render.validate import validate_doc
+from ctda.whatif.selfcheck import floor_check
 
 
 @app.command("validate")
@@ -17,11 +18,20 @@ def validate_cmd(
     fmt: FormatOption = Format.table,
     pairs: bool = typer.Option(False, "--pairs", help="Also list every step pair."),
 ) -> None:
-    """Give each step the times another step's events really had; does the model predict that step?"""
+    """Give each step the times another step's events really had; does the model predict that step?
+
+    Also checks every such prediction, and a faster or slower host and device, against the
+    device-work floor: no window may be shorter than the device work its blocking calls wait
+    for. Exits 1 when a window is.
+    """
 
     def go() -> None:
         with api.open_store(db, reader=read) as store:
-            sc = api.validate(store.analysis(run_or_trace))
-        emit(validate_doc(sc, run_or_trace, pairs), fmt)
+            a = store.analysis(run_or_trace)
+            sc = api.validate(a)
+            floor = floor_check(a)
+        emit(validate_doc(sc, run_or_trace, pairs, floor), fmt)
+        if not floor.ok:
+            raise typer.Exit(1)
 
     guarded(go)
