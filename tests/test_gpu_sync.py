@@ -31,7 +31,9 @@ GEMM_US, N_GEMM, PREP_US = 1280, 12, 3000
 SYNC_RULES = {"sync_recorded", "sync_inferred", "blocking_copy"}
 
 
-def _host_bound_step(t0: float, step: int, corr: int, sync: str = "stream") -> tuple[list[dict[str, Any]], float, int]:
+def _host_bound_step(
+    t0: float, step: int, corr: int, sync: str = "stream"
+) -> tuple[list[dict[str, Any]], float, int]:
     """One host-bound step: 12 x (3 ms of Python, then a 1.28 ms GEMM launch), 2 ms more
     Python, then ``.item()``: an async copy into pinned memory and a synchronisation the
     GPU, idle for long, never makes wait."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.text import Text
 
 from ctda.render.output import Block, Col, Document, Section
@@ -40,7 +42,10 @@ def validate_doc(sc: SelfCheck, label: str, pairs: bool, floor: FloorCheck | Non
             )
     if pairs and len(sc):
         blocks.append(Section.of("pairs", "Step pairs", sc.pairs, PAIR_COLS))
-    data = {"summary": sc.summary(), "pairs": sc.pairs.to_dict(orient="records") if pairs else None}
+    data: dict[str, Any] = {
+        "summary": sc.summary(),
+        "pairs": sc.pairs.to_dict(orient="records") if pairs else None,
+    }
     if floor is not None:
         data["floor"] = {**floor.summary(), "violations": floor.violations.to_dict(orient="records")}
     return Document(f"Self-check of {label}", blocks, data=data, source=label)
