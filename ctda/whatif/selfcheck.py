@@ -207,7 +207,8 @@ def own_work(a: Analysis) -> F64:
     """
     g = a.graph
     w = _own_time(a, weights=False)
-    owned = g.owner >= 0
+    # a free's sync edge is its own too, but overlaps its duration: count the thread's edges
+    owned = (g.owner >= 0) & (g.etype != EdgeType.SYNC)
     return np.bincount(g.owner[owned], weights=w[owned], minlength=a.nodes.n).astype(np.float64)
 
 

@@ -53,10 +53,16 @@ def _sync_edges(ctx: RuleContext, waits: syncs.Waits) -> EdgeBatch:
     Calibration weighs a pair that did not bind ``min(observed gap, sync floor)``: the
     call's minimum return latency after the work ends, never more than was observed, so
     replay stays exact while a faster host in a what-if meets the queued work.
+
+    Where the work ended inside a free (``cudaFree``, ``hipFree``, ...), the edge belongs to
+    the free: what follows its wait is the free's own work, not a return latency, so a
+    scenario that scales the call scales it (the edge binds there, and lies inside the call).
     """
     w = waits.causal(ctx)
     n = ctx.nodes
-    return EdgeBatch.of(n.finish(w.work), n.finish(w.call), EdgeType.SYNC)
+    own = ctx.name_mask(syncs.FREES)[w.call] & (n.end[w.work] >= n.ts[w.call])
+    owner = np.where(own, w.call, -1)
+    return EdgeBatch.of(n.finish(w.work), n.finish(w.call), EdgeType.SYNC, owner=owner)
 
 
 @rule("sync_recorded", "structural")

@@ -45,11 +45,11 @@ from ctda.ingest.kinds import Kind
 I64 = npt.NDArray[np.int64]
 Bool = npt.NDArray[np.bool_]
 
+#: frees of device or pinned memory: they synchronise the device implicitly, then do
+#: work of their own (a workspace free can take tens of ms after the wait resolved)
+FREES = r"^(cuda|hip)(Free|FreeHost|HostFree)$|^cu(MemFree|MemFree_v2|MemFreeHost)$"
 #: calls that wait for every stream of the device (the allocator's frees included)
-DEVICE_SYNCS = (
-    r"^(cuda|hip)(DeviceSynchronize|CtxSynchronize|Free|FreeHost|HostFree)$"
-    r"|^cu(CtxSynchronize|MemFree|MemFree_v2|MemFreeHost)$"
-)
+DEVICE_SYNCS = rf"^(cuda|hip)(DeviceSynchronize|CtxSynchronize)$|^cuCtxSynchronize$|{FREES}"
 #: calls that wait for one stream
 STREAM_SYNCS = r"^(cuda|hip)StreamSynchronize$|^cuStreamSynchronize$"
 #: calls that wait for an event (the work queued before its record call)
