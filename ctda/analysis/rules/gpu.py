@@ -105,9 +105,11 @@ def blocking_copy(ctx: RuleContext) -> EdgeBatch:
     Pageable)") and ``ts``/``dur``. A synchronous call, or an async-named one copying into
     pageable host memory, cannot return before its copy is done, whether or not the copy
     was still queued when it began; any launching call whose own copy finished inside it
-    counts too (observed blocking).
+    counts too (observed blocking). An operator that needs a device value on the host
+    (``aten::item``, ``aten::_local_scalar_dense``, ``aten::nonzero``) waits for the copy it
+    launched where no blocking call inside it was recorded.
     """
-    return _sync_edges(ctx, syncs.copies(ctx))
+    return _sync_edges(ctx, syncs.Waits.concat([syncs.copies(ctx), syncs.ops(ctx)]))
 
 
 @rule("stream_wait_event", "structural")

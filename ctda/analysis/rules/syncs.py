@@ -23,6 +23,9 @@ Which streams, strongest evidence first (docs/model.md#synchronisation):
   into pageable host memory waits for its own copy, which its stream orders after all
   earlier work there;
 - where nothing says which stream (no launch before the call on its thread), every stream.
+- an operator that needs a device value on the host (``aten::item``,
+  ``aten::_local_scalar_dense``, ``aten::nonzero``) with no blocking call recorded inside
+  it waits for the copy it launched (one that launched nothing ran on a CPU tensor).
 
 A pair whose work ended after the call returned in the observed run is left out: the call
 evidently did not wait for it (another stream, or clocks that disagree). Besides the
@@ -65,6 +68,8 @@ SYNC_COPY_CALLS = (
 )
 #: device-to-host copies into pageable memory: the host must wait for the data
 PAGEABLE_D2H = r"DtoH.*Pageable|Device -> Pageable"
+#: operators that need a device value on the host: they copy it and wait for the copy
+SYNC_OPS = r"^aten::(_local_scalar_dense|item|nonzero)$"
 
 
 @dataclass
@@ -229,9 +234,35 @@ def copies(ctx: RuleContext) -> Waits:
     return Waits(call[keep], work[keep])
 
 
+def ops(ctx: RuleContext) -> Waits:
+    """An operator that needs a device value on the host (``.item()``, ``nonzero``) waits
+    for the last device work it launched (its copy), where no blocking runtime call inside
+    it was recorded (sampled traces); operators that launched nothing ran on CPU tensors."""
+    n = ctx.nodes
+    op = np.flatnonzero(ctx.name_mask(SYNC_OPS) & ~n.is_gpu & ~_host_calls(ctx))
+    li = q.launcher_index(ctx)
+    work = np.flatnonzero(n.is_gpu & (li >= 0))
+    if len(op) == 0 or len(work) == 0:
+        return Waits.empty()
+    # per launching call, its last work (by start)
+    order = np.lexsort((n.ts[work], li[work]))
+    last = np.ones(len(order), dtype=bool)
+    last[:-1] = li[work][order][:-1] != li[work][order][1:]
+    callers, their_work = li[work][order][last], work[order][last]
+    lane = n.lane[op].astype(np.int64)
+    call = q.last_call_before(ctx, callers, lane, n.end[op])
+    inside = (call >= 0) & (n.ts[np.maximum(call, 0)] >= n.ts[op])
+    blocking = np.flatnonzero(ctx.name_mask(f"{BLOCKING_CALLS}|{SYNC_COPY_CALLS}") & _host_calls(ctx))
+    blk = q.last_call_before(ctx, blocking, lane, n.end[op]) if len(blocking) else np.full(len(op), -1)
+    covered = (blk >= 0) & (n.ts[np.maximum(blk, 0)] >= n.ts[op])
+    keep = inside & ~covered
+    pos = np.searchsorted(callers, call[keep])
+    return Waits(op[keep], their_work[pos])
+
+
 def blocking_waits(ctx: RuleContext) -> Waits:
     """Every (blocking call, last device work it waits for) pair of the trace, causal in
     the observed run, without duplicates: what the sync edges link and the invariant
     checks."""
-    parts = [recorded(ctx), inferred(ctx), copies(ctx)]
+    parts = [recorded(ctx), inferred(ctx), copies(ctx), ops(ctx)]
     return Waits.concat([p.causal(ctx) for p in parts]).unique(ctx.nodes.n)
