@@ -73,7 +73,7 @@ from ctda.whatif.opportunities import by_optimisation, rank
 from ctda.whatif.scenario import Scenario, with_cpus
 from ctda.whatif.scenario import run as run_scenario
 from ctda.whatif.select import Override, SelectionError, from_rows, parse_remove, parse_scale
-from ctda.whatif.selfcheck import SelfCheck, check
+from ctda.whatif.selfcheck import SelfCheck, check, floor_check
 from ctda.whatif.selfcheck import summary as quick_check
 
 __all__ = [
@@ -100,6 +100,7 @@ __all__ = [
     "compare",
     "convert",
     "export",
+    "floor_check",
     "hta_report",
     "merge_processes",
     "named_queries",

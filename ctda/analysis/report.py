@@ -15,6 +15,7 @@ import pandas as pd
 from ctda.analysis import tables
 from ctda.analysis.advice import recommend
 from ctda.analysis.classify import CLASSES
+from ctda.analysis.edges import EdgeType
 from ctda.analysis.engine import Analysis
 from ctda.ingest.kinds import Kind
 
@@ -92,9 +93,10 @@ def select_windows(a: Analysis, step: str) -> list[int]:
 
 
 def self_time(a: Analysis) -> npt.NDArray[np.int64]:
-    """Self time of every analysed event in this timing: the spans of the edges it owns."""
+    """Self time of every analysed event in this timing: the spans of the edges it owns on
+    its thread (a free's sync edge, also its own, overlaps its duration: not counted twice)."""
     g = a.graph
-    owned = g.owner >= 0
+    owned = (g.owner >= 0) & (g.etype != EdgeType.SYNC)
     span = a.timing.time[g.dst[owned]] - a.timing.time[g.src[owned]]
     return np.bincount(g.owner[owned], weights=span, minlength=a.nodes.n).astype(np.int64)
 

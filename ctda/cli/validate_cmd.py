@@ -18,7 +18,16 @@ def validate_cmd(
     fmt: FormatOption = Format.table,
     pairs: bool = typer.Option(False, "--pairs", help="Also list every step pair."),
 ) -> None:
-    """Give each step the times another step's events really had; does the model predict that step?"""
+    """Give each step the times another step's events really had; does the model predict that step?
+
+    Also checks every such prediction, and a faster or slower host and device, against the
+    device-work floor: no window may be shorter than the device work its blocking calls wait
+    for. Exits 1 when a window is.
+    """
     with api.open_store(db, reader=read) as store:
-        sc = api.validate(store.analysis(run_or_trace))
-    emit(validate_doc(sc, run_or_trace, pairs), fmt)
+        a = store.analysis(run_or_trace)
+        sc = api.validate(a)
+        floor = api.floor_check(a)
+    emit(validate_doc(sc, run_or_trace, pairs, floor), fmt)
+    if not floor.ok:
+        raise typer.Exit(1)

@@ -207,7 +207,8 @@ def own_work(a: Analysis) -> F64:
     """
     g = a.graph
     w = _own_time(a, weights=False)
-    owned = g.owner >= 0
+    # a free's sync edge is its own too, but overlaps its duration: count the thread's edges
+    owned = (g.owner >= 0) & (g.etype != EdgeType.SYNC)
     return np.bincount(g.owner[owned], weights=w[owned], minlength=a.nodes.n).astype(np.float64)
 
 
@@ -340,3 +341,76 @@ def summary(a: Analysis) -> SelfCheck:
     """The quick check behind the one-line summary of ``analyze`` and ``ingest``."""
     scale = min(1.0, SUMMARY_EVENTS / max(a.nodes.n, 1))
     return check(a, max(2, int(SUMMARY_PAIRS * scale)))
+
+
+#: stress scenarios the floor is checked under besides the transplants: (label, factor of
+#: host events, factor of device work); a faster host is where a missing wait shows
+STRESS = (
+    ("host x1/3", 1 / 3, 1.0),
+    ("host removed", 0.0, 1.0),
+    ("device x3", 1.0, 3.0),
+    ("device x1/3", 1.0, 1 / 3),
+)
+
+
+@dataclass
+class FloorCheck:
+    """The device-work floor (:mod:`ctda.whatif.invariant`) over many predictions of one trace."""
+
+    predictions: int
+    windows: int  # windows checked per prediction
+    bound: int  # (prediction, window) checks where some device work had to fit
+    violations: pd.DataFrame  # scenario, window, label, predicted_ns, floor_ns, short_ns
+
+    @property
+    def ok(self) -> bool:
+        return len(self.violations) == 0
+
+    def summary(self) -> dict[str, int | bool]:
+        return {
+            "predictions": self.predictions,
+            "windows": self.windows,
+            "bound": self.bound,
+            "violations": len(self.violations),
+            "ok": self.ok,
+        }
+
+    def line(self) -> str:
+        """One line for ``ctda validate``."""
+        head = f"device-work floor: {self.predictions} predictions x {self.windows} windows"
+        if self.ok:
+            return f"{head}: every window at least its queued device work ({self.bound} bound)"
+        worst = self.violations.sort_values("short_ns").iloc[-1]
+        return (
+            f"{head}: {len(self.violations)} window(s) shorter than their queued device work, e.g. "
+            f"{worst.label} under '{worst.scenario}': {worst.predicted_ns / 1e6:.3f} ms < "
+            f"{worst.floor_ns / 1e6:.3f} ms (a wait the model misses)"
+        )
+
+
+def floor_check(a: Analysis, max_pairs: int = SUMMARY_PAIRS) -> FloorCheck:
+    """Check the floor under the stress scenarios and up to ``max_pairs`` transplants."""
+    from ctda.whatif.invariant import chains, device_floor, waits_of
+    from ctda.whatif.scenario import retime
+
+    waits, ch = waits_of(a), chains(a)
+    host = ~a.nodes.is_gpu
+    timings: list[tuple[str, Timing]] = []
+    for label, f_host, f_dev in STRESS:
+        timings.append((label, retime(a, np.where(host, f_host, f_dev))[1]))
+    step, wins = step_of_events(a)
+    if len(wins) >= 2:
+        key, own = match_keys(a, step), own_work(a)
+        gaps = Gaps.of(a, key, step)
+        for i, j in _pairs(len(wins), max_pairs):
+            timings.append((f"step {i} as step {j}", _predict(a, key, step, own, gaps, i, j)[0]))
+    bad, bound = [], 0
+    for label, tm in timings:
+        fl = device_floor(a, tm.weight, tm, waits, ch)
+        bound += int((fl.table.floor_ns > 0).sum())
+        v = fl.violations.assign(scenario=label)
+        if len(v):
+            bad.append(v)
+    cols = ["scenario", "window", "label", "predicted_ns", "floor_ns", "short_ns"]
+    viol = pd.concat(bad)[cols] if bad else pd.DataFrame(columns=cols)
+    return FloorCheck(len(timings), len(a.windows), bound, viol.reset_index(drop=True))

@@ -6,26 +6,13 @@ import numpy as np
 import numpy.typing as npt
 
 from ctda.analysis.edges import EdgeBatch, EdgeType
+from ctda.analysis.rules import queues as q
+from ctda.analysis.rules import syncs
 from ctda.analysis.rules.context import RuleContext
 from ctda.analysis.rules.registry import rule
-from ctda.ingest.columns import NA
 from ctda.ingest.kinds import Kind
 
 I64 = npt.NDArray[np.int64]
-
-#: runtime calls that block the calling thread until queued device work completes
-BLOCKING_CALLS = (
-    r"^(cuda|hip)(DeviceSynchronize|StreamSynchronize|EventSynchronize|CtxSynchronize)$"
-    r"|^cu(CtxSynchronize|StreamSynchronize|EventSynchronize)$"
-)
-#: synchronous copies and sets: the call returns only once its own device work is done
-SYNC_COPY_CALLS = (
-    r"^(cuda|hip)(Memcpy|Memset|MemcpyDtoH|MemcpyHtoD|Memcpy2D|MemcpyToSymbol|MemcpyFromSymbol)$"
-)
-
-
-def _empty() -> EdgeBatch:
-    return EdgeBatch.of([], [], EdgeType.SYNC)
 
 
 @rule("stream_sequence", "structural")
@@ -45,13 +32,6 @@ def stream_sequence(ctx: RuleContext) -> EdgeBatch:
     return EdgeBatch.of(src, n.start(nxt), EdgeType.STREAM_SEQ)
 
 
-def _launcher_index(ctx: RuleContext) -> I64:
-    """Analysed index of each analysed event's launching runtime call (-1 when none)."""
-    n = ctx.nodes
-    launcher_uid = ctx.table.col("launcher")[n.uid]
-    return np.where(launcher_uid >= 0, n.index_of_uid[np.maximum(launcher_uid, 0)], -1)
-
-
 @rule("launch", "structural")
 def launch(ctx: RuleContext) -> EdgeBatch:
     """runtime call start -> start of the device work it enqueued.
@@ -62,63 +42,27 @@ def launch(ctx: RuleContext) -> EdgeBatch:
     submitted; ac2g/async flows carry the same pairing and are not needed on top.
     """
     n = ctx.nodes
-    li = _launcher_index(ctx)
+    li = q.launcher_index(ctx)
     work = np.flatnonzero(n.is_gpu & (li >= 0))
     return EdgeBatch.of(n.start(li[work]), n.start(work), EdgeType.LAUNCH)
 
 
-def _launched_near(ctx: RuleContext, lanes: I64, when_q: I64, after: bool) -> I64:
-    """Per (GPU lane, time) query: the work on that lane launched last before the time
-    (``after=False``) or first after it (``after=True``); -1 where there is none.
+def _sync_edges(ctx: RuleContext, waits: syncs.Waits) -> EdgeBatch:
+    """device work end -> blocking call end, for the pairs causal in the observed run.
+
+    Calibration weighs a pair that did not bind ``min(observed gap, sync floor)``: the
+    call's minimum return latency after the work ends, never more than was observed, so
+    replay stays exact while a faster host in a what-if meets the queued work.
+
+    Where the work ended inside a free (``cudaFree``, ``hipFree``, ...), the edge belongs to
+    the free: what follows its wait is the free's own work, not a return latency, so a
+    scenario that scales the call scales it (the edge binds there, and lies inside the call).
     """
+    w = waits.causal(ctx)
     n = ctx.nodes
-    li = _launcher_index(ctx)
-    work = np.flatnonzero(n.is_gpu & (li >= 0))
-    if len(work) == 0 or len(lanes) == 0:
-        return np.full(len(lanes), -1, dtype=np.int64)
-    when = n.ts[li[work]]
-    order = np.lexsort((when, n.lane[work]))
-    work, when = work[order], when[order]
-    wl = n.lane[work].astype(np.int64)
-    # one sorted key over all lanes: lane blocks are spaced wider than the whole time span
-    t0 = int(n.time.min())
-    span = int(n.time.max()) - t0 + 1
-    key = wl * span + (when - t0)
-    q = lanes.astype(np.int64) * span + (when_q - t0)
-    if after:
-        pos = np.minimum(np.searchsorted(key, q, side="right"), len(work) - 1)
-        ok = (key[pos] > q) & (wl[pos] == lanes)
-    else:
-        pos = np.maximum(np.searchsorted(key, q, side="left") - 1, 0)
-        ok = (key[pos] < q) & (wl[pos] == lanes)
-    return np.where(ok, work[pos], -1)
-
-
-def _last_launched_before(ctx: RuleContext, lanes: I64, before: I64) -> I64:
-    return _launched_near(ctx, lanes, before, after=False)
-
-
-def _gpu_lanes_of_device(ctx: RuleContext) -> dict[int, I64]:
-    lanes = ctx.table.lanes
-    gpu = lanes[lanes.is_gpu]
-    return {int(d): g.lane.to_numpy(dtype=np.int64) for d, g in gpu.groupby("device")}
-
-
-def _sync_records(ctx: RuleContext) -> tuple[I64, I64]:
-    """cuda_sync records and the analysed runtime call each belongs to (by correlation)."""
-    t = ctx.table
-    rec = np.flatnonzero(t.col("kind") == Kind.SYNC)
-    lau = t.col("launcher")[rec]
-    call = np.where(lau >= 0, ctx.nodes.index_of_uid[np.maximum(lau, 0)], -1)
-    keep = call >= 0
-    return rec[keep], call[keep]
-
-
-def _lane_of(ctx: RuleContext, device: I64, stream: I64) -> I64:
-    lanes = ctx.table.lanes
-    gpu = lanes[lanes.is_gpu]
-    lut = {(int(d), int(s)): int(ln) for d, s, ln in zip(gpu.device, gpu.stream, gpu.lane)}
-    return np.array([lut.get((int(d), int(s)), -1) for d, s in zip(device, stream)], dtype=np.int64)
+    own = ctx.name_mask(syncs.FREES)[w.call] & (n.end[w.work] >= n.ts[w.call])
+    owner = np.where(own, w.call, -1)
+    return EdgeBatch.of(n.finish(w.work), n.finish(w.call), EdgeType.SYNC, owner=owner)
 
 
 @rule("sync_recorded", "structural")
@@ -130,95 +74,42 @@ def sync_recorded(ctx: RuleContext) -> EdgeBatch:
     ``wait_on_cuda_event_record_corr_id``). Stream Sync waits for the last work queued on
     its stream before the call; Context Sync for the last work on every stream of the
     device; Event Sync for the last work queued on the recorded stream before the
-    matching ``cudaEventRecord``. The call cannot return before that work ends.
+    matching ``cudaEventRecord``. The call cannot return before that work ends, whether
+    or not it was still running when the call began.
     """
-    t, n = ctx.table, ctx.nodes
-    rec, call = _sync_records(ctx)
-    if len(rec) == 0:
-        return _empty()
-    kinds = t.decoded("sync_kind", rec)
-    dev, strm = t.col("device")[rec], t.col("stream")[rec]
-    q_lane, q_time, q_call = [], [], []
-    ctx_sync = np.array([k == "Context Sync" for k in kinds])
-    lanes_of_device = _gpu_lanes_of_device(ctx) if ctx_sync.any() else {}
-    for d, c in zip(dev[ctx_sync], call[ctx_sync]):
-        for ln in lanes_of_device.get(int(d), np.zeros(0, dtype=np.int64)):
-            q_lane.append(ln)
-            q_time.append(n.ts[c])
-            q_call.append(c)
-    st = np.flatnonzero(np.array([k == "Stream Sync" for k in kinds]))
-    q_lane += list(_lane_of(ctx, dev[st], strm[st]))
-    q_time += list(n.ts[call[st]])
-    q_call += list(call[st])
-    ev = np.flatnonzero(np.array([k == "Event Sync" for k in kinds]))
-    rec_call = _event_record_calls(ctx, t.col("wait_on_event_corr")[rec[ev]])
-    ok = rec_call >= 0
-    q_lane += list(_lane_of(ctx, dev[ev][ok], t.col("wait_on_stream")[rec[ev]][ok]))
-    q_time += list(n.ts[rec_call[ok]])
-    q_call += list(call[ev][ok])
-    lanes_a = np.asarray(q_lane, dtype=np.int64)
-    work = _last_launched_before(ctx, lanes_a, np.asarray(q_time, dtype=np.int64))
-    calls = np.asarray(q_call, dtype=np.int64)
-    keep = (lanes_a >= 0) & (work >= 0)
-    return EdgeBatch.of(n.finish(work[keep]), n.finish(calls[keep]), EdgeType.SYNC)
-
-
-def _event_record_calls(ctx: RuleContext, corr: I64) -> I64:
-    """Analysed runtime calls (cudaEventRecord) with the given correlation ids."""
-    n = ctx.nodes
-    c = ctx.table.col("correlation")[n.uid]
-    runtime = np.flatnonzero((n.kind == Kind.RUNTIME) & (c != NA))
-    order = runtime[np.argsort(c[runtime], kind="stable")]
-    keys = c[order]
-    pos = np.clip(np.searchsorted(keys, corr), 0, max(len(keys) - 1, 0))
-    if len(keys) == 0:
-        return np.full(len(corr), -1, dtype=np.int64)
-    return np.where(keys[pos] == corr, order[pos], -1)
+    return _sync_edges(ctx, syncs.recorded(ctx))
 
 
 @rule("sync_inferred", "structural")
 def sync_inferred(ctx: RuleContext) -> EdgeBatch:
     """device work end -> end of a blocking runtime call, for calls no cuda_sync record covers.
 
-    Reads runtime call names (cudaDeviceSynchronize, cudaStreamSynchronize,
-    cudaEventSynchronize and HIP equivalents) and ``ts``/``dur``, plus the launch pairing.
-    Such a call returns once previously queued work is done. The stream or event it waited
-    on is not in older traces, so every stream's last item queued before the call that
-    finished inside it is a predecessor; only the one that finished last binds.
+    Reads runtime/driver call names (device, stream and event synchronisation,
+    ``cudaFree``/``cudaFreeHost`` and HIP equivalents), ``args.stream`` where present,
+    ``ts``/``dur`` and the launch pairing. Such a call returns once the work queued before
+    it on the streams it waits for is done, blocked or not: a stream sync waits for its
+    ``stream`` argument, else the thread's current stream (its latest launch's stream); an
+    event sync for the stream and position of the thread's latest ``cudaEventRecord``; a
+    device sync or free for every stream (rules in :mod:`ctda.analysis.rules.syncs`). Each
+    stream's last item queued before the call that ended while it blocked is linked too.
     """
-    n = ctx.nodes
-    covered = set(_sync_records(ctx)[1].tolist())
-    calls = np.flatnonzero(ctx.name_mask(BLOCKING_CALLS) & (n.kind == Kind.RUNTIME))
-    calls = np.array([c for c in calls if c not in covered], dtype=np.int64)
-    gpu_lanes = ctx.table.lanes.lane[ctx.table.lanes.is_gpu].to_numpy(dtype=np.int64)
-    if len(calls) == 0 or len(gpu_lanes) == 0:
-        return _empty()
-    q_lane = np.tile(gpu_lanes, len(calls))
-    q_call = np.repeat(calls, len(gpu_lanes))
-    work = _last_launched_before(ctx, q_lane, n.ts[q_call])
-    ok = work >= 0
-    work, q_call = work[ok], q_call[ok]
-    inside = (n.end[work] > n.ts[q_call]) & (n.end[work] <= n.end[q_call])
-    return EdgeBatch.of(n.finish(work[inside]), n.finish(q_call[inside]), EdgeType.SYNC)
+    return _sync_edges(ctx, syncs.inferred(ctx))
 
 
 @rule("blocking_copy", "structural")
 def blocking_copy(ctx: RuleContext) -> EdgeBatch:
     """copy/set end -> end of the synchronous call that issued it.
 
-    Reads ``args.correlation`` (the launch pairing), ``name`` (cudaMemcpy, cudaMemset,
-    hipMemcpy, ...) and ``ts``/``dur``: also any launching call whose own copy finished
-    inside it counts (pageable-memory cudaMemcpyAsync is synchronous in practice). The call
-    cannot return before its copy is done.
+    Reads ``args.correlation`` (the launch pairing), ``name`` of the call (cudaMemcpy,
+    cudaMemset, hipMemcpyWithStream, ...) and of the copy ("Memcpy DtoH (Device ->
+    Pageable)") and ``ts``/``dur``. A synchronous call, or an async-named one copying into
+    pageable host memory, cannot return before its copy is done, whether or not the copy
+    was still queued when it began; any launching call whose own copy finished inside it
+    counts too (observed blocking). An operator that needs a device value on the host
+    (``aten::item``, ``aten::_local_scalar_dense``, ``aten::nonzero``) waits for the copy it
+    launched where no blocking call inside it was recorded.
     """
-    n = ctx.nodes
-    li = _launcher_index(ctx)
-    work = np.flatnonzero(n.is_gpu & (li >= 0) & (n.kind != Kind.KERNEL))
-    call = li[work]
-    sync_name = ctx.name_mask(SYNC_COPY_CALLS)[call]
-    inside = (n.end[work] > n.ts[call]) & (n.end[work] <= n.end[call])
-    keep = sync_name & (n.end[work] <= n.end[call]) | inside
-    return EdgeBatch.of(n.finish(work[keep]), n.finish(call[keep]), EdgeType.SYNC)
+    return _sync_edges(ctx, syncs.Waits.concat([syncs.copies(ctx), syncs.ops(ctx)]))
 
 
 @rule("stream_wait_event", "structural")
@@ -232,26 +123,22 @@ def stream_wait_event(ctx: RuleContext) -> EdgeBatch:
     these records do not say which streams an event joined: see :func:`stream_wait_inferred`.
     """
     t, n = ctx.table, ctx.nodes
-    rec, call = _sync_records(ctx)
+    rec, call = q.sync_records(ctx)
     kinds = t.decoded("sync_kind", rec)
     sw = np.flatnonzero(np.array([k == "Stream Wait Event" for k in kinds], dtype=bool))
     if len(sw) == 0:
         return EdgeBatch.of([], [], EdgeType.STREAM_WAIT)
     r = rec[sw]
-    rec_call = _event_record_calls(ctx, t.col("wait_on_event_corr")[r])
+    rec_call = q.calls_by_correlation(ctx, t.col("wait_on_event_corr")[r])
     ok = rec_call >= 0
     dev = t.col("device")[r][ok]
-    src_lane = _lane_of(ctx, dev, t.col("wait_on_stream")[r][ok])
-    dst_lane = _lane_of(ctx, dev, t.col("stream")[r][ok])
-    before = _last_launched_before(ctx, src_lane, n.ts[rec_call[ok]])
+    src_lane = q.lane_of(ctx, dev, t.col("wait_on_stream")[r][ok])
+    dst_lane = q.lane_of(ctx, dev, t.col("stream")[r][ok])
+    before = q.last_launched_before(ctx, src_lane, n.ts[rec_call[ok]])
     wait_call = call[sw][ok]
-    after = _first_launched_after(ctx, dst_lane, n.ts[wait_call])
+    after = q.first_launched_after(ctx, dst_lane, n.ts[wait_call])
     keep = (src_lane >= 0) & (dst_lane >= 0) & (before >= 0) & (after >= 0)
     return EdgeBatch.of(n.finish(before[keep]), n.start(after[keep]), EdgeType.STREAM_WAIT)
-
-
-def _first_launched_after(ctx: RuleContext, lanes: I64, after: I64) -> I64:
-    return _launched_near(ctx, lanes, after, after=True)
 
 
 @rule("stream_wait_inferred", "structural")
@@ -295,10 +182,10 @@ def _wait_call_edges(ctx: RuleContext) -> tuple[I64, I64]:
     """
     n = ctx.nodes
     none = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
-    if len(_sync_records(ctx)[0]):  # recorded waits are handled by stream_wait_event
+    if len(q.sync_records(ctx)[0]):  # recorded waits are handled by stream_wait_event
         return none
     calls = np.flatnonzero(ctx.name_mask(WAIT_CALLS) & (n.kind == Kind.RUNTIME))
-    li = _launcher_index(ctx)
+    li = q.launcher_index(ctx)
     work = np.flatnonzero(n.is_gpu & (li >= 0))
     if len(calls) == 0 or len(work) == 0:
         return none
@@ -313,7 +200,7 @@ def _wait_call_edges(ctx: RuleContext) -> tuple[I64, I64]:
     nxt_c = np.minimum(nxt, len(work) - 1)
     has = (nxt < len(work)) & (thread[by_launch][nxt_c] == n.lane[calls])
     calls, dst = calls[has], work[by_launch][nxt_c[has]]
-    dev = _device_of_lane(ctx)
+    dev = q.device_of_lane(ctx)
     gpu_lanes = np.flatnonzero(dev >= 0).astype(np.int64)
     if len(calls) == 0 or len(gpu_lanes) == 0:
         return none
@@ -351,7 +238,7 @@ def _late_start_edges(ctx: RuleContext, explained: I64) -> tuple[I64, I64]:
     work = np.flatnonzero(n.is_gpu)
     if len(work) == 0:
         return none
-    li = _launcher_index(ctx)
+    li = q.launcher_index(ctx)
     ready = np.where(li[work] >= 0, n.ts[np.maximum(li[work], 0)], np.iinfo(np.int64).min)
     order = work[np.lexsort((n.ts[work], n.lane[work]))]
     prev_end = np.full(n.n, np.iinfo(np.int64).min, dtype=np.int64)
@@ -361,13 +248,13 @@ def _late_start_edges(ctx: RuleContext, explained: I64) -> tuple[I64, I64]:
     late = work[((n.ts[work] - ready) >= opt.stream_wait_min_gap_ns) & ~np.isin(work, explained)]
     if len(late) == 0:
         return none
-    dev = _device_of_lane(ctx)
+    dev = q.device_of_lane(ctx)
     t0 = int(n.time.min())
     span = int(n.time.max()) - t0 + 1
     by_end = work[np.lexsort((n.end[work], dev[n.lane[work]]))]
     key = dev[n.lane[by_end]] * span + (n.end[by_end] - t0)
-    q = dev[n.lane[late]] * span + (n.ts[late] - t0)
-    pos = np.searchsorted(key, q, side="right") - 1
+    at = dev[n.lane[late]] * span + (n.ts[late] - t0)
+    pos = np.searchsorted(key, at, side="right") - 1
     found = np.full(len(late), -1, dtype=np.int64)
     for _ in range(opt.stream_wait_lookback):
         ok = (pos >= 0) & (found < 0)
@@ -380,9 +267,3 @@ def _late_start_edges(ctx: RuleContext, explained: I64) -> tuple[I64, I64]:
     late_ready = ready[np.searchsorted(work, late)]
     keep = (found >= 0) & (lag <= opt.stream_wait_max_lag_ns) & (src_ready > late_ready)
     return found[keep], late[keep]
-
-
-def _device_of_lane(ctx: RuleContext) -> I64:
-    lanes = ctx.table.lanes.sort_values("lane")
-    dev = lanes.device.to_numpy(dtype=np.int64)
-    return np.where(lanes.is_gpu.to_numpy(dtype=bool), dev, -1)
