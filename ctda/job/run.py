@@ -22,6 +22,7 @@ from ctda.job.hostload import HostLoad, host_contention, host_waits
 from ctda.job.load import JobLayout, RankId, identify, job_files, rank_of
 from ctda.job.match import ClockOffsets, Matching, clock_offsets, match
 from ctda.job.skeleton import Skeleton, issue_rule, skeleton
+from ctda.job.steps import collective_ends
 from ctda.job.stitch import skeleton_steps, stitched_paths
 
 
@@ -112,12 +113,12 @@ def assemble_job(name: str, layout: JobLayout, parts: dict[int, RankPart]) -> Jo
     skels = {r: parts[r].skeleton for r in sorted(parts)}
     matching = match(list(skels.values()))
     offsets = clock_offsets(list(skels.values()), matching)
-    steps = skeleton_steps(skels, offsets)
+    labels = {r: list(s.windows.label) for r, s in skels.items()}
+    late = jpath.lateness(offsets, matching, labels)
+    steps = skeleton_steps(skels, offsets, collective_ends(matching, offsets, late))
     paths = stitched_paths(skels, matching, offsets, steps)
     base = dict(zip(skels, np.cumsum([0] + [s.n_events for s in skels.values()])[:-1].tolist()))
     waits = jpath.collective_waits(matching, offsets, base, paths)
-    labels = {r: list(s.windows.label) for r, s in skels.items()}
-    late = jpath.lateness(offsets, matching, labels)
     host = _host_load(skels, labels, offsets, matching, late, list(steps.label))
     if host is not None:
         paths = host_waits(paths, host.slowed, base)

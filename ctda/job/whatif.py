@@ -1,7 +1,9 @@
 """Stage: job what-ifs: re-time the job graph under changed durations, per job step.
 
 Contract: ``job_scenario(job, specs, median_straggler)`` -> :class:`JobScenario` with the
-predicted job step (the slowest rank's window in the re-timed job graph) next to the base.
+predicted job step next to the base, both by the job's step definition (``ctda.job.steps``:
+from the end of one step's last collective to the end of the next's, on the re-timed job
+graph), so observed and predicted compare step for step.
 
 Selections are the single-rank shorthands (``name~REGEX=F``, ``cat=C=F``, ``class=C=F``,
 ``thread=TID=F``), applied on every rank, or on one rank with a ``rank=R:`` prefix;
@@ -25,7 +27,9 @@ import pandas as pd
 
 from ctda.analysis.classify import CLASS_CODE
 from ctda.analysis.propagate import Timing, replay
+from ctda.job import path as jpath
 from ctda.job.run import Job
+from ctda.job.steps import collective_ends
 from ctda.whatif.scenario import factors_for, scaled_weights
 from ctda.whatif.select import SelectionError, parse_scale
 
@@ -40,7 +44,7 @@ class JobScenario:
     name: str
     factors: F64  # per job event
     timing: Timing
-    steps: pd.DataFrame  # label, base_ns, predicted_ns, delta_ns, slowest rank before/after
+    steps: pd.DataFrame  # label, base_ns, predicted_ns, delta_ns, the rank that ended it before/after
 
     @property
     def mean_predicted_ns(self) -> float:
@@ -177,19 +181,17 @@ def job_scenario(job: Job, specs: list[str] | None = None, median_straggler: boo
 
 
 def predicted_steps(job: Job, timing: Timing) -> pd.DataFrame:
-    """Per job step: base and predicted job step (slowest rank's window in each timing)."""
+    """Per job step: base and predicted job step, both by the job's step definition
+    (``ctda.job.steps``: collective end to collective end) at each timing, and the rank
+    whose completion ended the step before and after."""
     jg = job.full()
+    ends = collective_ends(job.matching, job.offsets, job.late)
+    after = jpath.job_steps(jg, ends, timing).set_index("label")
     rows = []
     s: Any
     for s in job.steps.itertuples():
-        durs = {
-            r: int(timing.time[w.end_node] - timing.time[w.start_node])
-            for r in jg.ranks
-            for w in jg.windows[r]
-            if w.label == s.label
-        }
-        slow = max(durs, key=lambda r: (durs[r], -r))
-        rows.append((s.label, int(s.job_step_ns), durs[slow], int(s.slowest_rank), slow))
-    out = pd.DataFrame(rows, columns=["label", "base_ns", "predicted_ns", "slowest_before", "slowest_after"])
+        p = after.loc[s.label]
+        rows.append((s.label, int(s.job_step_ns), int(p.job_step_ns), int(s.end_rank), int(p.end_rank)))
+    out = pd.DataFrame(rows, columns=["label", "base_ns", "predicted_ns", "ended_by_before", "ended_by_after"])
     out["delta_ns"] = out.predicted_ns - out.base_ns
     return out

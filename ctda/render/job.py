@@ -49,8 +49,8 @@ WHATIF_COLS = [
     Col("base_ns", "base ms", "ms"),
     Col("predicted_ns", "predicted ms", "ms"),
     Col("delta_ns", "change ms", "ms"),
-    Col("slowest_before", "slowest before"),
-    Col("slowest_after", "slowest after"),
+    Col("ended_by_before", "ended by before"),
+    Col("ended_by_after", "ended by after"),
 ]
 
 
@@ -136,7 +136,7 @@ def job_doc(rep: JobReport) -> Document:
 def job_whatif_doc(name: str, scenario: str, steps: pd.DataFrame) -> Document:
     """Base vs predicted job step per step (``steps`` from ``ctda.job.whatif.predicted_steps``)."""
     base, pred = float(steps.base_ns.mean()), float(steps.predicted_ns.mean())
-    shown = _ranked(steps, "slowest_before", "slowest_after")
+    shown = _ranked(steps, "ended_by_before", "ended_by_after")
     data = {
         "job": name,
         "scenario": scenario,
