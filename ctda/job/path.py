@@ -12,7 +12,7 @@ and the path's top items on it in that step.
 
 from __future__ import annotations
 
-from typing import cast
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -36,7 +36,9 @@ def job_steps(jg: JobGraph, ends: pd.DataFrame, timing: Timing | None = None) ->
     their ``t_done`` is re-read from the timing)."""
     timing = timing or jg.timing
     if len(ends):
-        node = 2 * (ends.event.to_numpy(dtype=np.int64) + ends["rank"].map(jg.base).to_numpy(dtype=np.int64)) + 1
+        node = (
+            2 * (ends.event.to_numpy(dtype=np.int64) + ends["rank"].map(jg.base).to_numpy(dtype=np.int64)) + 1
+        )
         ends = ends.assign(t_done=timing.time[node])
     rows = []
     for r in jg.ranks:
@@ -72,6 +74,7 @@ def job_node(jg: JobGraph, rank: int, node: int) -> int:
 def job_paths(jg: JobGraph, steps: pd.DataFrame) -> pd.DataFrame:
     """The critical path of each job step through the job graph, with ranks."""
     wins = []
+    s: Any
     for s in steps.itertuples():
         start = job_node(jg, int(s.start_rank), int(s.start_node))
         end = job_node(jg, int(s.end_rank), int(s.end_node))

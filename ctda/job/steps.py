@@ -85,7 +85,11 @@ def define_steps(windows: pd.DataFrame, ends: pd.DataFrame, ranks: list[int]) ->
     prev: tuple[int, int, int, str] | None = None  # (t, rank, node, how) of the last step's end
     for label in order:
         ls = last_start.loc[label]
-        start = prev if prev is not None else (int(ls.t_start), int(ls["rank"]), int(ls.start_node), BY_FIRST_START)
+        start = (
+            prev
+            if prev is not None
+            else (int(ls.t_start), int(ls["rank"]), int(ls.start_node), BY_FIRST_START)
+        )
         if label in last_done.index:
             d = last_done.loc[label]
             end = (int(d.t_done), int(d["rank"]), 2 * int(d.event) + 1, BY_COLLECTIVE)

@@ -1,16 +1,16 @@
 """Stage (cross-rank, skeletons only): each job step's critical path, walked rank to rank.
 
-Contract: ``skeleton_steps(skeletons, offsets, ends)`` -> the job steps (``ctda.job.steps``;
-as ``job_steps`` gives them from the job graph); ``stitched_paths(skeletons, matching, offsets, steps)`` -> the job path
-of every step, the same rows the job graph's backtracking gives, computed from the ranks'
-collectives and binding chains (``ctda.job.segments``) alone.
+Contract: ``skeleton_steps(skeletons, offsets, ends)`` -> the job steps (``ctda.job.steps``,
+as ``job_steps`` gives them from the job graph); ``stitched_paths(skeletons, matching,
+offsets, steps)`` -> the job path of every step, the same rows the job graph's backtracking
+gives, computed from the ranks' collectives and binding chains (``ctda.job.segments``) alone.
 
 The walk: from the job step's end (the completion that ended its last collective), follow
-that rank's chain. A chain ends at a
-collective's completion: the job graph's binding edge there is the latest of the rank's
-own (local) predecessor and the other participants' arrivals, so the walk either stays on
-the rank or jumps to the rank that arrived last (a ``CROSS_RANK`` row: the transfer). It
-ends where an edge starts at or before the job step's start; rows are clipped to the step.
+that rank's chain. A chain ends at a collective's completion: the job graph's binding edge
+there is the latest of the rank's own (local) predecessor and the other participants'
+arrivals, so the walk either stays on the rank or jumps to the rank that arrived last (a
+``CROSS_RANK`` row: the transfer). It ends where an edge starts at or before the job step's
+start; rows are clipped to the step.
 """
 
 from __future__ import annotations
