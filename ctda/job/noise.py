@@ -117,7 +117,9 @@ def significance(strag: pd.DataFrame, noise: Noise) -> pd.DataFrame:
         named.append(c if w else -1)
         band.append(round(b))
         why.append(w)
-        text = f"balanced: no straggler (spread {_ms(b)} ms)"
+        text = "no straggler: no rank arrived late"
+        if c >= 0:
+            text = f"balanced: no straggler (spread {_ms(b)} ms)"
         if w:
             text = f"r{c} {_ms(late_ns)} ms late (noise ±{_ms(b)} ms"
             if w == "late throughout the job":
