@@ -121,7 +121,7 @@ if CORPUS is not None:  # a real job: the shared corpus's multi-rank traces (non
         Case(
             "whatif-job",
             ("whatif-job", str(JOB), "--straggler-median", "--executor", "serial"),
-            ("step", "base ms", "predicted ms", "change ms", "slowest before", "slowest after"),
+            ("step", "base ms", "predicted ms", "change ms", "ended by before", "ended by after"),
             ("label", "base_ns", "predicted_ns", "delta_ns"),
             "steps",
         ),

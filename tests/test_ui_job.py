@@ -126,7 +126,9 @@ def test_job_timeline_one_band_per_rank_and_connectors_on_rank_changes(
         centers = {r.center: r.rank for r in tl.rows if r.is_path}
         assert all(centers[a] != centers[b] for a, b in zip(lines.y0, lines.y1))
         changes += n
-    assert changes > 0  # both jobs' paths leave one rank for another somewhere
+    # the compute job's path leaves one rank for another; the sleep job's stays on rank 1,
+    # which arrived last at every collective (docs/jobs.md#the-job-step)
+    assert changes > 0 if name == COMPUTE else changes == 0
 
 
 @SKIP_CORPUS

@@ -167,6 +167,9 @@ class ClockOffsets:
 
     offset: dict[int, int]
     how: dict[int, str]  # "reference", "same host", "consistent", "estimated", "inconsistent", ...
+    #: per rank: how far the offset may be off (ns): the farthest end of its bounds from the
+    #: offset taken (the half-width where they cross); 0 on the reference rank's host
+    uncertainty: dict[int, int] = field(default_factory=dict)
 
 
 def clock_offsets(skeletons: list[Skeleton], m: Matching) -> ClockOffsets:
@@ -183,6 +186,7 @@ def clock_offsets(skeletons: list[Skeleton], m: Matching) -> ClockOffsets:
     ref = min(ranks)
     offset = {ref: 0}
     how = {ref: "reference"}
+    unc = {r: 0 for r in ranks}
     ref_group = {r for r in ranks if host[r] is not None and host[r] == host[ref]}
     ref_group.add(ref)
     for r in ranks:
@@ -195,15 +199,17 @@ def clock_offsets(skeletons: list[Skeleton], m: Matching) -> ClockOffsets:
     p = m.parts
     for members in others.values():
         lo, hi = _bounds(p, members, sorted(ref_group))
+        u = 0
         if lo is None or hi is None:
             o, note = 0, "no shared collective"
         elif lo <= 0 <= hi:
-            o, note = 0, "consistent"
+            o, note, u = 0, "consistent", max(hi, -lo)
         else:
             o, note = (lo + hi) // 2, "estimated" if lo <= hi else "inconsistent"
+            u = abs(hi - lo) // 2
         for r in members:
-            offset[r], how[r] = int(o), note
-    return ClockOffsets(offset, how)
+            offset[r], how[r], unc[r] = int(o), note, int(u)
+    return ClockOffsets(offset, how, unc)
 
 
 def _bounds(p: pd.DataFrame, members: list[int], refs: list[int]) -> tuple[int | None, int | None]:

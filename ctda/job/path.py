@@ -1,8 +1,8 @@
 """Stage: per job step, the job's critical path, its collectives split into wait and
 transfer, and the stragglers.
 
-Contract: ``job_steps(jg)`` -> one row per step the ranks share (the slowest rank's window
-is the job's step); ``job_paths(jg, steps)`` -> the path of each job step through every
+Contract: ``job_steps(jg, ends)`` -> one row per step the ranks share (bounded by its
+collectives: ``ctda.job.steps``); ``job_paths(jg, steps)`` -> the path of each job step through every
 rank, each row charged to an event of one rank (``ns`` sums to the job step);
 ``collective_waits(matching, offsets, base, paths)`` -> each collective completion on the path split
 into waiting for the last rank to arrive and the transfer after it; ``lateness`` and
@@ -12,49 +12,73 @@ and the path's top items on it in that step.
 
 from __future__ import annotations
 
-from typing import cast
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
 
 from ctda.analysis import attribution
 from ctda.analysis.classify import CLASSES
+from ctda.analysis.propagate import Timing
 from ctda.analysis.windows import Window
 from ctda.job.graph import JobGraph
 from ctda.job.hostload import NOISE, bare
 from ctda.job.match import ClockOffsets, Matching
+from ctda.job.steps import define_steps
 
 #: items of the path on the straggler listed per step
 TOP_ITEMS = 3
 
 
-def job_steps(jg: JobGraph) -> pd.DataFrame:
-    """Steps present on every rank, with each rank's window and the slowest rank."""
+def job_steps(jg: JobGraph, ends: pd.DataFrame, timing: Timing | None = None) -> pd.DataFrame:
+    """The job steps (``ctda.job.steps``) at the job graph's replayed times (or ``timing``'s,
+    a re-timed job): the ranks' windows and ``ends`` (:func:`ctda.job.steps.collective_ends`;
+    their ``t_done`` is re-read from the timing)."""
+    timing = timing or jg.timing
+    if len(ends):
+        node = (
+            2 * (ends.event.to_numpy(dtype=np.int64) + ends["rank"].map(jg.base).to_numpy(dtype=np.int64)) + 1
+        )
+        ends = ends.assign(t_done=timing.time[node])
     rows = []
     for r in jg.ranks:
         for k, w in enumerate(jg.windows[r]):
-            t0, t1 = int(jg.timing.time[w.start_node]), int(jg.timing.time[w.end_node])
-            rows.append((w.label, w.step if w.step is not None else -1, r, k, t0, t1, t1 - t0))
-    per = pd.DataFrame(rows, columns=["label", "step", "rank", "win", "t_start", "t_end", "dur_ns"])
-    shared = per.groupby("label")["rank"].nunique() == len(jg.ranks)
-    per = per[per.label.map(shared)]
-    slow = per.sort_values(["dur_ns", "rank"], ascending=[False, True]).groupby("label", sort=False).head(1)
-    out = slow.rename(columns={"rank": "slowest_rank", "dur_ns": "job_step_ns"})
-    out = out.sort_values("t_start").reset_index(drop=True)
-    spread = per.groupby("label").dur_ns.agg(["min", "median"])
-    out["fastest_ns"] = out.label.map(spread["min"])
-    out["median_ns"] = out.label.map(spread["median"])
-    return out[
-        ["label", "step", "slowest_rank", "win", "t_start", "t_end", "job_step_ns", "fastest_ns", "median_ns"]
-    ]
+            t0, t1 = int(timing.time[w.start_node]), int(timing.time[w.end_node])
+            start, end = _local_node(jg, r, w.start_node), _local_node(jg, r, w.end_node)
+            rows.append((w.label, w.step if w.step is not None else -1, r, k, t0, t1, start, end))
+    cols = ["label", "step", "rank", "win", "t_start", "t_end", "start_node", "end_node"]
+    return define_steps(pd.DataFrame(rows, columns=cols), ends, jg.ranks)
+
+
+def _rank_size(jg: JobGraph, rank: int) -> int:
+    """Events of ``rank`` in the job graph."""
+    later = [b for r, b in jg.base.items() if b > jg.base[rank]]
+    return (min(later) if later else jg.nodes.n) - jg.base[rank]
+
+
+def _local_node(jg: JobGraph, rank: int, node: int) -> int:
+    """A job graph node as the rank's own node id (the job's SOURCE/SINK: the rank's)."""
+    if node >= 2 * jg.nodes.n:
+        return 2 * _rank_size(jg, rank) + (node - 2 * jg.nodes.n)
+    return node - 2 * jg.base[rank]
+
+
+def job_node(jg: JobGraph, rank: int, node: int) -> int:
+    """A rank's own node id as the job graph's (the rank's SOURCE/SINK: the job's)."""
+    n = _rank_size(jg, rank)
+    if node >= 2 * n:
+        return 2 * jg.nodes.n + (node - 2 * n)
+    return node + 2 * jg.base[rank]
 
 
 def job_paths(jg: JobGraph, steps: pd.DataFrame) -> pd.DataFrame:
-    """The critical path of each job step (window = the slowest rank's step), with ranks."""
+    """The critical path of each job step through the job graph, with ranks."""
     wins = []
-    for label, step, rank, k in zip(steps.label, steps.step, steps.slowest_rank, steps.win):
-        w = jg.windows[int(rank)][int(k)]
-        wins.append(Window(str(label), int(step), w.start_node, w.end_node, -1))
+    s: Any
+    for s in steps.itertuples():
+        start = job_node(jg, int(s.start_rank), int(s.start_node))
+        end = job_node(jg, int(s.end_rank), int(s.end_node))
+        wins.append(Window(str(s.label), int(s.step), start, end, -1))
     if not wins:
         return pd.DataFrame(
             columns=["window", "edge", "t0", "t1", "etype", "rule", "event", "cls", "ns", "rank"]

@@ -1,7 +1,9 @@
 """Stage: a job's report tables, computed once for every renderer (terminal, JSON).
 
-Contract: ``job_report(job, top)`` -> :class:`JobReport`: the per-step table (job step,
-slowest rank, straggler, lateness, where the path ran, the top item on the straggler), the
+Contract: ``job_report(job, top)`` -> :class:`JobReport`: the per-step table (job step by its
+collectives and the rank that ended it, the slowest rank's own step, the straggler when it is
+beyond the job's noise, the candidate and its lateness with the noise band and a verdict,
+where the path ran, the top item on the candidate), the
 job path's top items across ranks, the collectives' wait/transfer split, clock offsets and
 the matching summary; and the two tables behind the job's pictures: each rank's lateness per
 step (the heatmap) and the job path itself, stretch by stretch across the ranks (the
@@ -18,9 +20,16 @@ import pandas as pd
 
 from ctda.analysis.classify import CLASSES
 from ctda.analysis.report import json_rows
+from ctda.job.noise import K
 from ctda.job.run import Job
+from ctda.job.steps import describe
 
 LATENESS_COLUMNS = ["step", "rank", "late_ns"]
+#: step columns on the job's definition and the straggler's significance: ``candidate`` (the
+#: rank its lateness names), ``noise_ns`` (the band it must exceed), ``verdict``, ``ended_by``
+#: (the rank whose completion ended the job step), ``rank_step_ns`` (the slowest rank's own
+#: window) and ``bounds`` (how the step's start and end were found)
+STEP_EXTRA = ["candidate", "noise_ns", "verdict", "ended_by", "rank_step_ns", "bounds"]
 PATH_COLUMNS = ["step", "pos", "rank", "event", "name", "class", "t0", "t1", "ns"]
 
 
@@ -78,7 +87,8 @@ def job_report(job: Job, top: int = 10) -> JobReport:
         )
         st = strag.loc[label]
         items = st.top_items
-        slowed = _slowed_text(job, label, int(st.straggler))
+        cand = int(st.get("candidate", st.straggler))
+        slowed = _slowed_text(job, label, cand)
         rows.append(
             {
                 "step": label,
@@ -91,9 +101,16 @@ def job_report(job: Job, top: int = 10) -> JobReport:
                 "straggler_top": _item_text(items[0]) if items else "",
                 "last_to_arrive": int(st["last"]),
                 "host_contention": slowed,
-                "straggler_own": _own_text(job, label, int(st.straggler)),
+                "straggler_own": _own_text(job, label, cand),
                 "late_by_rank": st.late_by_rank,
                 "charged_by_rank": st.charged_by_rank,
+                # the job step's definition and the straggler's significance (STEP_EXTRA)
+                "candidate": cand,
+                "noise_ns": int(st.get("noise_ns", 0)),
+                "verdict": str(st.get("verdict", "")),
+                "ended_by": int(s.end_rank),
+                "rank_step_ns": int(s.rank_step_ns),
+                "bounds": f"{s.start_by} -> {s.end_by}",
             }
         )
     path = _path_rows(job)
@@ -123,6 +140,10 @@ def job_report(job: Job, top: int = 10) -> JobReport:
         "cp_vs_job_step_max_error_ns": err,
         "cross_rank_edges": int((per_cid * (per_cid - 1)).sum()),
         "job_graph": job.graph is not None,
+        "step_definition": describe(job.steps),
+        "noise": _noise(job),
+        # per step, the columns a store keeps here rather than in its step rows
+        "step_extra": [{c: r[c] for c in STEP_EXTRA} for r in rows],
     }
     return JobReport(
         name=job.name,
@@ -139,6 +160,14 @@ def job_report(job: Job, top: int = 10) -> JobReport:
         lateness=_lateness(job),
         path=path,
     )
+
+
+def _noise(job: Job) -> dict[str, Any]:
+    """The job's noise as the report keeps it (``ctda.job.noise``)."""
+    n = job.noise
+    if n is None:
+        return {}
+    return {"sigma_ns": round(n.sigma_ns), "k": K, "steps": n.n_steps, "from": n.how}
 
 
 def _item_text(item: tuple[Any, ...]) -> str:

@@ -23,7 +23,9 @@ from ctda.job.graph import JobGraph, build_job_graph
 from ctda.job.hostload import HostLoad, host_contention, host_waits
 from ctda.job.load import JobLayout, RankId, identify, job_files, rank_of
 from ctda.job.match import ClockOffsets, Matching, clock_offsets, match
+from ctda.job.noise import Noise, job_noise, significance
 from ctda.job.skeleton import Skeleton, issue_rule, skeleton
+from ctda.job.steps import collective_ends
 from ctda.job.stitch import skeleton_steps, stitched_paths
 
 
@@ -78,6 +80,8 @@ class Job:
     notes: list[str] = field(default_factory=list)
     #: ranks of one host slowing each other down (None: skeletons without work tables)
     host: HostLoad | None = None
+    #: the job's own noise, against which a straggler is named (``ctda.job.noise``)
+    noise: Noise | None = None
 
     @property
     def ranks(self) -> list[int]:
@@ -119,16 +123,18 @@ def assemble_job(name: str, layout: JobLayout, parts: dict[int, RankPart]) -> Jo
     skels = {r: parts[r].skeleton for r in sorted(parts)}
     matching = match(list(skels.values()))
     offsets = clock_offsets(list(skels.values()), matching)
-    steps = skeleton_steps(skels, offsets)
+    labels = {r: list(s.windows.label) for r, s in skels.items()}
+    late = jpath.lateness(offsets, matching, labels)
+    steps = skeleton_steps(skels, offsets, collective_ends(matching, offsets, late))
     paths = stitched_paths(skels, matching, offsets, steps)
     base = dict(zip(skels, np.cumsum([0] + [s.n_events for s in skels.values()])[:-1].tolist()))
     waits = jpath.collective_waits(matching, offsets, base, paths)
-    labels = {r: list(s.windows.label) for r, s in skels.items()}
-    late = jpath.lateness(offsets, matching, labels)
     host = _host_load(skels, labels, offsets, matching, late, list(steps.label))
     if host is not None:
         paths = host_waits(paths, host.slowed, base)
     strag = jpath.stragglers(late, paths, steps, host.moved if host else None, host.extra if host else None)
+    noise = job_noise(strag, late, offsets.uncertainty)
+    strag = significance(strag, noise)
     jg = None
     if all(p.analysis is not None for p in parts.values()):
         jg = build_job_graph(
@@ -142,7 +148,9 @@ def assemble_job(name: str, layout: JobLayout, parts: dict[int, RankPart]) -> Jo
         )
     if jg is not None and jg.dropped_cross:
         notes.append(f"{jg.dropped_cross} cross-rank edge(s) contradict the clocks and were left out")
-    return Job(name, layout, parts, matching, offsets, steps, paths, waits, late, strag, jg, notes, host)
+    return Job(
+        name, layout, parts, matching, offsets, steps, paths, waits, late, strag, jg, notes, host, noise
+    )
 
 
 def _host_load(

@@ -1,15 +1,16 @@
 """Stage (cross-rank, skeletons only): each job step's critical path, walked rank to rank.
 
-Contract: ``skeleton_steps(skeletons, offsets)`` -> the job steps (as ``job_steps`` gives them
-from the job graph); ``stitched_paths(skeletons, matching, offsets, steps)`` -> the job path
-of every step, the same rows the job graph's backtracking gives, computed from the ranks'
-collectives and binding chains (``ctda.job.segments``) alone.
+Contract: ``skeleton_steps(skeletons, offsets, ends)`` -> the job steps (``ctda.job.steps``,
+as ``job_steps`` gives them from the job graph); ``stitched_paths(skeletons, matching,
+offsets, steps)`` -> the job path of every step, the same rows the job graph's backtracking
+gives, computed from the ranks' collectives and binding chains (``ctda.job.segments``) alone.
 
-The walk: from the slowest rank's step end, follow that rank's chain. A chain ends at a
-collective's completion: the job graph's binding edge there is the latest of the rank's
-own (local) predecessor and the other participants' arrivals, so the walk either stays on
-the rank or jumps to the rank that arrived last (a ``CROSS_RANK`` row: the transfer). It
-ends where an edge starts at or before the window start; rows are clipped to the window.
+The walk: from the job step's end (the completion that ended its last collective), follow
+that rank's chain. A chain ends at a collective's completion: the job graph's binding edge
+there is the latest of the rank's own (local) predecessor and the other participants'
+arrivals, so the walk either stays on the rank or jumps to the rank that arrived last (a
+``CROSS_RANK`` row: the transfer). It ends where an edge starts at or before the job step's
+start; rows are clipped to the step.
 """
 
 from __future__ import annotations
@@ -20,30 +21,30 @@ import pandas as pd
 from ctda.analysis.edges import EdgeType
 from ctda.job.match import ClockOffsets, Matching
 from ctda.job.skeleton import Skeleton
+from ctda.job.steps import define_steps
 
 COLUMNS = ["label", "t0", "t1", "etype", "event", "cls", "ns", "rank", "name"]
 
 
-def skeleton_steps(skels: dict[int, Skeleton], offsets: ClockOffsets) -> pd.DataFrame:
-    """Steps every rank has, the slowest rank's window being the job step."""
+def skeleton_steps(skels: dict[int, Skeleton], offsets: ClockOffsets, ends: pd.DataFrame) -> pd.DataFrame:
+    """The job steps (``ctda.job.steps``) from the ranks' windows and the collectives' ends."""
     rows = []
     for r, s in skels.items():
         o = offsets.offset.get(r, 0)
         w = s.windows
-        for k, (label, step, t0, t1, end) in enumerate(
-            zip(w.label.tolist(), w.step.tolist(), w.t_start.tolist(), w.t_end.tolist(), w.end_node.tolist())
+        for k, (label, step, t0, t1, start, end) in enumerate(
+            zip(
+                w.label.tolist(),
+                w.step.tolist(),
+                w.t_start.tolist(),
+                w.t_end.tolist(),
+                w.start_node.tolist(),
+                w.end_node.tolist(),
+            )
         ):
-            rows.append((label, step, r, k, t0 + o, t1 + o, end))
-    per = pd.DataFrame(rows, columns=["label", "step", "rank", "win", "t_start", "t_end", "end_node"])
-    per["dur_ns"] = per.t_end - per.t_start
-    shared = per.groupby("label")["rank"].nunique() == len(skels)
-    per = per[per.label.map(shared)]
-    slow = per.sort_values(["dur_ns", "rank"], ascending=[False, True]).groupby("label", sort=False).head(1)
-    slow = slow.rename(columns={"rank": "slowest_rank", "dur_ns": "job_step_ns"})
-    spread = per.groupby("label").dur_ns.agg(["min", "median"])
-    slow["fastest_ns"] = slow.label.map(spread["min"])
-    slow["median_ns"] = slow.label.map(spread["median"])
-    return slow.sort_values("t_start").reset_index(drop=True)
+            rows.append((label, step, r, k, t0 + o, t1 + o, start, end))
+    cols = ["label", "step", "rank", "win", "t_start", "t_end", "start_node", "end_node"]
+    return define_steps(pd.DataFrame(rows, columns=cols), ends, sorted(skels))
 
 
 def stitched_paths(
@@ -106,7 +107,7 @@ def _names(col: pd.Series) -> np.ndarray:
 
 def _walk_step(skels, cols, offsets, done_of, parts, cls_of, done_at, base, s) -> pd.DataFrame:  # type: ignore[no-untyped-def]
     lo, hi = int(s.t_start), int(s.t_end)
-    r, v = int(s.slowest_rank), int(s.end_node)
+    r, v = int(s.end_rank), int(s.end_node)
     pieces: list[dict[str, np.ndarray]] = []
     while True:
         seg = skels[r].segments

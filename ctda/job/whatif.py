@@ -1,15 +1,16 @@
 """Stage: job what-ifs: re-time the job graph under changed durations, per job step.
 
 Contract: ``job_scenario(job, specs, median_straggler)`` -> :class:`JobScenario` with the
-predicted job step (the slowest rank's window in the re-timed job graph) next to the base.
+predicted job step next to the base, both by the job's step definition (``ctda.job.steps``:
+from the end of one step's last collective to the end of the next's, on the re-timed job
+graph), so observed and predicted compare step for step.
 
 Selections are the single-rank shorthands (``name~REGEX=F``, ``cat=C=F``, ``class=C=F``,
 ``thread=TID=F``), applied on every rank, or on one rank with a ``rank=R:`` prefix;
-``rank=R=F`` scales everything rank R does. ``median_straggler`` makes each step's
-straggler as fast as the median of the other ranks: each of its events in that step takes
-the median duration the other ranks' same event (same name, same occurrence in the step)
-took; an event the others do not have (the straggler's extra work) scales with its
-nearest enclosing event that they do have. Whatever the factors, ops that stalled beside
+``rank=R=F`` scales everything rank R does. ``median_straggler`` makes each step's named
+straggler (``ctda.job.noise``) as fast as the median rank: its extra work (what no other
+rank does in the step) is removed and its common work keeps its own times (see
+:func:`median_straggler_factors`). Whatever the factors, ops that stalled beside
 another rank's extra work on their host are re-timed with that work (``host_factors``).
 """
 
@@ -25,7 +26,10 @@ import pandas as pd
 
 from ctda.analysis.classify import CLASS_CODE
 from ctda.analysis.propagate import Timing, replay
+from ctda.job import path as jpath
+from ctda.job.hostload import normalize
 from ctda.job.run import Job
+from ctda.job.steps import collective_ends
 from ctda.whatif.scenario import factors_for, scaled_weights
 from ctda.whatif.select import SelectionError, check_factor, parse_scale
 
@@ -40,7 +44,7 @@ class JobScenario:
     name: str
     factors: F64  # per job event
     timing: Timing
-    steps: pd.DataFrame  # label, base_ns, predicted_ns, delta_ns, slowest rank before/after
+    steps: pd.DataFrame  # label, base_ns, predicted_ns, delta_ns, the rank that ended it before/after
 
     @property
     def mean_predicted_ns(self) -> float:
@@ -83,8 +87,18 @@ def _check_rank(job: Job, r: int, spec: str) -> None:
         raise SelectionError(f"--scale {spec!r}: rank {r} is not in the job (ranks {sorted(job.parts)})")
 
 
-def median_straggler_factors(job: Job) -> F64:
-    """Per job event factor making each step's straggler take the other ranks' median times."""
+def median_straggler_factors(job: Job, own: bool = True) -> F64:
+    """Per job event factor making each step's named straggler as fast as the median rank.
+
+    The median rank does what the others all do: the straggler's work that no other rank
+    does in the step (its *extra work*: an op beyond the fewest occurrences of its name,
+    addresses dropped, that the other ranks have) is removed. Its common work keeps its own
+    times (``own``): they are what the trace shows this rank take for that work, while the
+    other ranks' times for it were taken on cores shared with the straggler and include
+    their waits for it. ``own=False`` gives the common work the other ranks' median time in
+    the step instead (the earlier rule). Ops stalled beside another rank's extra work are
+    re-timed with that work afterwards (:func:`host_factors`).
+    """
     jg = job.full()
     f = np.full(jg.nodes.n, np.nan)
     comm = jg.event_cls == CLASS_CODE["communication"]
@@ -96,18 +110,23 @@ def median_straggler_factors(job: Job) -> F64:
         others = pd.concat([k for r, k in keyed.items() if r != strag], ignore_index=True)
         if mine.empty or others.empty:
             continue
-        med = others.groupby(["name", "k"]).dur.median()
-        got = med.reindex(pd.MultiIndex.from_frame(mine[["name", "k"]])).to_numpy()
-        ok = ~np.isnan(got) & (mine.dur.to_numpy() > 0)
-        ev = mine.event.to_numpy()
-        f[ev[ok]] = got[ok] / mine.dur.to_numpy()[ok]
-        # the straggler's own extra work follows its nearest matched ancestor
-        f[ev[~ok]] = _inherit_nan(jg, ev[~ok], f)
+        key = pd.MultiIndex.from_frame(mine[["name", "k"]])
+        # the k-th op of a name is common when every other rank has at least k + 1 of them
+        fewest = pd.concat([k.groupby("name").size() for r, k in keyed.items() if r != strag], axis=1)
+        fewest = fewest.fillna(0).min(axis=1)
+        common = mine.k.to_numpy() < mine["name"].map(fewest).fillna(0).to_numpy()
+        ev, dur = mine.event.to_numpy(), mine.dur.to_numpy()
+        f[ev[~common]] = 0.0  # its extra work: the median rank does not do it
+        if not own:
+            got = others.groupby(["name", "k"]).dur.median().reindex(key).to_numpy()
+            ok = common & ~np.isnan(got) & (dur > 0)
+            f[ev[ok]] = got[ok] / dur[ok]
     return np.where(np.isnan(f), 1.0, f)
 
 
 def _step_events(job: Job, rank: int, label: str, comm: npt.NDArray[np.bool_]) -> pd.DataFrame:
-    """A rank's events inside its window ``label``: job id, name, occurrence, duration."""
+    """A rank's events inside its window ``label``: job id, name (without object
+    addresses, which differ per process), occurrence, duration."""
     jg = job.full()
     w = next(w for w in jg.windows[rank] if w.label == label)
     t0, t1 = jg.nodes.time[w.start_node], jg.nodes.time[w.end_node]
@@ -115,25 +134,11 @@ def _step_events(job: Job, rank: int, label: str, comm: npt.NDArray[np.bool_]) -
     ev = np.arange(lo, hi)
     ev = ev[(jg.nodes.ts[ev] >= t0) & (jg.nodes.end[ev] <= t1) & ~comm[ev]]
     ev = ev[np.argsort(jg.nodes.ts[ev], kind="stable")]
-    frame = pd.DataFrame({"event": ev, "name": jg.names[ev], "dur": (jg.nodes.end - jg.nodes.ts)[ev]})
+    frame = pd.DataFrame(
+        {"event": ev, "name": normalize(jg.names[ev]), "dur": (jg.nodes.end - jg.nodes.ts)[ev]}
+    )
     frame["k"] = frame.groupby("name").cumcount()
     return frame
-
-
-def _inherit_nan(job_graph: object, events: npt.NDArray[np.int64], f: F64) -> F64:
-    """For each event, the factor of its nearest ancestor that has one (NaN if none)."""
-    parent = job_graph.nodes.parent  # type: ignore[attr-defined]
-    out = np.full(len(events), np.nan)
-    cur = events.copy()
-    todo = np.ones(len(events), dtype=bool)
-    while todo.any():
-        cur = np.where(todo, parent[cur], cur)
-        todo &= cur >= 0
-        val = np.where(todo, f[np.maximum(cur, 0)], np.nan)
-        found = todo & ~np.isnan(val)
-        out[found] = val[found]
-        todo &= ~found
-    return out
 
 
 def host_factors(job: Job, f: F64) -> F64:
@@ -179,19 +184,19 @@ def job_scenario(job: Job, specs: list[str] | None = None, median_straggler: boo
 
 
 def predicted_steps(job: Job, timing: Timing) -> pd.DataFrame:
-    """Per job step: base and predicted job step (slowest rank's window in each timing)."""
+    """Per job step: base and predicted job step, both by the job's step definition
+    (``ctda.job.steps``: collective end to collective end) at each timing, and the rank
+    whose completion ended the step before and after."""
     jg = job.full()
+    ends = collective_ends(job.matching, job.offsets, job.late)
+    after = jpath.job_steps(jg, ends, timing).set_index("label")
     rows = []
     s: Any
     for s in job.steps.itertuples():
-        durs = {
-            r: int(timing.time[w.end_node] - timing.time[w.start_node])
-            for r in jg.ranks
-            for w in jg.windows[r]
-            if w.label == s.label
-        }
-        slow = max(durs, key=lambda r: (durs[r], -r))
-        rows.append((s.label, int(s.job_step_ns), durs[slow], int(s.slowest_rank), slow))
-    out = pd.DataFrame(rows, columns=["label", "base_ns", "predicted_ns", "slowest_before", "slowest_after"])
+        p = after.loc[s.label]
+        rows.append((s.label, int(s.job_step_ns), int(p.job_step_ns), int(s.end_rank), int(p.end_rank)))
+    out = pd.DataFrame(
+        rows, columns=["label", "base_ns", "predicted_ns", "ended_by_before", "ended_by_after"]
+    )
     out["delta_ns"] = out.predicted_ns - out.base_ns
     return out

@@ -13,9 +13,13 @@ from ctda.render.output import Col, Document, Section
 STEP_COLS = [
     Col("step", "step"),
     Col("job_step_ns", "job step ms", "ms"),
+    Col("ended", "ended by"),
+    Col("rank_step_ns", "slowest rank's own ms", "ms"),
     Col("slowest", "slowest"),
     Col("straggler", "straggler"),
     Col("late_ns", "late ms", "ms"),
+    Col("noise_ns", "noise ± ms", "ms"),
+    Col("verdict", "verdict"),
     Col("path_by_rank", "path by rank"),
     Col("straggler_top", "top item on straggler"),
     Col("straggler_own", "its extra work / stalls ms"),
@@ -49,8 +53,8 @@ WHATIF_COLS = [
     Col("base_ns", "base ms", "ms"),
     Col("predicted_ns", "predicted ms", "ms"),
     Col("delta_ns", "change ms", "ms"),
-    Col("slowest_before", "slowest before"),
-    Col("slowest_after", "slowest after"),
+    Col("ended_by_before", "ended by before"),
+    Col("ended_by_after", "ended by after"),
 ]
 
 
@@ -85,6 +89,12 @@ def job_doc(rep: JobReport) -> Document:
     steps = rep.steps.copy()
     total = int(steps.job_step_ns.sum()) if len(steps) else 0
     steps["slowest"] = [_r(x) for x in steps.get("slowest_rank", [])]
+    steps["ended"] = [_r(x) for x in steps.get("ended_by", [-1] * len(steps))]
+    for col in ("rank_step_ns", "noise_ns"):
+        if col not in steps:
+            steps[col] = 0
+    if "verdict" not in steps:
+        steps["verdict"] = ""
     steps["straggler"] = [_r(x) for x in steps.get("straggler", [])]
     steps["last"] = [_r(x) for x in steps.get("last_to_arrive", [])]
     blocks: list[Any] = [
@@ -93,10 +103,18 @@ def job_doc(rep: JobReport) -> Document:
             style="bold",
         ),
         *(Text(f"note: {n}") for n in rep.notes),
+        *(
+            [Text(str(rep.checks["step_definition"]), style="dim")]
+            if rep.checks.get("step_definition")
+            else []
+        ),
+        *([Text(_noise_text(rep.checks["noise"]), style="dim")] if rep.checks.get("noise") else []),
         Section.of(
             "steps",
-            "Per step (job step: the slowest rank's; straggler: the latest to arrive at its collectives"
-            " once stalls on a shared host are charged to their cause)",
+            "Per step (job step: from the end of the previous step's last collective to the end of"
+            " this step's, all ranks; the slowest rank's own ProfilerStep beside it; straggler: the"
+            " latest to arrive at its collectives once stalls on a shared host are charged to their"
+            " cause, named only beyond the job's noise band)",
             steps,
             # the host column only where some straggler slowed ranks of its host
             STEP_COLS
@@ -152,7 +170,7 @@ def job_doc(rep: JobReport) -> Document:
 def job_whatif_doc(name: str, scenario: str, steps: pd.DataFrame) -> Document:
     """Base vs predicted job step per step (``steps`` from ``ctda.job.whatif.predicted_steps``)."""
     base, pred = float(steps.base_ns.mean()), float(steps.predicted_ns.mean())
-    shown = _ranked(steps, "slowest_before", "slowest_after")
+    shown = _ranked(steps, "ended_by_before", "ended_by_after")
     data = {
         "job": name,
         "scenario": scenario,
@@ -169,7 +187,8 @@ def job_whatif_doc(name: str, scenario: str, steps: pd.DataFrame) -> Document:
             Text(f"job {name}, what-if: {scenario}", style="bold"),
             Section.of(
                 "steps",
-                "Predicted job step (the slowest rank's step in the re-timed job graph)",
+                "Predicted job step in the re-timed job graph, by the observed step's definition"
+                " (collective end to collective end)",
                 shown,
                 WHATIF_COLS,
             ),
@@ -177,6 +196,15 @@ def job_whatif_doc(name: str, scenario: str, steps: pd.DataFrame) -> Document:
         ],
         data=data,
         source=name,
+    )
+
+
+def _noise_text(n: dict[str, Any]) -> str:
+    """The job's noise line (``ctda.job.noise``)."""
+    return (
+        f"noise: a rank's lateness moves {n['sigma_ns'] / 1e6:.1f} ms from step to step (measured over"
+        f" {n['from']}); a straggler is named when its lateness exceeds {n['k']:g} x that (plus the"
+        " clock offsets' uncertainty), or it is late throughout the job beyond the band of a mean"
     )
 
 

@@ -22,7 +22,7 @@ from ctda import __version__
 from ctda.analysis import tables
 from ctda.analysis.engine import AnalysisOptions
 from ctda.analysis.report import plain
-from ctda.job.report import LATENESS_COLUMNS, PATH_COLUMNS, JobReport, path_items
+from ctda.job.report import LATENESS_COLUMNS, PATH_COLUMNS, STEP_EXTRA, JobReport, path_items
 from ctda.store import schema
 from ctda.store.model import RunData
 
@@ -225,6 +225,8 @@ def report_from(info: JobInfo, rows: dict[str, list[dict[str, Any]]], top: int =
     for c in STEP_DICTS:
         per = [{int(k): int(v) for k, v in _js(r.get(f"{c}_json"), {}).items()} for r in rows["JobStep"]]
         steps[c] = pd.Series(per, index=steps.index, dtype=object)
+    checks = _js(info.props.get("checks_json"), {})
+    _step_extra(steps, checks.get("step_extra"))
     path = _frame(rows["JOB_CP"], PATH_COLUMNS)
     p = info.props
     matching = _js(p.get("matching_json"), {})
@@ -242,10 +244,20 @@ def report_from(info: JobInfo, rows: dict[str, list[dict[str, Any]]], top: int =
         clocks=_frame(rows["JobClock"], CLOCK_COLUMNS),
         matching=matching,
         notes=info.notes,
-        checks=_js(p.get("checks_json"), {}),
+        checks=checks,
         lateness=_frame(rows["JobLateness"], LATENESS_COLUMNS),
         path=path,
     )
+
+
+def _step_extra(steps: pd.DataFrame, extra: Any) -> None:
+    """The step columns a job keeps in its checks (``STEP_EXTRA``: the step's definition and
+    the straggler's significance), back as columns; absent in jobs stored before them."""
+    if not isinstance(extra, list) or len(extra) != len(steps):
+        return
+    for c in STEP_EXTRA:
+        vals = pd.Series([e.get(c) for e in extra], index=steps.index)
+        steps[c] = vals.astype(str) if c in ("verdict", "bounds") else vals.astype(np.int64)
 
 
 _TEXT = {

@@ -99,9 +99,14 @@ def tables(rep: JobReport) -> JobTables:
         {
             "step": _col(s, "step").astype(str),
             "job_step_ms": _col(s, "job_step_ns", "int64", 0) / MS,
+            "ended_by": _ranks(_col(s, "ended_by", "int64", -1)),
+            "rank_step_ms": _col(s, "rank_step_ns", "int64", 0) / MS,
             "slowest": _ranks(_col(s, "slowest_rank")),
             "straggler": _ranks(_col(s, "straggler")),
             "late_ms": _col(s, "late_ns", "int64", 0) / MS,
+            # the band the lateness must exceed, and what the step's lateness amounts to
+            "noise_ms": _col(s, "noise_ns", "int64", 0) / MS,
+            "verdict": _col(s, "verdict").astype(str),
             "straggler_top": _col(s, "straggler_top").astype(str),
             "path_by_rank": _col(s, "path_by_rank").astype(str),
             # did the straggler do more work, or was it slowed (and did it slow others)?

@@ -38,15 +38,21 @@ def headline(t: jobframes.JobTables) -> None:
 
 def steps_table(t: jobframes.JobTables) -> None:
     st.markdown(
-        "**Per step** (job step: the slowest rank's; straggler: the latest to arrive at its collectives"
-        " once stalls on a shared host are charged to their cause)"
+        "**Per step** (job step: from the end of the previous step's last collective to the end of"
+        " this step's, all ranks; the slowest rank's own ProfilerStep beside it; straggler: the latest"
+        " to arrive at its collectives once stalls on a shared host are charged to their cause, named"
+        " only when its lateness is beyond the job's noise band)"
     )
     config: dict[str, Any] = {
         "step": "step",
         "job_step_ms": ms("job step ms"),
+        "ended_by": "ended by",
+        "rank_step_ms": ms("slowest rank's own ms"),
         "slowest": "slowest",
         "straggler": "straggler",
         "late_ms": ms("late ms"),
+        "noise_ms": ms("noise ± ms"),
+        "verdict": st.column_config.TextColumn("verdict", width="medium"),
         "straggler_top": st.column_config.TextColumn("top item on straggler", width="medium"),
         "path_by_rank": st.column_config.TextColumn("path by rank", width="small"),
         "straggler_own": st.column_config.TextColumn("its extra work / stalls ms", width="small"),

@@ -1,0 +1,139 @@
+"""Stage (cross-rank): is a step's straggler real, or within the job's own noise?
+
+Contract: ``job_noise(strag, late, offsets)`` -> :class:`Noise`; ``significance(strag,
+noise)`` -> the straggler table with each step's *candidate* (the rank the lateness names)
+kept, ``straggler`` set to it only when its lateness clearly exceeds the noise (else -1),
+and the noise band and a one-line verdict per step.
+
+Definitions (``docs/jobs.md#straggler-significance``):
+
+- ``L[s, r]``: rank ``r``'s lateness in step ``s`` (arrival at the step's collectives minus
+  their median arrival, summed; after host-contention charges, ``charged_by_rank``).
+- **Jitter** ``sigma``: how far a rank's lateness moves from step to step by chance, pooled
+  over the ranks: the residuals of ``L`` around each rank's own mean over the steps
+  (``n - 1`` degrees of freedom per rank). A rank late by the same amount every step adds
+  nothing to it. With fewer than ``MIN_STEPS`` steps, the residuals of each collective's
+  lateness around the rank's mean, times the square root of the collectives per step.
+- **Clock uncertainty** ``u[r]`` (``ClockOffsets.uncertainty``): how far rank ``r``'s clock
+  offset may be wrong; it moves each of its arrivals, so a step's band grows by
+  ``u[r]`` per collective of the step. Ranks sharing the reference rank's host: 0.
+- The candidate ``c`` of step ``s`` is a straggler when its lateness is beyond the step's
+  band, ``L[s, c] > K * sigma + clock`` (a one-step outlier), or when it is late throughout
+  the job: its mean lateness over the ``n`` steps beyond the band of a mean,
+  ``K * sigma / sqrt(n) + clock``, and ``L[s, c] > sigma + clock`` in this step.
+  Otherwise the step is *balanced*: no straggler, within the job's spread (the step band).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+#: how many jitters a lateness must exceed to be "clearly" beyond the noise
+K = 3.0
+#: steps needed to measure the jitter step to step (else from collectives)
+MIN_STEPS = 3
+
+
+@dataclass
+class Noise:
+    """The job's noise: the jitter of a rank's lateness and what the clocks add."""
+
+    sigma_ns: float
+    n_steps: int
+    how: str  # "steps" or "collectives"
+    #: per (step label, rank): clock-offset uncertainty of the rank's step lateness
+    clock_ns: dict[tuple[str, int], float]
+
+    def step_band(self, label: str, rank: int) -> float:
+        return K * self.sigma_ns + self.clock_ns.get((label, rank), 0.0)
+
+    def mean_band(self, label: str, rank: int) -> float:
+        return K * self.sigma_ns / math.sqrt(max(self.n_steps, 1)) + self.clock_ns.get((label, rank), 0.0)
+
+
+def lateness_matrix(strag: pd.DataFrame) -> pd.DataFrame:
+    """``L``: steps x ranks, the lateness after host-contention charges (ns; NaN where the
+    rank met no collective of the step)."""
+    rows = [dict(d) for d in strag.charged_by_rank] if len(strag) else []
+    return pd.DataFrame(rows, index=strag.label.tolist()).astype(np.float64)
+
+
+def jitter(matrix: pd.DataFrame) -> float:
+    """Pooled spread of each column's values around its own mean (ns), over the values
+    present (a rank absent from a collective adds nothing): ``count - 1`` degrees of freedom
+    per column."""
+    x = matrix.to_numpy(dtype=np.float64)
+    ok = ~np.isnan(x)
+    n = ok.sum(axis=0)
+    mean = np.where(ok, x, 0.0).sum(axis=0) / np.maximum(n, 1)
+    res = np.where(ok, x - mean, 0.0)
+    dof = int(np.maximum(n - 1, 0).sum())
+    return float(np.sqrt((res**2).sum() / dof)) if dof > 0 else 0.0
+
+
+def job_noise(strag: pd.DataFrame, late: pd.DataFrame, uncertainty: dict[int, int]) -> Noise:
+    """The job's noise from its steps' lateness (``late``: per collective part, for the
+    fallback and the clock term) and the clock offsets' uncertainty."""
+    matrix = lateness_matrix(strag)
+    per_step = late.groupby("label").cid.nunique() if len(late) else pd.Series(dtype=int)
+    if len(matrix) >= MIN_STEPS:
+        sigma, how = jitter(matrix), "steps"
+    else:
+        per_coll = late.pivot_table(index="cid", columns="rank", values="late_ns", aggfunc="sum")
+        m = float(per_step.mean()) if len(per_step) else 1.0
+        sigma, how = jitter(per_coll.astype(np.float64)) * math.sqrt(max(m, 1.0)), "collectives"
+    clock = {
+        (str(label), int(r)): float(n) * float(u)
+        for label, n in per_step.items()
+        for r, u in uncertainty.items()
+        if u > 0
+    }
+    return Noise(sigma, len(matrix), how, clock)
+
+
+def significance(strag: pd.DataFrame, noise: Noise) -> pd.DataFrame:
+    """The straggler table with ``candidate``, ``straggler`` (-1 unless significant),
+    ``noise_ns`` (the candidate's step band), ``why`` and ``verdict`` per step."""
+    out = strag.copy()
+    out["candidate"] = out.straggler.astype(int)
+    matrix = lateness_matrix(strag)
+    means = matrix.mean(axis=0) if len(matrix) else pd.Series(dtype=float)
+    named, band, why, verdict = [], [], [], []
+    for label, c, late_ns in zip(out.label.tolist(), out.candidate.tolist(), out.late_ns.tolist()):
+        b = noise.step_band(str(label), c) if c >= 0 else K * noise.sigma_ns
+        w = ""
+        if c >= 0 and late_ns > b:
+            w = "beyond the step's noise"
+        elif (
+            c >= 0
+            and float(means.get(c, 0.0)) > noise.mean_band(str(label), c)
+            and late_ns > noise.sigma_ns + noise.clock_ns.get((str(label), c), 0.0)
+        ):
+            w = "late throughout the job"
+        named.append(c if w else -1)
+        band.append(round(b))
+        why.append(w)
+        text = "no straggler: no rank arrived late"
+        if c >= 0:
+            text = f"balanced: no straggler (spread {_ms(b)} ms)"
+        if w:
+            text = f"r{c} {_ms(late_ns)} ms late (noise ±{_ms(b)} ms"
+            if w == "late throughout the job":
+                mb = noise.mean_band(str(label), c)
+                text += f"; late throughout: mean {_ms(float(means[c]))} ms vs ±{_ms(mb)} ms"
+            text += ")"
+        verdict.append(text)
+    out["straggler"] = named
+    out["noise_ns"] = band
+    out["why"] = why
+    out["verdict"] = verdict
+    return out
+
+
+def _ms(ns: float) -> str:
+    """ms with one decimal, three below 1 ms (a microsecond job's noise is not 0.0)."""
+    return f"{ns / 1e6:.1f}" if abs(ns) >= 1e6 else f"{ns / 1e6:.3f}"

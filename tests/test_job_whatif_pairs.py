@@ -1,0 +1,74 @@
+"""Job what-ifs on every shipped straggler -> balanced pair (docs/jobs.md#job-what-ifs): the
+prediction by the observed job step's own definition, against the balanced job's."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.conftest import CORPUS, SKIP_CORPUS
+
+pytestmark = SKIP_CORPUS
+#: before -> after, and how far the prediction is from the after job's mean job step
+PAIRS = {
+    ("g_ddp_ws2_sleep40_r1", "g_ddp_ws2_balanced"): (-0.12, -0.08),  # -10.4 %: see the docs
+    ("g_ddp_ws4_compute30_r2", "g_ddp_ws4_balanced"): (-0.05, 0.05),  # +3.2 %
+}
+
+
+@pytest.fixture(scope="module")
+def jobs():  # type: ignore[no-untyped-def]
+    from ctda.job.run import analyze_job
+
+    assert CORPUS is not None
+    names = {n for pair in PAIRS for n in pair}
+    return {
+        n: analyze_job([CORPUS / "generated" / "multirank" / n], executor="serial") for n in sorted(names)
+    }
+
+
+@pytest.mark.parametrize("pair", list(PAIRS))
+def test_straggler_median_predicts_the_balanced_job(jobs, pair) -> None:  # type: ignore[no-untyped-def]
+    from ctda.job.whatif import job_scenario
+
+    before, after = jobs[pair[0]], jobs[pair[1]]
+    sc = job_scenario(before, median_straggler=True)
+    observed = after.steps.job_step_ns.mean()
+    err = sc.mean_predicted_ns / observed - 1
+    lo, hi = PAIRS[pair]
+    assert lo < err < hi, (sc.mean_predicted_ns / 1e6, observed / 1e6)
+    # every step shrinks by the straggler's extra work, and the base is the observed job step
+    assert (sc.steps.predicted_ns < sc.steps.base_ns - 10e6).all()
+    assert list(sc.steps.base_ns) == list(before.steps.job_step_ns)
+
+
+def test_prediction_uses_the_observed_definition_step_for_step(jobs) -> None:  # type: ignore[no-untyped-def]
+    """Unchanged durations predict exactly the observed job steps and the ranks that ended them."""
+    from ctda.job.whatif import job_scenario
+
+    for job in jobs.values():
+        sc = job_scenario(job, ["rank=0=1"])
+        assert (sc.steps.predicted_ns == sc.steps.base_ns).all()
+        assert (sc.steps.ended_by_after == job.steps.end_rank.to_numpy()).all()
+
+
+def test_straggler_keeps_its_own_times_not_its_peers_waits(jobs) -> None:  # type: ignore[no-untyped-def]
+    """On the sleep job rank 0's backward holds its ~40 ms wait for rank 1: the straggler's
+    common ops keep their own times (factor 1); only its sleep goes (factor 0). The peers'
+    median (``own=False``) copies that wait onto rank 1's backward."""
+    from ctda.analysis.classify import CLASS_CODE
+    from ctda.job import whatif
+
+    job = jobs["g_ddp_ws2_sleep40_r1"]
+    jg = job.full()
+    f = whatif.median_straggler_factors(job)
+    changed = np.flatnonzero(f != 1.0)
+    assert set(jg.rank_of[changed].tolist()) == {1} and (f[changed] == 0.0).all()
+    assert set(jg.names[changed].tolist()) == {"<built-in function sleep>"} and len(changed) == 5
+    peers = whatif.median_straggler_factors(job, own=False)
+    comm = jg.event_cls == CLASS_CODE["communication"]
+    backward = np.flatnonzero(
+        (jg.names == "torch/autograd/__init__.py(255): backward") & (jg.rank_of == 1) & ~comm
+    )
+    assert (peers[backward] > 2.5).all()  # 3-4x: rank 0's wait copied onto rank 1
+    assert (f[backward] == 1.0).all()
