@@ -49,7 +49,7 @@ import gzip
 import json
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -104,15 +104,21 @@ class MLP(torch.nn.Module):
 
 def convnet(c_in: int = 64, c: int = 128) -> torch.nn.Module:
     return torch.nn.Sequential(
-        torch.nn.Conv2d(c_in, c, 3, padding=1), torch.nn.ReLU(),
-        torch.nn.Conv2d(c, c, 3, padding=1), torch.nn.ReLU(),
-        torch.nn.Conv2d(c, c, 3, padding=1), torch.nn.ReLU(),
-        torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(c, 10),
+        torch.nn.Conv2d(c_in, c, 3, padding=1),
+        torch.nn.ReLU(),
+        torch.nn.Conv2d(c, c, 3, padding=1),
+        torch.nn.ReLU(),
+        torch.nn.Conv2d(c, c, 3, padding=1),
+        torch.nn.ReLU(),
+        torch.nn.AdaptiveAvgPool2d(1),
+        torch.nn.Flatten(),
+        torch.nn.Linear(c, 10),
     )
 
 
-def profiled(name: str, out: Path, steps: int, step_fn: Callable[[int], None], meta: dict,
-             sync_events: bool = False) -> None:
+def profiled(
+    name: str, out: Path, steps: int, step_fn: Callable[[int], None], meta: dict, sync_events: bool = False
+) -> None:
     """Run step_fn for WAIT + WARMUP + steps iterations under the profiler (CPU + CUDA,
     default settings); write the trace and its steps.json."""
     kw: dict[str, Any] = {}
@@ -121,8 +127,12 @@ def profiled(name: str, out: Path, steps: int, step_fn: Callable[[int], None], m
     walls: list[float] = []
     tmp = out / f"{name}.pt.trace.json"
     acts = [ProfilerActivity.CPU, ProfilerActivity.CUDA]
-    with profile(activities=acts, schedule=schedule(wait=WAIT, warmup=WARMUP, active=steps),
-                 on_trace_ready=lambda p: p.export_chrome_trace(str(tmp)), **kw) as prof:
+    with profile(
+        activities=acts,
+        schedule=schedule(wait=WAIT, warmup=WARMUP, active=steps),
+        on_trace_ready=lambda p: p.export_chrome_trace(str(tmp)),
+        **kw,
+    ) as prof:
         t_prev = time.perf_counter()
         for i in range(WAIT + WARMUP + steps):
             step_fn(i)
@@ -136,17 +146,34 @@ def profiled(name: str, out: Path, steps: int, step_fn: Callable[[int], None], m
     with gzip.open(out / f"{name}.pt.trace.json.gz", "wb", compresslevel=9) as g:
         g.write(raw)
     tmp.unlink()
-    active = walls[WAIT + WARMUP:]
-    info = dict(meta, name=name, profiled_steps=steps, wall_ms_all=walls, wall_ms_active=active,
-                median_active_ms=float(np.median(active)), json_bytes=len(raw),
-                torch=torch.__version__, device=torch.cuda.get_device_name(), sync_events=sync_events)
+    active = walls[WAIT + WARMUP :]
+    info = dict(
+        meta,
+        name=name,
+        profiled_steps=steps,
+        wall_ms_all=walls,
+        wall_ms_active=active,
+        median_active_ms=float(np.median(active)),
+        json_bytes=len(raw),
+        torch=torch.__version__,
+        device=torch.cuda.get_device_name(),
+        sync_events=sync_events,
+    )
     (out / f"{name}.steps.json").write_text(json.dumps(info, indent=1))
-    print(f"{name}: median active step {info['median_active_ms']:.3f} ms, json {len(raw) / 1e6:.1f} MB",
-          flush=True)
+    print(
+        f"{name}: median active step {info['median_active_ms']:.3f} ms, json {len(raw) / 1e6:.1f} MB",
+        flush=True,
+    )
 
 
-def run_pair(out: Path, key: str, rnd: int, steps: int,
-             variants: list[tuple[str, Callable[[int], None], dict]], sync_events: bool = False) -> None:
+def run_pair(
+    out: Path,
+    key: str,
+    rnd: int,
+    steps: int,
+    variants: Sequence[tuple[str, Callable[..., None], dict[str, Any]]],
+    sync_events: bool = False,
+) -> None:
     for tag, fn, meta in variants:
         for i in range(3):  # unprofiled warm-up
             fn(i)
@@ -162,6 +189,7 @@ def pair_s1(out: Path, rnd: int, steps: int, key: str = "s1_sync_free", sync_eve
     n_before = spin_for(2.0 * gemm_ms)  # host 2x the GEMM per layer: host-bound
     variants = []
     for tag, n in (("before", n_before), ("after", max(1, n_before // 3))):
+
         def step(i: int, n: int = n) -> None:
             h = a
             for w in ws:
@@ -169,9 +197,20 @@ def pair_s1(out: Path, rnd: int, steps: int, key: str = "s1_sync_free", sync_eve
                     spin(n)
                 h = torch.tanh(h @ w)
             h.sum().item()  # the step's only sync: free in "before", binding in "after"
-        variants.append((tag, step, dict(pair=key, gemm_ms=gemm_ms, spin_n=n,
-                                         change="per-layer host work cut to a third",
-                                         scenario="--scale 'name~host_prep=0.3333'")))
+
+        variants.append(
+            (
+                tag,
+                step,
+                dict(
+                    pair=key,
+                    gemm_ms=gemm_ms,
+                    spin_n=n,
+                    change="per-layer host work cut to a third",
+                    scenario="--scale 'name~host_prep=0.3333'",
+                ),
+            )
+        )
     run_pair(out, key, rnd, steps, variants, sync_events)
 
 
@@ -186,6 +225,7 @@ def pair_s3(out: Path, rnd: int, steps: int, key: str = "s3_sync_late", sync_eve
     n_before = spin_for(2.0 * gemm_ms)
     variants = []
     for tag, n in (("before", n_before), ("after", max(1, n_before // 3))):
+
         def step(i: int, n: int = n) -> None:
             h = a
             for w in ws:
@@ -193,9 +233,20 @@ def pair_s3(out: Path, rnd: int, steps: int, key: str = "s3_sync_late", sync_eve
                 with record_function("host_prep"):
                     spin(n)
             h.sum().item()
-        variants.append((tag, step, dict(pair=key, gemm_ms=gemm_ms, spin_n=n,
-                                         change="per-layer host work cut to a third",
-                                         scenario="--scale 'name~host_prep=0.3333'")))
+
+        variants.append(
+            (
+                tag,
+                step,
+                dict(
+                    pair=key,
+                    gemm_ms=gemm_ms,
+                    spin_n=n,
+                    change="per-layer host work cut to a third",
+                    scenario="--scale 'name~host_prep=0.3333'",
+                ),
+            )
+        )
     run_pair(out, key, rnd, steps, variants, sync_events)
 
 
@@ -209,6 +260,7 @@ def pair_n1(out: Path, rnd: int, steps: int) -> None:
     logged: list[Any] = []
     variants = []
     for tag, wait in (("before", True), ("after", False)):
+
         def step(i: int, wait: bool = wait) -> None:
             opt.zero_grad(set_to_none=True)
             loss = model(x).square().mean()
@@ -221,9 +273,20 @@ def pair_n1(out: Path, rnd: int, steps: int) -> None:
             with record_function("step_end"):
                 torch.cuda.current_stream().synchronize()
             del logged[:-4]
-        variants.append((tag, step, dict(pair="n1_log_item", fwd_ms=fwd_ms, spin_n=n_book,
-                                         change="the logged loss kept on the device instead of .item()",
-                                         apply="no-sync:log_loss")))
+
+        variants.append(
+            (
+                tag,
+                step,
+                dict(
+                    pair="n1_log_item",
+                    fwd_ms=fwd_ms,
+                    spin_n=n_book,
+                    change="the logged loss kept on the device instead of .item()",
+                    apply="no-sync:log_loss",
+                ),
+            )
+        )
     run_pair(out, "n1_log_item", rnd, steps, variants)
 
 
@@ -264,11 +327,19 @@ def pair_c1(out: Path, rnd: int, steps: int) -> None:
     run_pair(out, "c1_cuda_graph", rnd, steps, [("after", graphed, meta)])
 
 
-def amp_pair(out: Path, rnd: int, steps: int, key: str, model: torch.nn.Module, x: torch.Tensor,
-             loss_fn: Callable[[torch.Tensor], torch.Tensor]) -> None:
+def amp_pair(
+    out: Path,
+    rnd: int,
+    steps: int,
+    key: str,
+    model: torch.nn.Module,
+    x: torch.Tensor,
+    loss_fn: Callable[[torch.Tensor], torch.Tensor],
+) -> None:
     opt = torch.optim.SGD(model.parameters(), lr=1e-4)
     variants = []
     for tag, amp in (("before", False), ("after", True)):
+
         def step(i: int, amp: bool = amp) -> None:
             opt.zero_grad(set_to_none=True)
             with torch.autocast("cuda", dtype=torch.bfloat16, enabled=amp):
@@ -277,8 +348,10 @@ def amp_pair(out: Path, rnd: int, steps: int, key: str, model: torch.nn.Module, 
             loss.backward()
             opt.step()
             loss.item()
-        variants.append((tag, step, dict(pair=key, change="bf16 autocast" if amp else "fp32 (TF32 off)",
-                                         apply="bf16")))
+
+        variants.append(
+            (tag, step, dict(pair=key, change="bf16 autocast" if amp else "fp32 (TF32 off)", apply="bf16"))
+        )
     run_pair(out, key, rnd, steps, variants)
 
 
@@ -301,8 +374,11 @@ def pair_p1(out: Path, rnd: int, steps: int) -> None:
     pageable = [torch.randn(shape) for _ in range(2)]
     pinned = [t.pin_memory() for t in pageable]
     copy_stream = torch.cuda.Stream()
-    meta = dict(pair="p1_prefetch", change="next batch copied from pinned memory on a side stream during the step",
-                apply="overlap:h2d_copy")
+    meta = dict(
+        pair="p1_prefetch",
+        change="next batch copied from pinned memory on a side stream during the step",
+        apply="overlap:h2d_copy",
+    )
 
     def train(xb: torch.Tensor) -> None:
         opt.zero_grad(set_to_none=True)
@@ -357,8 +433,9 @@ def pair_g2(out: Path, rnd: int, steps: int) -> None:
         opt.step()
         loss.item()
 
-    meta = dict(pair="g2_graph_transformer", change="the whole step captured in one CUDA graph",
-                apply="cuda-graphs")
+    meta = dict(
+        pair="g2_graph_transformer", change="the whole step captured in one CUDA graph", apply="cuda-graphs"
+    )
     run_pair(out, "g2_graph_transformer", rnd, steps, [("before", eager, meta)])
     s = torch.cuda.Stream()
     s.wait_stream(torch.cuda.current_stream())
@@ -416,7 +493,7 @@ def main() -> None:
         for key in a.only.split(","):
             try:
                 PAIRS[key](out, rnd, a.steps)
-            except Exception as e:  # noqa: BLE001 - keep the other pairs
+            except Exception as e:
                 print(f"{key} round {rnd} FAILED: {type(e).__name__}: {e}", flush=True)
             print(f"{key} round {rnd} done at {time.time() - t0:.0f} s", flush=True)
 

@@ -17,7 +17,7 @@ import numpy.typing as npt
 from ctda.analysis.classify import inherit_down
 from ctda.analysis.edges import EdgeType
 from ctda.analysis.engine import Analysis
-from ctda.analysis.rules.gpu import BLOCKING_CALLS, SYNC_COPY_CALLS
+from ctda.analysis.rules.syncs import BLOCKING_CALLS, SYNC_COPY_CALLS
 from ctda.ingest.kinds import Kind
 from ctda.whatif.select import name_mask
 
