@@ -3,6 +3,7 @@ answer every named query exactly as a store written by this release does."""
 
 from __future__ import annotations
 
+import ast
 import gzip
 import shutil
 from pathlib import Path
@@ -45,6 +46,23 @@ def answers(target: Target) -> dict[str, list[Any]]:
     return out
 
 
+#: what the schema 1 store cannot share with a store of this release: it holds the analysis
+#: of its own release, and the synchronisation rule has since added edges (blocking calls
+#: wait for the work queued before them): edge ids along the path renumber, and the slack
+#: of near-critical events moved by 1 µs. Columns: cp_listing's ``edge``, near_critical's
+#: ``slack_ns``.
+MODEL_COLUMNS = {"cp_listing": 11, "near_critical": 1}
+
+
+def model_free(ans: dict[str, list[Any]]) -> dict[str, list[Any]]:
+    """``ans`` without the columns that depend on the analysis model (:data:`MODEL_COLUMNS`)."""
+    out = dict(ans)
+    for name, col in MODEL_COLUMNS.items():
+        rows = [ast.literal_eval(r) for r in ans[name]]
+        out[name] = sorted(repr([v for i, v in enumerate(row) if i != col]) for row in rows)
+    return out
+
+
 def version(target: Target) -> int:
     with open_store(target, read_only=True) as s:
         return int(s.query("MATCH (m:Meta) RETURN m.schema_version AS v").rows[0][0])
@@ -59,7 +77,8 @@ def test_a_schema1_store_is_migrated_by_a_reader(tmp_path: Path) -> None:
     expected = answers(fresh)
     assert len(expected["cp_listing"]) == 236  # the path the schema 1 store holds
     got = answers(Target("ladybug", str(old)))  # a read-only open migrates
-    assert got == expected
+    assert model_free(got) == model_free(expected)
+    assert {k: len(v) for k, v in got.items()} == {k: len(v) for k, v in expected.items()}
     assert version(Target("ladybug", str(old))) == schema.SCHEMA_VERSION
     with open_store(Target("ladybug", str(old)), read_only=True) as s:  # schema 3's tables too
         assert s.query("MATCH (j:Job)-[:HAS_STEP]->(x:JobStep) RETURN count(x)").rows == [[0]]
