@@ -181,43 +181,12 @@ def run_pair(
         profiled(f"{key}_{tag}_r{rnd}", out, steps, fn, dict(meta, role=tag), sync_events)
 
 
-def pair_s1(out: Path, rnd: int, steps: int, key: str = "s1_sync_free", sync_events: bool = False) -> None:
-    d, layers = 3072, 10
-    a = torch.randn(d, d, device=DEV)
-    ws = [torch.randn(d, d, device=DEV) / d**0.5 for _ in range(layers)]
-    gemm_ms = time_ms(lambda: a @ ws[0])
-    n_before = spin_for(2.0 * gemm_ms)  # host 2x the GEMM per layer: host-bound
-    variants = []
-    for tag, n in (("before", n_before), ("after", max(1, n_before // 3))):
-
-        def step(i: int, n: int = n) -> None:
-            h = a
-            for w in ws:
-                with record_function("host_prep"):
-                    spin(n)
-                h = torch.tanh(h @ w)
-            h.sum().item()  # the step's only sync: free in "before", binding in "after"
-
-        variants.append(
-            (
-                tag,
-                step,
-                dict(
-                    pair=key,
-                    gemm_ms=gemm_ms,
-                    spin_n=n,
-                    change="per-layer host work cut to a third",
-                    scenario="--scale 'name~host_prep=0.3333'",
-                ),
-            )
-        )
-    run_pair(out, key, rnd, steps, variants, sync_events)
-
-
-def pair_s3(out: Path, rnd: int, steps: int, key: str = "s3_sync_late", sync_events: bool = False) -> None:
-    """As s1 but each layer launches its GEMM first and then does its host work, so in
-    "before" the GPU is idle long before the step's closing ``.item()``: that sync never
-    waited, yet binds once the host work is a third."""
+def sync_pair(out: Path, rnd: int, steps: int, key: str, launch_first: bool, sync_events: bool) -> None:
+    """A host-bound step: per layer, pure-Python host work (``host_prep``, twice the GEMM's
+    time in "before", a third of that in "after") and one fp32 GEMM, then one ``.item()``.
+    ``launch_first``: each layer launches its GEMM before its host work, so in "before" the
+    GPU is idle long before the closing ``.item()`` (that sync never waited); otherwise the
+    last GEMM is still running when the host reaches it."""
     d, layers = 3072, 10
     a = torch.randn(d, d, device=DEV)
     ws = [torch.randn(d, d, device=DEV) / d**0.5 for _ in range(layers)]
@@ -229,24 +198,22 @@ def pair_s3(out: Path, rnd: int, steps: int, key: str = "s3_sync_late", sync_eve
         def step(i: int, n: int = n) -> None:
             h = a
             for w in ws:
-                h = torch.tanh(h @ w)
+                if launch_first:
+                    h = torch.tanh(h @ w)
                 with record_function("host_prep"):
                     spin(n)
-            h.sum().item()
+                if not launch_first:
+                    h = torch.tanh(h @ w)
+            h.sum().item()  # the step's only sync
 
-        variants.append(
-            (
-                tag,
-                step,
-                dict(
-                    pair=key,
-                    gemm_ms=gemm_ms,
-                    spin_n=n,
-                    change="per-layer host work cut to a third",
-                    scenario="--scale 'name~host_prep=0.3333'",
-                ),
-            )
+        meta = dict(
+            pair=key,
+            gemm_ms=gemm_ms,
+            spin_n=n,
+            change="per-layer host work cut to a third",
+            scenario="--scale 'name~host_prep=0.3333'",
         )
+        variants.append((tag, step, meta))
     run_pair(out, key, rnd, steps, variants, sync_events)
 
 
@@ -290,21 +257,22 @@ def pair_n1(out: Path, rnd: int, steps: int) -> None:
     run_pair(out, "n1_log_item", rnd, steps, variants)
 
 
-def pair_c1(out: Path, rnd: int, steps: int) -> None:
-    d, layers, batch = 256, 16, 32
-    model = MLP(d, layers).to(DEV)
-    opt = torch.optim.SGD(model.parameters(), lr=1e-4, momentum=0.9)
-    x = torch.randn(batch, d, device=DEV)
+def eager_step(model: torch.nn.Module, opt: torch.optim.Optimizer, x: torch.Tensor) -> Callable[..., None]:
+    """One eager training step ending in the loss's ``.item()`` (the step's only sync)."""
 
-    def eager(i: int) -> None:
+    def step(*_: Any) -> None:
         opt.zero_grad(set_to_none=True)
         loss = model(x).square().mean()
         loss.backward()
         opt.step()
         loss.item()
 
-    meta = dict(pair="c1_cuda_graph", change="the whole step captured in one CUDA graph", apply="cuda-graphs")
-    run_pair(out, "c1_cuda_graph", rnd, steps, [("before", eager, meta)])
+    return step
+
+
+def graphed_step(model: torch.nn.Module, opt: torch.optim.Optimizer, x: torch.Tensor) -> Callable[..., None]:
+    """The same step captured in one CUDA graph (PyTorch's whole-network capture recipe:
+    warm-up on a side stream, then capture); each call replays it and reads the loss."""
     s = torch.cuda.Stream()
     s.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(s):
@@ -320,51 +288,64 @@ def pair_c1(out: Path, rnd: int, steps: int) -> None:
         static_loss.backward()
         opt.step()
 
-    def graphed(i: int) -> None:
+    def step(*_: Any) -> None:
         g.replay()
         static_loss.item()
 
-    run_pair(out, "c1_cuda_graph", rnd, steps, [("after", graphed, meta)])
+    return step
 
 
-def amp_pair(
-    out: Path,
-    rnd: int,
-    steps: int,
-    key: str,
-    model: torch.nn.Module,
-    x: torch.Tensor,
-    loss_fn: Callable[[torch.Tensor], torch.Tensor],
-) -> None:
+def autocast_step(
+    model: torch.nn.Module, opt: torch.optim.Optimizer, x: torch.Tensor, amp: bool
+) -> Callable[..., None]:
+    """One training step, its forward under bf16 autocast when ``amp`` (fp32 otherwise)."""
+
+    def step(*_: Any) -> None:
+        opt.zero_grad(set_to_none=True)
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=amp):
+            out_ = model(x)
+        loss = out_.float().square().mean()
+        loss.backward()
+        opt.step()
+        loss.item()
+
+    return step
+
+
+def graph_pair(out: Path, rnd: int, steps: int, key: str, model: torch.nn.Module, x: torch.Tensor) -> None:
+    opt = torch.optim.SGD(model.parameters(), lr=1e-4, momentum=0.9)
+    meta = dict(pair=key, change="the whole step captured in one CUDA graph", apply="cuda-graphs")
+    run_pair(out, key, rnd, steps, [("before", eager_step(model, opt, x), meta)])
+    run_pair(out, key, rnd, steps, [("after", graphed_step(model, opt, x), meta)])
+
+
+def pair_c1(out: Path, rnd: int, steps: int) -> None:
+    graph_pair(out, rnd, steps, "c1_cuda_graph", MLP(256, 16).to(DEV), torch.randn(32, 256, device=DEV))
+
+
+def amp_pair(out: Path, rnd: int, steps: int, key: str, model: torch.nn.Module, x: torch.Tensor) -> None:
     opt = torch.optim.SGD(model.parameters(), lr=1e-4)
-    variants = []
-    for tag, amp in (("before", False), ("after", True)):
-
-        def step(i: int, amp: bool = amp) -> None:
-            opt.zero_grad(set_to_none=True)
-            with torch.autocast("cuda", dtype=torch.bfloat16, enabled=amp):
-                out_ = model(x)
-            loss = loss_fn(out_.float())
-            loss.backward()
-            opt.step()
-            loss.item()
-
-        variants.append(
-            (tag, step, dict(pair=key, change="bf16 autocast" if amp else "fp32 (TF32 off)", apply="bf16"))
+    variants = [
+        (
+            tag,
+            autocast_step(model, opt, x, amp),
+            dict(pair=key, change="bf16 autocast" if amp else "fp32 (TF32 off)", apply="bf16"),
         )
+        for tag, amp in (("before", False), ("after", True))
+    ]
     run_pair(out, key, rnd, steps, variants)
 
 
 def pair_b1(out: Path, rnd: int, steps: int) -> None:
     model = convnet().to(DEV)
     x = torch.randn(64, 64, 56, 56, device=DEV)
-    amp_pair(out, rnd, steps, "b1_bf16_conv", model, x, lambda o: o.square().mean())
+    amp_pair(out, rnd, steps, "b1_bf16_conv", model, x)
 
 
 def pair_b2(out: Path, rnd: int, steps: int) -> None:
     model = MLP(2048, 3).to(DEV)
     x = torch.randn(8192, 2048, device=DEV)
-    amp_pair(out, rnd, steps, "b2_bf16_mlp", model, x, lambda o: o.square().mean())
+    amp_pair(out, rnd, steps, "b2_bf16_mlp", model, x)
 
 
 def pair_p1(out: Path, rnd: int, steps: int) -> None:
@@ -418,52 +399,25 @@ def transformer(d: int, layers: int, heads: int) -> torch.nn.Module:
 def pair_g1(out: Path, rnd: int, steps: int) -> None:
     model = transformer(768, 6, 12).to(DEV)
     x = torch.randn(16, 256, 768, device=DEV)
-    amp_pair(out, rnd, steps, "g1_bf16_transformer", model, x, lambda o: o.square().mean())
+    amp_pair(out, rnd, steps, "g1_bf16_transformer", model, x)
 
 
 def pair_g2(out: Path, rnd: int, steps: int) -> None:
-    model = transformer(256, 4, 4).to(DEV)
-    opt = torch.optim.SGD(model.parameters(), lr=1e-4, momentum=0.9)
-    x = torch.randn(8, 64, 256, device=DEV)
-
-    def eager(i: int) -> None:
-        opt.zero_grad(set_to_none=True)
-        loss = model(x).square().mean()
-        loss.backward()
-        opt.step()
-        loss.item()
-
-    meta = dict(
-        pair="g2_graph_transformer", change="the whole step captured in one CUDA graph", apply="cuda-graphs"
+    graph_pair(
+        out,
+        rnd,
+        steps,
+        "g2_graph_transformer",
+        transformer(256, 4, 4).to(DEV),
+        torch.randn(8, 64, 256, device=DEV),
     )
-    run_pair(out, "g2_graph_transformer", rnd, steps, [("before", eager, meta)])
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        for _ in range(3):
-            opt.zero_grad(set_to_none=True)
-            model(x).square().mean().backward()
-            opt.step()
-    torch.cuda.current_stream().wait_stream(s)
-    g = torch.cuda.CUDAGraph()
-    opt.zero_grad(set_to_none=True)
-    with torch.cuda.graph(g):
-        static_loss = model(x).square().mean()
-        static_loss.backward()
-        opt.step()
-
-    def graphed(i: int) -> None:
-        g.replay()
-        static_loss.item()
-
-    run_pair(out, "g2_graph_transformer", rnd, steps, [("after", graphed, meta)])
 
 
 PAIRS: dict[str, Callable[[Path, int, int], None]] = {
-    "s1": pair_s1,
-    "s2": lambda out, rnd, steps: pair_s1(out, rnd, steps, key="s2_sync_events", sync_events=True),
-    "s3": pair_s3,
-    "s4": lambda out, rnd, steps: pair_s3(out, rnd, steps, key="s4_sync_late_events", sync_events=True),
+    "s1": lambda out, rnd, steps: sync_pair(out, rnd, steps, "s1_sync_free", False, False),
+    "s2": lambda out, rnd, steps: sync_pair(out, rnd, steps, "s2_sync_events", False, True),
+    "s3": lambda out, rnd, steps: sync_pair(out, rnd, steps, "s3_sync_late", True, False),
+    "s4": lambda out, rnd, steps: sync_pair(out, rnd, steps, "s4_sync_late_events", True, True),
     "n1": pair_n1,
     "c1": pair_c1,
     "b1": pair_b1,

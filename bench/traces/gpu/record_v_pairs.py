@@ -31,6 +31,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import torch
+from record import autocast_step, eager_step, graphed_step  # beside this script
 from torch.profiler import ProfilerActivity, profile, record_function, schedule
 
 DEV = "cuda"
@@ -74,81 +75,33 @@ def setup(d: int, layers: int, batch: int) -> tuple[torch.nn.Module, torch.optim
 
 def graph_pair(out: Path, stem: str, d: int, layers: int, batch: int) -> None:
     model, opt, x = setup(d, layers, batch)
-
-    def eager() -> None:
-        opt.zero_grad(set_to_none=True)
-        loss = model(x).square().mean()
-        loss.backward()
-        opt.step()
-        loss.item()
-
+    eager = eager_step(model, opt, x)
     for _ in range(3):
         eager()
     record(out, f"{stem}_before", eager)
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        for _ in range(3):
-            opt.zero_grad(set_to_none=True)
-            model(x).square().mean().backward()
-            opt.step()
-    torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    opt.zero_grad(set_to_none=True)
-    with torch.cuda.graph(graph):
-        static_loss = model(x).square().mean()
-        static_loss.backward()
-        opt.step()
-
-    def replay() -> None:
-        graph.replay()
-        static_loss.item()
-
+    replay = graphed_step(model, opt, x)
     for _ in range(3):
         replay()
     record(out, f"{stem}_after", replay)
 
 
-def amp_pair(out: Path, stem: str, d: int, layers: int, batch: int) -> None:
-    model, opt, x = setup(d, layers, batch)
+def amp_pairs(out: Path, stem: str, model: torch.nn.Module, x: torch.Tensor) -> None:
+    opt = torch.optim.SGD(model.parameters(), lr=1e-4)
     for amp, role in ((False, "before"), (True, "after")):
-
-        def step(amp: bool = amp) -> None:
-            opt.zero_grad(set_to_none=True)
-            with torch.autocast(DEV, dtype=torch.bfloat16, enabled=amp):
-                loss = model(x).float().square().mean()
-            loss.backward()
-            opt.step()
-            loss.item()
-
+        step = autocast_step(model, opt, x, amp)
         for _ in range(3):
             step()
         record(out, f"{stem}_{role}", step)
 
 
-def conv_amp_pair(out: Path, stem: str) -> None:
+def conv_net() -> torch.nn.Module:
     layers: list[torch.nn.Module] = []
     channels = 3
     for width in (64, 128, 128, 256):
         layers += [torch.nn.Conv2d(channels, width, 3, padding=1), torch.nn.ReLU()]
         channels = width
     head = [torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(channels, 10)]
-    model = torch.nn.Sequential(*layers, *head).to(DEV)
-    opt = torch.optim.SGD(model.parameters(), lr=1e-4)
-    x = torch.randn(64, 3, 128, 128, device=DEV)
-    for amp, role in ((False, "before"), (True, "after")):
-
-        def step(amp: bool = amp) -> None:
-            opt.zero_grad(set_to_none=True)
-            with torch.autocast(DEV, dtype=torch.bfloat16, enabled=amp):
-                loss = model(x).float().square().mean()
-            loss.backward()
-            opt.step()
-            loss.item()
-
-        for _ in range(3):
-            step()
-        record(out, f"{stem}_{role}", step)
+    return torch.nn.Sequential(*layers, *head).to(DEV)
 
 
 def log_sync_pair(out: Path, stem: str) -> None:
@@ -175,9 +128,9 @@ def main() -> None:
     out.mkdir(parents=True, exist_ok=True)
     torch.backends.cuda.matmul.allow_tf32 = False
     graph_pair(out, "v5_cuda_graph_l16", 256, 16, 32)
-    amp_pair(out, "v6_amp_d8192", 8192, 2, 4096)
+    amp_pairs(out, "v6_amp_d8192", mlp(8192, 2), torch.randn(4096, 8192, device=DEV))
     torch.backends.cudnn.allow_tf32 = False
-    conv_amp_pair(out, "v7_conv_amp")
+    amp_pairs(out, "v7_conv_amp", conv_net(), torch.randn(64, 3, 128, 128, device=DEV))
     log_sync_pair(out, "v8_log_sync")
 
 
