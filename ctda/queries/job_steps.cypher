@@ -1,6 +1,8 @@
-// Per step of a stored distributed job: the job step (the slowest rank's), the slowest
-// rank, the straggler (the latest to arrive at the step's collectives once stalls on a shared
-// host are charged to their cause; -1: none) and that lateness, and the job path's length
+// Per step of a stored distributed job: the job step (bounded by its collectives: from the
+// end of the previous step's last collective to the end of this one's, all ranks), the
+// slowest rank by its own ProfilerStep, the straggler (the latest to arrive at the step's
+// collectives once stalls on a shared host are charged to their cause, named only when its
+// lateness exceeds the job's noise; -1: none) and that lateness, and the job path's length
 // summed from its stretches (equal to the job step).
 // @param job string  job name (ctda jobs)
 MATCH (j:Job {name: $job, status: 'complete'})-[:HAS_STEP]->(s:JobStep)-[c:JOB_CP]->(:Event)

@@ -351,7 +351,7 @@ JOB_STEP = Label(
         ("job_id", "INT64"),
         ("idx", "INT64"),  # order of the job's steps, from 0
         ("step", "STRING"),  # the window label shared by the ranks (ProfilerStep#N)
-        ("job_step_ns", "INT64"),  # the slowest rank's step
+        ("job_step_ns", "INT64"),  # the job step, bounded by its collectives (docs/jobs.md)
         ("slowest_rank", "INT64"),
         ("fastest_rank_step_ns", "INT64"),
         ("straggler", "INT64"),  # -1: no rank arrived late
