@@ -59,6 +59,8 @@ from torch.profiler import ProfilerActivity, profile, record_function, schedule
 
 DEV = torch.device("cuda")
 WAIT, WARMUP = 1, 2
+#: ``--shapes``: record operator input shapes too (``record_shapes=True``), named ``*_shapes_*``
+SHAPES = {"on": False}
 
 
 def sync() -> None:
@@ -121,7 +123,9 @@ def profiled(
 ) -> None:
     """Run step_fn for WAIT + WARMUP + steps iterations under the profiler (CPU + CUDA,
     default settings); write the trace and its steps.json."""
-    kw: dict[str, Any] = {}
+    kw: dict[str, Any] = {"record_shapes": SHAPES["on"]}
+    if SHAPES["on"]:
+        name = name.replace("_before", "_shapes_before").replace("_after", "_shapes_after")
     if sync_events:
         kw["experimental_config"] = torch._C._profiler._ExperimentalConfig(enable_cuda_sync_events=True)
     walls: list[float] = []
@@ -158,6 +162,7 @@ def profiled(
         torch=torch.__version__,
         device=torch.cuda.get_device_name(),
         sync_events=sync_events,
+        record_shapes=SHAPES["on"],
     )
     (out / f"{name}.steps.json").write_text(json.dumps(info, indent=1))
     print(
@@ -434,7 +439,9 @@ def main() -> None:
     ap.add_argument("--only", default=",".join(PAIRS))
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--steps", type=int, default=12)
+    ap.add_argument("--shapes", action="store_true", help="also record operator input shapes")
     a = ap.parse_args()
+    SHAPES["on"] = a.shapes
     if not torch.cuda.is_available():
         raise SystemExit("record.py: needs a CUDA device")
     out = Path(a.out)
