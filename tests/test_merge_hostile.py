@@ -19,15 +19,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import Result
-from typer.testing import CliRunner
 
 import ctda.cli.convert_cmd  # noqa: F401  (registers the command on the app)
-from ctda.cli.common import app
 from ctda.ingest.errors import TraceError
 from ctda.ingest.limits import Limits
 from ctda.ingest.merge import merge_processes
-from tests.test_input_limits import measured
+from tests.test_input_limits import cli, measured, one_line
 
 BASE = 1_790_000_000_000_000_000
 
@@ -67,18 +64,6 @@ def _worker(tmp: Path, pid: int = 201, ts: float = 1100.0, **meta: Any) -> Path:
 def _events(path: Path) -> list[dict[str, Any]]:
     raw = path.read_bytes()
     return list(json.loads(gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw)["traceEvents"])
-
-
-def cli(*args: str, env: dict[str, str] | None = None) -> Result:
-    return CliRunner(env={"COLUMNS": "200", "NO_COLOR": "1", **(env or {})}).invoke(app, list(args))
-
-
-def one_line(res: Result) -> str:
-    assert res.exit_code == 2, (res.exit_code, res.output[-2000:], res.exception)
-    assert isinstance(res.exception, SystemExit), res.exception
-    lines = [x for x in res.stderr.splitlines() if x.strip()]
-    assert len(lines) == 1 and lines[0].startswith("error:"), res.stderr
-    return lines[0]
 
 
 def _nothing_written(folder: Path, *names: str) -> None:

@@ -127,18 +127,18 @@ def device_floor(
     wk, call_end = wk[keep], t[n.finish(waits.call[keep])]
     launched = np.where(ch.launch >= 0, t[np.maximum(ch.launch, 0)], np.iinfo(np.int64).min)
     idx = np.arange(k)
+    # items not tied to the next one at all break every chain, whatever the window
+    brk_after = ~ch.linked | (np.append(ch.lane[1:], -1) != ch.lane)
+    last_after = np.maximum.accumulate(np.where(brk_after, idx, -1))
     rows = []
     for w_i, w in enumerate(a.windows):
         s, e = int(t[w.start_node]), int(t[w.end_node])
         inside = (call_end >= s) & (call_end <= e)
         floor = 0
         if inside.any() and k:
-            # items that break a chain started in the window: launched before it, or not
-            # tied to the next item at all; the chain to a wait starts after the last break
-            brk_here = launched < s
-            brk_after = ~ch.linked | (np.append(ch.lane[1:], -1) != ch.lane)
-            last_here = np.maximum.accumulate(np.where(brk_here, idx, -1))
-            last_after = np.maximum.accumulate(np.where(brk_after, idx, -1))
+            # items launched before the window also break a chain started in it; the chain
+            # to a wait starts after the last break
+            last_here = np.maximum.accumulate(np.where(launched < s, idx, -1))
             p = wk[inside]
             first = np.maximum(last_here[p] + 1, np.where(p > 0, last_after[np.maximum(p - 1, 0)] + 1, 0))
             need = np.where(first <= p, csum[p] - csum[np.minimum(first, p)] + own[p], 0)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Literal, get_args
+from typing import Any, Literal, get_args
 
 from ctda.analysis.edges import EdgeBatch
 from ctda.analysis.rules.context import RuleContext
@@ -26,23 +26,29 @@ FAMILIES: tuple[Family, ...] = get_args(Family)
 RuleFn = Callable[[RuleContext], EdgeBatch]
 
 
-@dataclass(frozen=True)
-class RuleSpec:
-    """One registered rule: its name, family and function (whose docstring documents it)."""
+class Documented:
+    """A registry entry documented by its function's docstring (rules, optimisations)."""
 
-    name: str
-    family: Family
-    fn: RuleFn
+    fn: Callable[..., Any]  # declared by each subclass's dataclass fields
 
     @property
     def doc(self) -> str:
-        """The rule's documentation: its function's docstring, dedented."""
+        """The entry's documentation: its function's docstring, dedented."""
         return inspect.cleandoc(self.fn.__doc__ or "")
 
     @property
     def summary(self) -> str:
         """First paragraph of :attr:`doc` on one line (for tables)."""
         return " ".join(self.doc.split("\n\n", 1)[0].split())
+
+
+@dataclass(frozen=True)
+class RuleSpec(Documented):
+    """One registered rule: its name, family and function (whose docstring documents it)."""
+
+    name: str
+    family: Family
+    fn: RuleFn
 
     def __call__(self, ctx: RuleContext) -> EdgeBatch:
         """Run the rule; its edges carry the registered name whatever the function wrote."""

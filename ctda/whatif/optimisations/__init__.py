@@ -17,12 +17,12 @@ declarations, or a declared :class:`Optimisation`). A new optimisation is one mo
 from __future__ import annotations
 
 import importlib
-import inspect
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from importlib.metadata import entry_points
 
 from ctda.analysis.engine import Analysis
+from ctda.analysis.rules.registry import Documented
 from ctda.errors import CtdaError
 from ctda.whatif.effect import Effect
 
@@ -39,7 +39,7 @@ class OptimisationError(CtdaError, ValueError):
 
 
 @dataclass(frozen=True)
-class Optimisation:
+class Optimisation(Documented):
     """One registered optimisation: ``fn(analysis, arg) -> Effect`` (its docstring is its
     documentation), what its argument means, and which specs ``ctda opportunities`` tries."""
 
@@ -48,14 +48,6 @@ class Optimisation:
     arg: str = ""  # what NAME:ARG's ARG is ("" when it takes none)
     needs_arg: bool = False
     candidates: CandidatesFn | None = None
-
-    @property
-    def doc(self) -> str:
-        return inspect.cleandoc(self.fn.__doc__ or "")
-
-    @property
-    def summary(self) -> str:
-        return " ".join(self.doc.split("\n\n", 1)[0].split())
 
     def specs_for(self, a: Analysis) -> list[str]:
         """The specs worth trying on ``a`` (for opportunities): none when it cannot apply."""

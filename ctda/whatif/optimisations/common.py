@@ -27,7 +27,7 @@ Mask = npt.NDArray[np.bool_]
 #: rules whose edges are CPU-waits-for-GPU synchronisation
 SYNC_RULES = frozenset({"sync_recorded", "sync_inferred", "blocking_copy"})
 #: host ops that read a device value back (they block on the stream they read from)
-BLOCKING_OPS = r"^aten::(item|_local_scalar_dense|nonzero|cpu)$|^cuda(Stream|Device|Event)Synchronize$"
+BLOCKING_OPS = r"^aten::(item|_local_scalar_dense|nonzero|cpu)$"  # the runtime calls: BLOCKING_CALLS
 #: calls that launch work on the device as part of a CUDA graph
 GRAPH_LAUNCH = r"^(cuda|hip)GraphLaunch$|^cuGraphLaunch$"
 
