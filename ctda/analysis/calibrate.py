@@ -2,7 +2,10 @@
 
 For every node the predecessor that happened last is binding and its edge weighs the
 observed gap; every other incoming edge weighs ``min(observed gap, floor)``. Replaying
-with these weights reproduces every observed timestamp.
+with these weights reproduces every observed timestamp. The floor is the edge type's
+(:func:`ctda.analysis.edges.floors`) unless the caller gives one per edge: the analysis
+gives each sync edge its call kind's return latency measured in the trace
+(:mod:`ctda.analysis.sync_latency`).
 """
 
 from __future__ import annotations
@@ -48,8 +51,9 @@ class Calibration:
     gap: I64
 
 
-def calibrate(g: Graph) -> Calibration:
-    """Binding edge per node = latest-happening predecessor (ties by PRIORITY)."""
+def calibrate(g: Graph, floor: I64 | None = None) -> Calibration:
+    """Binding edge per node = latest-happening predecessor (ties by PRIORITY); ``floor``
+    per edge (default: its type's) caps the weight of the edges that do not bind."""
     t = g.nodes.time
     gap = g.gap
     arrive = t[g.src]
@@ -63,7 +67,8 @@ def calibrate(g: Graph) -> Calibration:
         last[:-1] = d[:-1] != d[1:]
         binding = np.zeros(len(gap), dtype=bool)
         binding[order[last]] = True
-    weight = np.where(binding, gap, np.minimum(gap, floors()[g.etype]))
+    cap = floors()[g.etype] if floor is None else floor
+    weight = np.where(binding, gap, np.minimum(gap, cap))
     return Calibration(weight=weight.astype(np.int64), binding=binding, gap=gap)
 
 

@@ -25,6 +25,7 @@ from ctda.analysis.graph import Graph
 from ctda.analysis.rules import registry
 from ctda.analysis.rules.context import RuleContext
 from ctda.analysis.rules.registry import Family, RuleSpec
+from ctda.analysis.sync_latency import edge_floors
 
 Weigh = Callable[[RuleContext, Graph], Calibration]
 
@@ -34,7 +35,7 @@ class ModeError(ValueError):
 
 
 def _ctda_weights(ctx: RuleContext, g: Graph) -> Calibration:
-    return calibrate(g)
+    return calibrate(g, edge_floors(ctx, g))
 
 
 @dataclass(frozen=True)
