@@ -22,7 +22,7 @@ from ctda.store.ingest import ingest
 from ctda.whatif import optimisations as opt
 from ctda.whatif.effect import NEVER, Effect
 from ctda.whatif.opportunities import by_optimisation
-from ctda.whatif.optimisations import common, cuda_graphs, devices
+from ctda.whatif.optimisations import common, cuda_graphs, devices, shapes
 from ctda.whatif.scenario import run
 from tests import synth
 from tests.conftest import CORPUS, SKIP_CORPUS
@@ -486,3 +486,51 @@ def test_held_out_gpu_pairs(stem: str) -> None:
     sc = run(a, [], effects=opt.apply(a, before["apply"]))
     predicted = float(np.median(sc.step_times().predicted_ns)) / 1e6
     assert abs(predicted / after["median_active_ms"] - 1) <= before["goal"], predicted
+
+
+# --- bf16 from recorded shapes ----------------------------------------------------------------
+
+M, K, N = 8192, 64, 8192  # a wide, shallow product: compute bound in FP32, memory bound in BF16
+ADDMM_SHAPES = {
+    "Input Dims": [[N], [M, K], [K, N], [], []],
+    "Input type": ["float", "float", "float", "Scalar", "Scalar"],
+    "Concrete Inputs": ["", "", "", "1", "1"],
+}
+CONV_SHAPES = {  # cudnn_convolution(input, weight, padding, stride, dilation, groups, ...)
+    "Input Dims": [[64, 64, 56, 56], [128, 64, 3, 3], [], [], [], [], [], [], []],
+    "Input type": ["float", "float", "ScalarList", "ScalarList", "ScalarList", "Scalar", "Scalar", "Scalar", "Scalar"],
+    "Concrete Inputs": ["", "", "[1, 1]", "[2, 2]", "[1, 1]", "1", "False", "False", "False"],
+}
+
+
+def _with_shapes(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{**e, "args": {**e["args"], **ADDMM_SHAPES}} if e["name"] == "aten::addmm" else e for e in events]
+
+
+def test_flops_and_bytes_from_recorded_shapes(tmp_path: Path) -> None:
+    conv = synth.cpu("aten::cudnn_convolution", 1500, 10, **CONV_SHAPES)
+    a = _a(tmp_path, [*_with_shapes(GPU_BOUND), conv], **H100)
+    w = shapes.op_work(a)
+    idx = {str(x): i for i, x in enumerate(a.table.decoded("name", a.nodes.uid))}
+    mm = idx["aten::addmm"]
+    assert w.flops[mm] == 2.0 * M * K * N
+    assert w.nbytes[mm] == 4.0 * (N + M * K + K * N + M * N)  # bias, operands, result
+    # stride 2, padding 1: 28 x 28 outputs per channel, 64 x 3 x 3 multiply-adds each
+    assert w.flops[idx["aten::cudnn_convolution"]] == 2.0 * 64 * 128 * 28 * 28 * 64 * 9
+    assert np.isnan(w.flops[idx["aten::gelu"]]) and np.isnan(w.flops[idx["aten::linear"]])
+    # the gemm is mapped to its innermost shaped op through its launch
+    assert shapes.kernel_ops(a, np.array([idx[GEMM]])).tolist() == [mm]
+
+
+def test_bf16_uses_the_roofline_where_shapes_are_recorded(tmp_path: Path) -> None:
+    a = _a(tmp_path, _with_shapes(GPU_BOUND), **H100)
+    eff = opt.apply(a, ["bf16"])[0]
+    gemm = {str(x): i for i, x in enumerate(a.table.decoded("name", a.nodes.uid))}[GEMM]
+    flops, nbytes = 2.0 * M * K * N, 4.0 * (N + M * K + K * N + M * N)
+    share = max(flops / 67e3, nbytes / 3.35e3) / 1340e3  # of the FP32 roofline, ns
+    half = max(flops / 989.4e3, nbytes / 2 / 3.35e3) / share / 1e3  # µs: memory bound in BF16
+    assert half > 1340 * 67.0 / 989.4 * 4  # the time path would have scaled it by the peaks
+    assert eff.factor[gemm] == pytest.approx((half + 3 * 0.75 * 51) / 1340)
+    assert any("shapes recorded: 1 matrix kernels of 1 operators" in x for x in eff.assumptions)
+    plain = opt.apply(_a(tmp_path, GPU_BOUND, **H100), ["bf16"])[0]
+    assert any("no tensor shapes recorded" in x for x in plain.assumptions)

@@ -48,6 +48,7 @@ RAW_COLUMNS = (
     "mem_bytes",
     "total_allocated",
     "total_reserved",
+    "shapes",
     "kind",
 )
 

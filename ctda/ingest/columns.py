@@ -79,7 +79,18 @@ STR_ARGS: dict[str, tuple[tuple[str, ...], Extract]] = {
         ("cpu_span", "device_side"),
         lambda a: [None if x.pg_name is None else str(x.pg_name) for x in a],
     ),
+    # an op's recorded inputs, ``[Input Dims, Input type, Concrete Inputs]`` as JSON text:
+    # dictionary-encoded, so the many ops sharing a signature share one string
+    "shapes": (("cpu_span",), lambda a: [_shapes(x) for x in a]),
 }
+
+
+def _shapes(a: Args) -> str | None:
+    """``[dims, types, scalars]`` JSON of an op recorded with shapes; None without them."""
+    if not a.input_dims:
+        return None
+    rest = [bytes(r).decode() or "[]" for r in (a.input_types, a.concrete_inputs)]
+    return f"[{bytes(a.input_dims).decode()},{rest[0]},{rest[1]}]"
 
 
 class ChunkProblem(Exception):

@@ -44,6 +44,11 @@ class Args(msgspec.Struct, gc=False):
     total_allocated: LooseInt = msgspec.field(default=None, name="Total Allocated")
     total_reserved: LooseInt = msgspec.field(default=None, name="Total Reserved")
     device_id: LooseInt = msgspec.field(default=None, name="Device Id")
+    # operator input shapes and dtypes (traces recorded with ``record_shapes=True``), kept as
+    # their JSON text: only the few ops a model reads parse them, once per distinct value
+    input_dims: msgspec.Raw = msgspec.field(default_factory=msgspec.Raw, name="Input Dims")
+    input_types: msgspec.Raw = msgspec.field(default_factory=msgspec.Raw, name="Input type")
+    concrete_inputs: msgspec.Raw = msgspec.field(default_factory=msgspec.Raw, name="Concrete Inputs")
     # metadata events (ph M) carry their payload here: process/thread names and labels
     name: str | None = None
     labels: str | None = None

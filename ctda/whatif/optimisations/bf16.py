@@ -24,6 +24,8 @@ The model (docs/optimisations.md#bf16--fp16), from the trace alone:
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import numpy.typing as npt
 
@@ -33,6 +35,7 @@ from ctda.whatif.effect import Effect
 from ctda.whatif.optimisations import OptimisationError, optimisation
 from ctda.whatif.optimisations import common as c
 from ctda.whatif.optimisations import devices as d
+from ctda.whatif.optimisations import shapes
 from ctda.whatif.select import name_mask
 
 I64 = npt.NDArray[np.int64]
@@ -70,6 +73,9 @@ def autocast(a: Analysis, dtype: str) -> Effect:
     mem = ~mat & ~opt_k & (prec < 2)
     eff = Effect.identity(dtype, n.n)
     eff.factor[kern] = _retimed(dk, np.where(prec == 1, peaks.tf32, peaks.fp32) / half, m, mem, floor)
+    roof = _roofline(a, kern, dk, m, prec, peaks, half, floor)
+    eff.factor[kern[roof.shaped]] = roof.factor[roof.shaped]
+    m &= ~roof.stays
     skip = np.zeros(n.n, dtype=bool)
     skip[kern[mat]] = True
     host_ns, n_small = c.one_launch_op_cost(a, skip)
@@ -87,9 +93,76 @@ def autocast(a: Analysis, dtype: str) -> Effect:
         f"{casts} casts added (weights and biases of matrix ops, the step's input, gradients back "
         f"to FP32): {host_ns / 1e3:.1f} µs host each (median of {n_small} ops launching one "
         f"non-matrix kernel), {dev_ns / 1e3:.1f} µs device each",
-        "no tensor shapes are read: FLOPs and bytes come from each kernel's measured time and class",
+        roof.assumption(dtype, peaks, int(m.sum())),
     ]
     return eff
+
+
+@dataclass
+class Roofline:
+    """The shape path: per kernel, its factor where its operator's shapes were recorded."""
+
+    shaped: Mask  # re-timed from its operator's FLOPs and bytes
+    stays: Mask  # its operator's recorded inputs are already half precision
+    factor: npt.NDArray[np.float64]
+    n_ops: int
+
+    def assumption(self, dtype: str, peaks: d.Peaks, n_matrix: int) -> str:
+        """The assumptions line saying which path re-timed the matrix kernels."""
+        if not self.shaped.any() and not self.stays.any():
+            return "no tensor shapes recorded: FLOPs and bytes come from each kernel's measured time and class"
+        return (
+            f"shapes recorded: {int(self.shaped.sum()):,} matrix kernels of {self.n_ops:,} operators "
+            f"re-timed on the device roofline (FLOPs / {dtype.upper()} peak, bytes / "
+            f"{peaks.mem_tbs:g} TB/s) at the share of the FP32 roofline each reached, "
+            f"{int(self.stays.sum()):,} with half-precision inputs stay; "
+            f"{max(n_matrix - int(self.shaped.sum()), 0):,} without shapes from measured time and class"
+        )
+
+
+def _roofline(
+    a: Analysis,
+    kern: I64,
+    dur: npt.NDArray[np.float64],
+    matrix: Mask,
+    prec: npt.NDArray[np.int8],
+    peaks: d.Peaks,
+    half: float,
+    floor: float,
+) -> Roofline:
+    """Matrix kernels whose launching operator has recorded shapes: the operator's time
+    at ``half`` precision is its roofline time there (FLOPs at the tensor peak, operands
+    and result at half the bytes over the memory bandwidth), divided by the share of the
+    FP32 (or TF32) roofline its kernels reached; each of its kernels scales alike. A
+    compute-bound operator gets the time path's ratio of peaks; the shapes add the
+    memory bound (a small product stops at its bytes) and cap the share at 1 (kernels
+    faster than the FP32 roofline used fewer multiplies, Winograd or FFT)."""
+    none = np.zeros(len(kern), dtype=bool)
+    out = Roofline(none, none.copy(), np.ones(len(kern)), 0)
+    work = shapes.op_work(a)
+    op = np.where(matrix | (prec == 2), shapes.kernel_ops(a, kern), -1)
+    has = op >= 0
+    if not has.any():
+        return out
+    size = work.size[np.maximum(op, 0)]
+    out.stays = has & (size <= 2)
+    shaped = has & (size == 4) & matrix
+    if not shaped.any():
+        return out
+    ops, inv = np.unique(op[shaped], return_inverse=True)
+    t = np.bincount(inv, weights=dur[shaped])
+    tf32 = np.zeros(len(ops), dtype=bool)
+    np.logical_or.at(tf32, inv, prec[shaped] == 1)
+    flops, nbytes = work.flops[ops], work.nbytes[ops]
+    bw = peaks.mem_tbs * 1e3  # bytes per ns
+    t32 = np.maximum(flops / (np.where(tf32, peaks.tf32, peaks.fp32) * 1e3), nbytes / bw)
+    t16 = np.maximum(flops / (half * 1e3), nbytes / 2 / bw)
+    share = np.minimum(t32 / np.maximum(t, 1.0), 1.0)
+    ratio = np.where(t > 0, t16 / np.maximum(share, 1e-9) / np.maximum(t, 1.0), 1.0)
+    new = np.maximum(dur[shaped] * ratio[inv], floor)
+    out.factor[shaped] = np.where(dur[shaped] > 0, new / np.maximum(dur[shaped], 1.0), 1.0)
+    out.shaped, out.n_ops = shaped, len(ops)
+    return out
 
 
 def _retimed(
