@@ -498,7 +498,7 @@ ADDMM_SHAPES = {
 }
 CONV_SHAPES = {  # cudnn_convolution(input, weight, padding, stride, dilation, groups, ...)
     "Input Dims": [[64, 64, 56, 56], [128, 64, 3, 3], [], [], [], [], [], [], []],
-    "Input type": ["float", "float", "ScalarList", "ScalarList", "ScalarList", "Scalar", "Scalar", "Scalar", "Scalar"],
+    "Input type": ["float", "float", *["ScalarList"] * 3, *["Scalar"] * 4],
     "Concrete Inputs": ["", "", "[1, 1]", "[2, 2]", "[1, 1]", "1", "False", "False", "False"],
 }
 

@@ -50,9 +50,10 @@ def launch(ctx: RuleContext) -> EdgeBatch:
 def _sync_edges(ctx: RuleContext, waits: syncs.Waits) -> EdgeBatch:
     """device work end -> blocking call end, for the pairs causal in the observed run.
 
-    Calibration weighs a pair that did not bind ``min(observed gap, sync floor)``: the
-    call's minimum return latency after the work ends, never more than was observed, so
-    replay stays exact while a faster host in a what-if meets the queued work.
+    Calibration weighs a pair that did not bind ``min(observed gap, latency)``: the
+    call's minimum return latency after the work ends, measured per kind of call in the
+    trace (:mod:`ctda.analysis.sync_latency`), never more than was observed, so replay
+    stays exact while a faster host in a what-if meets the queued work.
 
     Where the work ended inside a free (``cudaFree``, ``hipFree``, ...), the edge belongs to
     the free: what follows its wait is the free's own work, not a return latency, so a

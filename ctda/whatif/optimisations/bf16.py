@@ -32,10 +32,9 @@ import numpy.typing as npt
 from ctda.analysis.engine import Analysis
 from ctda.ingest.kinds import Kind
 from ctda.whatif.effect import Effect
-from ctda.whatif.optimisations import OptimisationError, optimisation
+from ctda.whatif.optimisations import OptimisationError, optimisation, shapes
 from ctda.whatif.optimisations import common as c
 from ctda.whatif.optimisations import devices as d
-from ctda.whatif.optimisations import shapes
 from ctda.whatif.select import name_mask
 
 I64 = npt.NDArray[np.int64]
@@ -110,7 +109,7 @@ class Roofline:
     def assumption(self, dtype: str, peaks: d.Peaks, n_matrix: int) -> str:
         """The assumptions line saying which path re-timed the matrix kernels."""
         if not self.shaped.any() and not self.stays.any():
-            return "no tensor shapes recorded: FLOPs and bytes come from each kernel's measured time and class"
+            return "no tensor shapes recorded: FLOPs and bytes from each kernel's measured time and class"
         return (
             f"shapes recorded: {int(self.shaped.sum()):,} matrix kernels of {self.n_ops:,} operators "
             f"re-timed on the device roofline (FLOPs / {dtype.upper()} peak, bytes / "
