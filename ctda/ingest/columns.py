@@ -81,7 +81,7 @@ STR_ARGS: dict[str, tuple[tuple[str, ...], Extract]] = {
     ),
     # an op's recorded inputs, ``[Input Dims, Input type, Concrete Inputs]`` as JSON text:
     # dictionary-encoded, so the many ops sharing a signature share one string
-    "shapes": (("cpu_span",), lambda a: [_shapes(x) for x in a]),
+    "shapes": (("cpu_span",), lambda a: [_shapes(x) if x.input_dims else None for x in a]),
 }
 
 
