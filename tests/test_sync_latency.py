@@ -9,10 +9,10 @@ from typing import Any
 
 import numpy as np
 
-from ctda.analysis.edges import EdgeType
+from ctda.analysis.edges import EdgeType, floors
 from ctda.analysis.engine import Analysis, analyze
 from ctda.analysis.rules.context import RuleContext
-from ctda.analysis.sync_latency import KINDS, measure
+from ctda.analysis.sync_latency import KINDS, edge_floors, measure, union_floors
 from ctda.ingest.reader import read_trace
 from ctda.whatif.scenario import run
 from ctda.whatif.select import parse_scale
@@ -75,6 +75,11 @@ def test_latency_is_read_from_a_blocked_call_and_weighs_the_unbound_sync(tmp_pat
     assert np.array_equal(a.timing.time[: 2 * a.nodes.n], a.nodes.time[: 2 * a.nodes.n])
     sc = run(a, [parse_scale(a, "name~python_post=0")])
     assert int(sc.timing.time[end]) == 3_617_000
+    # a job's graph: each part's sync edges take its own trace's latencies; edges of
+    # events outside every part keep their type's floor
+    ctx = RuleContext(a.table, a.nodes)
+    assert np.array_equal(union_floors(g, [(ctx, g, 0)]), edge_floors(ctx, g))
+    assert np.array_equal(union_floors(g, [(ctx, g, a.nodes.n)]), floors()[g.etype])
 
 
 def test_a_kind_without_blocked_calls_takes_its_documented_constant(tmp_path: Path) -> None:

@@ -49,8 +49,8 @@ SPECS: dict[EdgeType, EdgeSpec] = {
     EdgeType.STREAM_SEQ: EdgeSpec("sequence", 0, "gpu_gap"),
     # the GPU front-end needs a few microseconds to pick up queued work
     EdgeType.LAUNCH: EdgeSpec("launch", 3 * US, "launch_overhead"),
-    # a single-trace analysis replaces it per call kind with the return latency measured
-    # in the trace (ctda.analysis.sync_latency); job graphs keep it
+    # the analyses (a trace's, a job's) replace it per call kind with the return latency
+    # measured in the trace (ctda.analysis.sync_latency)
     EdgeType.SYNC: EdgeSpec("sync", 1 * US, "sync_wait"),
     EdgeType.STREAM_WAIT: EdgeSpec("sync", 1 * US, "sync_wait"),
     EdgeType.CROSS_THREAD: EdgeSpec("cross-thread", 0, "cross_thread"),

@@ -22,6 +22,7 @@ documented constant.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -126,4 +127,18 @@ def edge_floors(ctx: RuleContext, g: Graph) -> I64:
     out = floors()[g.etype]
     is_sync = lat.edge_kind >= 0
     out[is_sync] = lat.ns[lat.edge_kind[is_sync]]
+    return out  # type: ignore[no-any-return]
+
+
+def union_floors(g: Graph, parts: Sequence[tuple[RuleContext, Graph, int]]) -> I64:
+    """:func:`edge_floors` of a graph made of several traces' graphs (a job's ranks): each
+    sync edge takes the latency its own trace measured for its call kind. ``parts`` holds,
+    per trace, its rule context, its own graph and the index of its first event in ``g``."""
+    out = floors()[g.etype]
+    ev = g.dst // 2
+    is_sync = (g.etype == EdgeType.SYNC) & (g.dst < 2 * g.nodes.n) & (g.dst % 2 == 1)
+    for ctx, own, base in parts:
+        sel = is_sync & (ev >= base) & (ev < base + ctx.nodes.n)
+        if sel.any():
+            out[sel] = measure(ctx, own).ns[call_kinds(ctx, ev[sel] - base)]
     return out  # type: ignore[no-any-return]

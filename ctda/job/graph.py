@@ -9,7 +9,8 @@ from the ``c10d::*`` op that queued the work to the start of that work on gloo's
 (``collective_issue``; nothing else says the worker thread waited for the caller).
 
 Calibration is the single-rank one (the last arrival binds; every other edge weighs at most
-its floor), so replay reproduces every rank's timestamps. One refinement makes a changed
+its floor, a sync edge its rank's measured return latency), so replay reproduces every
+rank's timestamps. One refinement makes a changed
 run honest: a collective needs its transfer time after the last arrival whoever arrives
 last, so its non-binding in-edges (its own duration, the other ranks' arrivals) weigh up to
 the transfer observed on that rank instead of a fixed floor.
@@ -29,6 +30,8 @@ from ctda.analysis.edges import EdgeBatch, EdgeType
 from ctda.analysis.engine import Analysis
 from ctda.analysis.nodes import Nodes
 from ctda.analysis.propagate import Timing, replay
+from ctda.analysis.rules.context import RuleContext
+from ctda.analysis.sync_latency import union_floors
 from ctda.analysis.windows import Window
 from ctda.job.match import ClockOffsets, Matching
 
@@ -74,7 +77,8 @@ def build_job_graph(analyses: dict[int, Analysis], matching: Matching, offsets: 
     cross = cross_rank_edges(matching, base)
     issue = issue_edges(matching, base)
     g = cdg.build(nodes, [*batches, issue, cross])
-    cal = calibrate(g)
+    ctxs = [(RuleContext(analyses[r].table, analyses[r].nodes), analyses[r].graph, base[r]) for r in ranks]
+    cal = calibrate(g, union_floors(g, ctxs))
     cal = _collective_floors(g, cal, matching, base, offsets)
     windows = {
         r: [_shift(w, base[r], analyses[r].nodes.n, n_total) for w in analyses[r].windows] for r in ranks
