@@ -534,3 +534,13 @@ def test_bf16_uses_the_roofline_where_shapes_are_recorded(tmp_path: Path) -> Non
     assert any("shapes recorded: 1 matrix kernels of 1 operators" in x for x in eff.assumptions)
     plain = opt.apply(_a(tmp_path, GPU_BOUND, **H100), ["bf16"])[0]
     assert any("no tensor shapes recorded" in x for x in plain.assumptions)
+    # recorded inputs already in BF16: the product stays whatever its kernel is called
+    halved = [
+        {**e, "args": {**e["args"], "Input type": ["c10::BFloat16"] * 3 + ["Scalar"] * 2}}
+        if e["name"] == "aten::addmm"
+        else e
+        for e in _with_shapes(GPU_BOUND)
+    ]
+    eff = opt.apply(_a(tmp_path, halved, **H100), ["bf16"])[0]
+    assert eff.factor[gemm] == 1.0
+    assert any("1 with half-precision inputs stay" in x for x in eff.assumptions)

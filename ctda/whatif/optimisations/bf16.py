@@ -19,7 +19,11 @@ The model (docs/optimisations.md#bf16--fp16), from the trace alone:
   of the trace's median memory-bound kernel (it reads 4 bytes and writes 2 per element
   where an FP32 unary op reads and writes 4: operands are taken to be activation-sized).
   Host cost goes on the matrix op (forward) or spread over the backward matrix ops of the
-  step; device cost on the op's matrix kernel.
+  step; device cost on the op's matrix kernel;
+- **recorded shapes** (``record_shapes=True``): a matrix kernel launched inside an operator
+  whose shapes give its FLOPs and bytes (:mod:`~ctda.whatif.optimisations.shapes`) takes
+  the roofline time of that operator in half precision at the share of the FP32 roofline
+  it reached (:func:`_roofline`); an operator whose inputs are already half stays.
 """
 
 from __future__ import annotations
@@ -74,6 +78,7 @@ def autocast(a: Analysis, dtype: str) -> Effect:
     eff.factor[kern] = _retimed(dk, np.where(prec == 1, peaks.tf32, peaks.fp32) / half, m, mem, floor)
     roof = _roofline(a, kern, dk, m, prec, peaks, half, floor)
     eff.factor[kern[roof.shaped]] = roof.factor[roof.shaped]
+    eff.factor[kern[roof.stays]] = 1.0  # its operator already runs in half precision
     m &= ~roof.stays
     skip = np.zeros(n.n, dtype=bool)
     skip[kern[mat]] = True
