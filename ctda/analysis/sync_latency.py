@@ -93,7 +93,9 @@ def call_kinds(ctx: RuleContext, calls: I64) -> I64:
     codes, inv = np.unique(ctx.name_codes[calls], return_inverse=True)
     names = ctx.table.strings("name")[codes] if len(codes) else np.zeros(0, dtype=object)
     rx = [re.compile(k.pattern) for k in KINDS]
-    kind = np.array([next(i for i, r in enumerate(rx) if r.search(v or "")) for v in names], dtype=np.int64)
+    kind = np.array(
+        [next(i for i, r in enumerate(rx) if r.search(str(v or ""))) for v in names], dtype=np.int64
+    )
     return kind[inv.ravel()] if len(codes) else np.zeros(0, dtype=np.int64)  # type: ignore[no-any-return]
 
 
