@@ -25,6 +25,7 @@ from typing import Any
 
 import pandas as pd
 
+from ctda import api_ui, api_views
 from ctda.analysis import engine
 from ctda.analysis import report as analysis_report
 from ctda.analysis.breakdowns import Breakdowns, JobBreakdowns
@@ -48,6 +49,8 @@ from ctda.api_reports import (
     hta_report,
     whatif_job,
 )
+from ctda.api_ui import *  # noqa: F403  (what the UI asks of a store)
+from ctda.api_views import *  # noqa: F403  (what the UI draws from an analysis)
 from ctda.errors import CtdaError
 from ctda.ingest.errors import TraceError
 from ctda.ingest.merge import MergeSummary, merge_processes
@@ -118,6 +121,7 @@ __all__ = [
     "whatif",
     "whatif_job",
 ]
+__all__ += [*api_ui.__all__, *api_views.__all__]
 
 PathLike = str | Path
 #: reads a trace file (the CLI passes one that draws a progress bar)

@@ -124,8 +124,9 @@ def test_no_import_cycles(package: str) -> None:
 
 
 # --- one door: the CLI and the UI reach the library only through ctda.api ------------------
-#: what a command or a page may import besides ``ctda.api``: its own layer, the renderers,
-#: and the modules of the types the API's results and options are made of
+#: what a command or a page may import besides ``ctda.api`` (and the ``ctda.api_*`` modules
+#: it re-exports): its own layer, the renderers, and the modules of the types the API's
+#: results and options are made of
 DOOR = ("ctda.api", "ctda.render", "ctda.errors", "ctda.options", "ctda.ingest.table")
 #: imports past the door not yet moved behind the API, by importing module. The list may
 #: only shrink: a test fails when an entry is no longer needed, so that it is deleted.
@@ -138,6 +139,10 @@ PAST_THE_DOOR: dict[str, set[str]] = {
 }
 
 
+#: the UI's imports past the door, as for the CLI (may only shrink; each needs its reason)
+UI_PAST_THE_DOOR: dict[str, set[str]] = {}
+
+
 def _past_the_door(layer: str, graph: dict[str, set[str]]) -> dict[str, set[str]]:
     out = {}
     for module, deps in graph.items():
@@ -147,6 +152,7 @@ def _past_the_door(layer: str, graph: dict[str, set[str]]) -> dict[str, set[str]
                 for d in deps
                 if not d.startswith(layer)
                 and d != "ctda"
+                and not d.startswith("ctda.api_")
                 and not any(d == p or d.startswith(p + ".") for p in DOOR)
             }
             if past:
@@ -157,7 +163,13 @@ def _past_the_door(layer: str, graph: dict[str, set[str]]) -> dict[str, set[str]
 def test_the_door_rule_sees_an_import_past_it() -> None:
     graph = {"ctda.cli.x": {"ctda.api", "ctda.render.job", "ctda.job.run", "ctda.cli.common"}}
     assert _past_the_door("ctda.cli", graph) == {"ctda.cli.x": {"ctda.job.run"}}
+    graph = {"ctda.ui.x": {"ctda.api_views", "ctda.apidoc", "ctda.ui.data", "ctda.store.base"}}
+    assert _past_the_door("ctda.ui", graph) == {"ctda.ui.x": {"ctda.apidoc", "ctda.store.base"}}
 
 
 def test_the_cli_imports_only_the_api_renderers_and_result_types() -> None:
     assert _past_the_door("ctda.cli", import_graph()) == PAST_THE_DOOR
+
+
+def test_the_ui_imports_only_the_api_renderers_and_result_types() -> None:
+    assert _past_the_door("ctda.ui", import_graph()) == UI_PAST_THE_DOOR

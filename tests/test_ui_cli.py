@@ -48,7 +48,7 @@ def test_settings_fall_back_to_the_environment(monkeypatch: pytest.MonkeyPatch, 
     s = from_argv(["-x", "pytest-arg"])  # unknown arguments (pytest's own) are ignored
     assert s.db == str(tmp_path / "env.lbug") and s.max_events == 250
     assert s.uploads_dir == tmp_path / "uploads"  # beside the embedded store
-    assert s.backend.kind == "ladybug"
+    assert (s.facts.title, s.facts.dialect) == ("Ladybug", "ladybug")
     monkeypatch.setenv("CTDA_UI_MAX_EVENTS", "not a number")
     assert from_argv([]).max_events == DEFAULT_MAX_EVENTS
     assert from_argv(to_argv(s)) == s

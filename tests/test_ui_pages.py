@@ -20,7 +20,7 @@ from ctda.analysis.engine import AnalysisOptions
 from ctda.store import open_store
 from ctda.store.config import resolve
 from ctda.store.ingest import ingest
-from ctda.ui.pages import PAGES, Page
+from ctda.ui.pages import BUILTIN, Page, registry
 from tests.conftest import CORPUS, SKIP_CORPUS
 
 DATA = Path(__file__).parent / "data" / "hta"
@@ -107,7 +107,7 @@ def trace_names(fig: dict[str, Any]) -> list[str]:
 # --- every page -------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("page", PAGES, ids=[p.url for p in PAGES])
+@pytest.mark.parametrize("page", BUILTIN, ids=[p.url for p in BUILTIN])
 def test_every_page_renders(env: Path, page: Page) -> None:
     """Each page of the menu, opened on a stored run: its title, no exception, no error."""
     at = app(Path(page.script).stem)
@@ -116,11 +116,14 @@ def test_every_page_renders(env: Path, page: Page) -> None:
 
 
 def test_pages_are_the_views() -> None:
-    """Every script under views/ is a page of the menu, and every page's script exists."""
+    """Every script under views/ is a built-in page of the menu, the registry lists the
+    built-ins first, and every page's script exists."""
     views = sorted(p.name for p in (APP.parent / "views").glob("*.py") if p.name != "__init__.py")
-    assert sorted(Path(p.script).name for p in PAGES) == views
-    assert all(p.path.is_file() for p in PAGES)
-    assert len({p.url for p in PAGES}) == len(PAGES)
+    assert sorted(Path(p.script).name for p in BUILTIN) == views
+    pages = registry()
+    assert pages[: len(BUILTIN)] == BUILTIN
+    assert all(p.path.is_file() for p in pages)
+    assert len({p.url for p in pages}) == len(pages)
 
 
 # --- Runs -----------------------------------------------------------------------------

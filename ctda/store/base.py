@@ -134,6 +134,12 @@ class Store(JobFlows, ABC):
     read_only: bool = False
 
     @classmethod
+    def files(cls, location: str) -> list[str]:
+        """The files on this machine that hold the store at ``location`` (none: a server).
+        Their modification times tell a reader cheaply whether anything was written."""
+        return []
+
+    @classmethod
     @abstractmethod
     def from_target(cls, target: Any, *, read_only: bool = False) -> Store:
         """Open the store at ``target`` (a resolved ``--db``: a :class:`ctda.store.config.Target`;

@@ -110,6 +110,12 @@ class LadybugStore(Store):
     schemes = ()  # a filesystem path
     extra = "embedded"
 
+    @classmethod
+    def files(cls, location: str) -> list[str]:
+        """The database file and its write-ahead log (a write may touch only the log)."""
+        path = Path(location)
+        return [str(path), str(path.with_name(path.name + ".wal"))]
+
     def __init__(self, path: str | Path, *, read_only: bool = False) -> None:
         import ladybug
 

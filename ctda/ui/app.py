@@ -1,8 +1,8 @@
 """Streamlit entry script of ``ctda ui`` (``streamlit run ctda/ui/app.py -- --db ...``).
 
 It only wires pages together: the sidebar (store and run picker) is drawn here so it is
-the same on every page; each page is a script under ``views/``, listed in
-:mod:`ctda.ui.pages`.
+the same on every page; each page is a script (ours under ``views/``), listed by the
+registry of :mod:`ctda.ui.pages`.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 import streamlit as st
 
 from ctda.ui import widgets
-from ctda.ui.pages import PAGES
+from ctda.ui.pages import discover
 
 #: the tab icon, inline: a ``:material/...:`` page icon makes the browser fetch an SVG
 #: from a font CDN, which fails offline (the sidebar's icons come from a bundled font)
@@ -24,12 +24,15 @@ FAVICON = (
 
 def main() -> None:
     st.set_page_config(page_title="ctda", page_icon=FAVICON, layout="wide")
+    found, problems = discover()
     pages = [
         st.Page(str(p.path), title=p.title, icon=p.icon, url_path=p.url, default=(k == 0))
-        for k, p in enumerate(PAGES)
+        for k, p in enumerate(found)
     ]
     page = st.navigation(pages)
     widgets.sidebar(widgets.settings())
+    for line in problems:
+        st.sidebar.warning(line)
     page.run()
 
 

@@ -18,7 +18,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from ctda.analysis.classify import CLASSES
+from ctda.api import CLASSES
 from ctda.ui.charts import CLASS_COLORS, PATH_COLOR, ROW_PX, TICK_ANGLE
 
 #: times in tooltips: ms, to the nanosecond, without trailing zeros (one unit everywhere)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import plotly.graph_objects as go
 
-from ctda.analysis.classify import CLASSES
+from ctda.api import CLASSES
 from ctda.ui import margins
 
 #: one colour per bound-by class, the same on every chart

@@ -13,9 +13,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import re
-import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,23 +21,29 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from ctda.analysis.classify import CLASSES
-from ctda.analysis.engine import Analysis, AnalysisOptions
-from ctda.analysis.report import Report
-from ctda.analysis.report import build as build_report
-from ctda.queries import loader
-from ctda.store import backends, open_store
-from ctda.store.base import QueryResult, RunInfo, Store, StoreError
-from ctda.store.config import resolve
-from ctda.store.runs import StoredRun, open_run
+from ctda import api
+from ctda.api import (
+    CLASSES,
+    Analysis,
+    Comparison,
+    GraphCycleError,
+    Override,
+    QueryError,
+    QueryLimits,
+    QueryResult,
+    Report,
+    RunInfo,
+    Scenario,
+    Side,
+    StoredRun,
+    StoreError,
+    TraceError,
+    optimisation_specs,
+    retime,
+)
+from ctda.options import OptionError
 from ctda.ui import frames
 from ctda.ui.settings import Settings
-from ctda.whatif import optimisations
-from ctda.whatif.compare import Comparison, Side, compare
-from ctda.whatif.opportunities import by_optimisation
-from ctda.whatif.scenario import Scenario
-from ctda.whatif.scenario import run as run_scenario
-from ctda.whatif.select import Override
 
 #: analyses kept in memory at once (a 1M-event run holds a few hundred MB)
 MAX_ANALYSES = 6
@@ -83,19 +87,9 @@ class Loaded:
         return self.ref.tag
 
 
-@contextmanager
-def reading(db: str | None) -> Iterator[Store]:
-    """The store opened read-only for one request."""
-    store = open_store(db, read_only=True)
-    try:
-        yield store
-    finally:
-        store.close()
-
-
 def list_runs(db: str | None) -> list[RunInfo]:
     """Complete runs, read fresh on every call (the CLI may have written meanwhile)."""
-    with reading(db) as s:
+    with api.open_store(db) as s:
         return s.runs()
 
 
@@ -104,23 +98,8 @@ def list_runs(db: str | None) -> list[RunInfo]:
 
 @st.cache_resource(max_entries=MAX_ANALYSES, show_spinner="Loading the run's analysis…")
 def _load(db: str | None, ref: RunRef, _info: RunInfo) -> Loaded:
-    try:
-        a, stored = open_run(ref.name, db)
-        return Loaded(ref, _info, a, stored, "snapshot")
-    except StoreError as exc:
-        # a run stored without its analysis snapshot: re-analyse the trace file it was
-        # ingested from, if it is still there
-        path = Path(_info.file)
-        if not path.is_file():
-            raise StoreError(
-                f"run {ref.name!r} has no analysis snapshot ({_one_line(exc)}) and its trace "
-                f"{_info.file} is gone; re-ingest it"
-            ) from None
-    from ctda.analysis.engine import analyze
-    from ctda.ingest.reader import read_trace
-
-    a = analyze(read_trace(path), AnalysisOptions.from_dict(_info.options))
-    return Loaded(ref, _info, a, StoredRun(db, _info), "trace file")
+    run = api.load_run(db, _info)
+    return Loaded(ref, _info, run.analysis, run.stored, run.source)
 
 
 def load(settings: Settings, info: RunInfo) -> Loaded:
@@ -136,7 +115,7 @@ def report(tag: str, step: str, _a: Analysis) -> Report:
     (plus the wait rows), not "everything": a million near-critical rows cost seconds.
     """
     top = len(names(tag, _a).names) + len(CLASSES)
-    return build_report(_a, step=step, top=top)
+    return api.report(_a, step=step, top=top)
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
@@ -188,19 +167,19 @@ def scenario(
     """One re-propagation (milliseconds to a few hundred on 1M events), cached so moving a
     slider back to one of the last few values is instant. ``apply``: named optimisations
     (:mod:`ctda.whatif.optimisations`) applied on top of the overrides."""
-    return run_scenario(_a, _overrides, name=name, effects=optimisations.apply(_a, apply))
+    return retime(_a, _overrides, name=name, apply=apply)
 
 
 @st.cache_resource(max_entries=4, show_spinner=False)
 def optimisation_ranking(tag: str, _a: Analysis) -> pd.DataFrame:
     """``ctda opportunities``' named-optimisation rows for the run (one re-timing each)."""
-    return by_optimisation(_a)
+    return api.optimisation_opportunities(_a)
 
 
 @st.cache_resource(max_entries=8, show_spinner=False)
 def optimisation_choices(tag: str, _a: Analysis) -> list[str]:
     """The named optimisations that apply to the run, as ``--apply`` specs."""
-    return [spec for o in optimisations.registry().values() for spec in o.specs_for(_a)]
+    return optimisation_specs(_a)
 
 
 def stored_scenarios(loaded: Loaded) -> tuple[list[dict[str, Any]], str]:
@@ -212,16 +191,10 @@ def stored_scenarios(loaded: Loaded) -> tuple[list[dict[str, Any]], str]:
 
 
 def store_stamp(db: str | None) -> float:
-    """Changes whenever the store may have changed: the embedded store's file times (a CLI
-    write shows up at once, an unchanged store is never re-read); for a server, the clock
-    in 2 s steps (reruns of one interaction share a read)."""
-    target = resolve(db)
-    if target.kind == "ladybug":
-        path = Path(target.location)
-        times = [p.stat().st_mtime for p in (path, path.with_name(path.name + ".wal")) if p.exists()]
-        if times:
-            return max(times)
-    return float(int(time.time() / 2))
+    """Changes whenever the store may have changed (:func:`ctda.api.store_stamp`): a CLI
+    write shows up at once, an unchanged embedded store is never re-read, and reruns of one
+    interaction on a server share a read."""
+    return api.store_stamp(db)
 
 
 @st.cache_resource(max_entries=64, show_spinner=False)
@@ -280,9 +253,6 @@ def run_query(db: str | None, text: str, params: dict[str, Any], max_rows: int |
     """A read-only query through the same API function as ``ctda query``
     (:meth:`ctda.api.StoreSession.query`): both gates, then a worker process with a
     timeout, a row cap and a memory cap, so no query can take the UI server down."""
-    from ctda import api
-    from ctda.queries.limits import QueryLimits
-
     if not text.strip():
         raise UIError("the query is empty")
     limits = QueryLimits.from_env()
@@ -291,25 +261,22 @@ def run_query(db: str | None, text: str, params: dict[str, Any], max_rows: int |
     try:
         with api.open_store(db) as session:
             return session.query(text, params, limits=limits)
-    except loader.QueryError as exc:
+    except QueryError as exc:
         raise UIError(f"the console is read-only and bounded: {exc}") from None
 
 
 def named_text(db: str | None, name: str) -> str:
     """A named query's text in this store's dialect."""
-    return loader.get(name).text(backends.by_kind(resolve(db).kind).dialect)
+    return api.named_query_text(name, db)
 
 
 @st.cache_data(max_entries=256, show_spinner=False)
 def run_breakdown(db: str | None, tag: str, name: str) -> str:
     """``class share · ...`` of a run's whole critical path, from the store (immutable per run)."""
     try:
-        with reading(db) as s:
-            res = loader.run(s, "hotspots_by_class", run=name)
-    except (StoreError, loader.QueryError) as exc:
+        shares = api.run_class_shares(db, name)
+    except (StoreError, QueryError) as exc:
         return f"({_one_line(exc)})"
-    recs = res.records()
-    shares = pd.DataFrame({"class": [r["class"] for r in recs], "share": [float(r["share"]) for r in recs]})
     return frames.breakdown_text(shares)
 
 
@@ -333,13 +300,6 @@ def ingest_upload(
     ``step(message, fraction)`` reports progress. Raises :class:`UIError` with one line
     (naming the uploaded file, not the temporary path) for anything that goes wrong.
     """
-    from ctda.analysis.engine import OptionError
-    from ctda.analysis.graph import GraphCycleError
-    from ctda.ingest.errors import TraceError
-    from ctda.ingest.limits import Limits
-    from ctda.ingest.reader import read_trace
-    from ctda.store.ingest import default_name, ingest
-
     limit = settings.max_upload_mb << 20
     if len(data) > limit:
         raise UIError(
@@ -357,30 +317,24 @@ def ingest_upload(
     step("reading the trace", 0.1)
     size = max(len(data), 1)
 
+    def progress(done: int) -> None:
+        step("reading the trace", 0.1 + 0.5 * min(done / size, 1.0))
+
     # the upload limit counts compressed bytes; this one what they expand to
-    limits = dataclasses.replace(Limits.from_env(), max_bytes=settings.max_trace_mb << 20)
+    read_limited = api.trace_reader(settings.max_trace_mb << 20, progress)
 
     def read(p: Path) -> Any:
-        table = read_trace(
-            p, lambda done: step("reading the trace", 0.1 + 0.5 * min(done / size, 1.0)), limits=limits
-        )
+        table = read_limited(p)
         step("analysing", 0.65)
         return table
 
     def stored(done: int, total: int) -> None:
         step(f"storing {done:,}/{total:,} rows", 0.75 + 0.25 * done / max(total, 1))
 
-    run_name = (name or "").strip() or default_name(Path(filename))
+    run_name = (name or "").strip() or api.run_names([filename])[0]
     try:
-        out = ingest(
-            path,
-            resolve(settings.db),
-            AnalysisOptions(),
-            name=run_name,
-            force=force,
-            read=read,
-            progress=stored,
-        )
+        with api.open_store(settings.db, reader=read) as session:
+            (out,) = session.ingest(path, run=run_name, force=force, progress=stored)
     except TraceError as exc:
         _discard(path, existed)
         raise UIError(f"{filename}: {exc.problem}") from None
@@ -407,8 +361,6 @@ def delete_run(settings: Settings, name: str) -> bool:
     False when there is no such run. Through the API, so the same rules hold as in ``ctda
     rm``: a run that belongs to a job raises a one-line :class:`StoreError` (the job goes
     as a whole)."""
-    from ctda import api
-
     with api.open_store(settings.db) as session:
         info = next((r for r in session.runs(include_incomplete=True) if r.name == name), None)
         if info is None:
@@ -442,7 +394,7 @@ class CachedSide(Side):
 
 @st.cache_resource(max_entries=8, show_spinner="Comparing…")
 def comparison(tag_a: str, tag_b: str, _a: CachedSide, _b: CachedSide) -> Comparison:
-    return compare(_a, _b)
+    return api.compare(_a, _b)
 
 
 # --- small per-run tables, cached so a rerun that changes nothing about them is free -----

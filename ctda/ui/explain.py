@@ -12,8 +12,7 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
-from ctda.analysis.engine import Analysis
-from ctda.analysis.tables import lane_labels
+from ctda.api import Analysis, lane_labels
 
 #: a class that grows by less than this share of the observed path is not worth a sentence
 MIN_GROWTH = 0.02

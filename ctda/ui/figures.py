@@ -15,7 +15,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from ctda.analysis.engine import Analysis
+from ctda.api import Analysis
 from ctda.ui import canvas, charts, data, explain, lanes
 
 #: no plotly logo link (an external site) and no cloud-editing buttons

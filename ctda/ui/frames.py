@@ -14,16 +14,23 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from ctda.analysis import tables
-from ctda.analysis.classify import CLASSES
-from ctda.analysis.engine import Analysis
-from ctda.analysis.report import Report
-from ctda.analysis.tables import GAP_NAMES, Names, Windows, lane_labels
+from ctda.api import (
+    CLASSES,
+    GAP_NAMES,
+    Analysis,
+    Names,
+    Report,
+    Windows,
+    class_ns,
+    class_table,
+    lane_labels,
+    window_table,
+)
 from ctda.ui.rules import etype_name, summary
 
 I64 = npt.NDArray[np.int64]
 MS = 1e6  # ns per millisecond
-#: reverse of tables.GAP_NAMES: the hotspot row label of a wait class -> the class
+#: reverse of GAP_NAMES: the hotspot row label of a wait class -> the class
 GAP_CLASS = {label: cls for cls, label in GAP_NAMES.items()}
 
 
@@ -44,7 +51,7 @@ def event_times(a: Analysis) -> tuple[I64, I64]:
 
 def class_by_window(a: Analysis) -> pd.DataFrame:
     """Critical-path ms per (window, class) present: rows window, label, class, ms."""
-    ns, count = tables.class_ns(a)
+    ns, count = class_ns(a)
     win, cls = np.nonzero(count > 0)
     labels = [w.label for w in a.windows]
     return pd.DataFrame(
@@ -58,8 +65,8 @@ def class_by_window(a: Analysis) -> pd.DataFrame:
 
 
 def steps(a: Analysis) -> pd.DataFrame:
-    """:func:`ctda.analysis.tables.window_table` in milliseconds, one row per window."""
-    w = tables.window_table(a)
+    """:func:`ctda.api.window_table` in milliseconds, one row per window."""
+    w = window_table(a)
     return pd.DataFrame(
         {
             "idx": w.idx,
@@ -75,8 +82,8 @@ def steps(a: Analysis) -> pd.DataFrame:
 
 
 def by_class(a: Analysis, sel: list[int] | None = None) -> pd.DataFrame:
-    """:func:`ctda.analysis.tables.by_class` over the windows ``sel`` (all: None), in ms."""
-    by = tables.by_class(tables.selected_charges(a, sel))
+    """:func:`ctda.api.class_table` over the windows ``sel`` (all: None), in ms."""
+    by = class_table(a, sel)
     return pd.DataFrame({"class": by["class"], "cp_ms": by.cp_ns / MS, "share": by.share})
 
 

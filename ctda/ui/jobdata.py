@@ -15,9 +15,8 @@ from dataclasses import dataclass, field
 import plotly.graph_objects as go
 import streamlit as st
 
-from ctda.api import StoreSession
-from ctda.job.report import JobReport
-from ctda.store.base import RunInfo, StoreError
+from ctda.api import RunInfo, StoreError, StoreSession
+from ctda.api_jobs import JobReport
 from ctda.ui import data, frames, jobcharts, jobframes
 from ctda.ui.canvas import Chart
 from ctda.ui.figures import Frozen

@@ -16,7 +16,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from ctda.job.report import JobReport
+from ctda.api_jobs import JobReport
 from ctda.ui.frames import Timeline
 
 MS = 1e6  # ns per millisecond

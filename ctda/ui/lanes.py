@@ -12,7 +12,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from ctda.analysis.classify import CLASSES
+from ctda.api import CLASSES
 from ctda.ui import canvas
 from ctda.ui.canvas import Chart
 from ctda.ui.charts import fmt_ms

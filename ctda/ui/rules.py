@@ -7,8 +7,9 @@ keeping a second copy of the prose.
 
 from __future__ import annotations
 
-from ctda.analysis.edges import EdgeType
-from ctda.analysis.tables import rule_docs
+from ctda.api import edge_type_name, rule_docs
+
+__all__ = ["etype_name", "rule_doc", "rule_docs", "summary"]
 
 
 def rule_doc(name: str) -> str:
@@ -24,7 +25,4 @@ def summary(name: str) -> str:
 
 def etype_name(code: int) -> str:
     """Readable edge type (``launch``, ``cross_thread``, ...)."""
-    try:
-        return EdgeType(int(code)).name.lower()
-    except ValueError:
-        return str(code)
+    return edge_type_name(code)

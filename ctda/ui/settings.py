@@ -13,9 +13,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from ctda.store import backends
-from ctda.store.base import Store
-from ctda.store.config import resolve
+from ctda.api import StoreFacts, store_facts
 
 #: compressed size of one upload; Kineto traces compress 10-30x, so 512 MB holds a trace
 #: of several GiB of JSON, more than the decompressed cap below lets through anyway
@@ -48,23 +46,23 @@ class Settings:
     uploads: str | None = None  # where uploaded traces are kept (None: beside the store)
 
     @property
-    def location(self) -> str:
-        """The store, printable (no credentials)."""
-        return resolve(self.db).location
+    def facts(self) -> StoreFacts:
+        """Where the store is and what serves it (its engine's ``title``, its ``dialect``)."""
+        return store_facts(self.db)
 
     @property
-    def backend(self) -> type[Store]:
-        """The store's backend (its Cypher ``dialect``, its ``title``, ...)."""
-        return backends.by_kind(resolve(self.db).kind)
+    def location(self) -> str:
+        """The store, printable (no credentials)."""
+        return self.facts.location
 
     @property
     def uploads_dir(self) -> Path:
         """Uploaded traces are kept so a run's ``file`` names a real file."""
         if self.uploads:
             return Path(self.uploads).expanduser()
-        target = resolve(self.db)
-        if target.is_path:
-            return Path(target.location).parent / "uploads"
+        folder = self.facts.folder
+        if folder is not None:
+            return folder / "uploads"
         from platformdirs import user_data_dir
 
         return Path(user_data_dir("ctda", appauthor=False)) / "uploads"

@@ -10,7 +10,7 @@ import pandas as pd
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
-from ctda.store.base import RunInfo, StoreError
+from ctda.api import RunInfo, StoreError
 from ctda.ui import data
 from ctda.ui.settings import Settings, from_argv
 

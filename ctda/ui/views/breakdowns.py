@@ -7,9 +7,7 @@ import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
 
-from ctda.analysis import launches, memory
-from ctda.analysis.breakdowns import KINDS, Breakdowns
-from ctda.analysis.engine import Analysis
+from ctda.api import BREAKDOWN_KINDS, Analysis, Breakdowns, launch_queue, memory_series
 from ctda.ui import canvas, data, figures, widgets
 
 PARTS = tuple(canvas.PART_COLORS)
@@ -19,7 +17,7 @@ KERNEL_ROWS = 200
 @st.cache_resource(max_entries=16, show_spinner=False)
 def breakdowns(tag: str, _a: Analysis) -> Breakdowns:
     every = Breakdowns(_a)
-    for kind in KINDS:
+    for kind in BREAKDOWN_KINDS:
         every.table(kind)  # computed once here, read by every rerun
     return every
 
@@ -28,7 +26,7 @@ def breakdowns(tag: str, _a: Analysis) -> Breakdowns:
 def queue_figure(tag: str, _a: Analysis, bins: int = 1500) -> go.Figure:
     """Each stream's queue length over the trace: the longest in each of ``bins`` time bins
     (a million launches would not draw; the peaks are what matter)."""
-    q = launches.queue_series(_a)
+    q = launch_queue(_a)
     lanes = _a.table.lanes
     fig = go.Figure()
     if len(q):
@@ -166,7 +164,7 @@ def memory_section(loaded: data.Loaded, b: Breakdowns) -> None:
 @st.cache_resource(max_entries=16, show_spinner=False)
 def memory_figure(tag: str, _a: Analysis, bins: int = 1500) -> go.Figure:
     """Allocated memory of each device over the trace: its peak in each of ``bins`` bins."""
-    m = memory.memory_series(_a)
+    m = memory_series(_a)
     fig = go.Figure()
     t0, t1 = int(m.ts.min()), int(m.ts.max()) + 1
     edges = np.linspace(t0, t1, bins + 1)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import pandas as pd
 import streamlit as st
 
-from ctda.store.base import RunInfo, StoreError
+from ctda.api import RunInfo, StoreError
 from ctda.ui import canvas, charts, data, figures, widgets
 from ctda.ui.settings import Settings
 

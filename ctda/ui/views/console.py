@@ -9,16 +9,15 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from ctda.queries import loader
-from ctda.queries.loader import NamedQuery, Param, QueryError
-from ctda.store.base import StoreError
+from ctda import api
+from ctda.api import NamedQuery, QueryError, QueryParam, StoreError
 from ctda.ui import data, widgets
 
 TYPED = "(type a query)"
 _PARAM_REF = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
 
 
-def param_input(q: str, p: Param, run: str | None) -> Any:
+def param_input(q: str, p: QueryParam, run: str | None) -> Any:
     """One widget per declared parameter, typed; ``run`` defaults to the current run."""
     key = f"cq_{q}_{p.name}"
     label = f"{p.name} ({p.type})"
@@ -41,7 +40,7 @@ def typed_params(text: str, run: str | None) -> dict[str, Any]:
             out[name] = st.text_input("run", value=run or "", key="cq_typed_run")
         else:
             raw = st.text_input(f"${name}", key=f"cq_typed_{name}", help="a JSON literal, or text")
-            out[name] = loader.guess(raw)
+            out[name] = api.guess_param(raw)
     return out
 
 
@@ -49,12 +48,12 @@ def render() -> None:
     s = widgets.settings()
     st.title("Cypher console")
     st.caption(
-        f"Read-only queries on `{s.location}` ({s.backend.title} dialect), each in a worker "
+        f"Read-only queries on `{s.location}` ({s.facts.title} dialect), each in a worker "
         "process with a timeout, a row cap and a memory cap (CTDA_QUERY_TIMEOUT_S, "
         "CTDA_QUERY_MAX_ROWS, CTDA_QUERY_MEMORY_MB). "
         "Named queries come from ctda/queries; the data model is described in ctda/store/schema.py."
     )
-    queries = loader.load_all()
+    queries = api.named_queries()
     pick = widgets.choice("Query", [TYPED, *sorted(queries)], key="cq_pick")
     run = st.session_state.get(widgets.RUN_KEY)
     params: dict[str, Any]

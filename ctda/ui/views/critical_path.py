@@ -6,8 +6,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from ctda.analysis.classify import CLASSES
-from ctda.analysis.engine import Analysis
+from ctda.api import CLASSES, Analysis
 from ctda.ui import data, figures, frames, widgets
 from ctda.ui.rules import etype_name
 from ctda.ui.settings import Settings

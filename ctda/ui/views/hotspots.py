@@ -8,7 +8,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from ctda.analysis.engine import Analysis
+from ctda.api import Analysis
 from ctda.ui import data, frames, widgets
 from ctda.ui.rules import rule_doc
 

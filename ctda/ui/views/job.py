@@ -10,7 +10,7 @@ from typing import Any
 
 import streamlit as st
 
-from ctda.store.base import StoreError
+from ctda.api import StoreError
 from ctda.ui import canvas, data, figures, jobdata, jobframes, widgets
 from ctda.ui.settings import Settings
 

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from ctda.store.base import RunInfo
+from ctda.api import RunInfo
 from ctda.ui import data, widgets
 from ctda.ui.settings import Settings
 

@@ -10,17 +10,10 @@ import pandas as pd
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
-from ctda.analysis.classify import CLASSES
-from ctda.analysis.engine import Analysis
-from ctda.queries import loader
-from ctda.store.base import StoreError
+from ctda import api
+from ctda.api import CLASSES, Analysis, OptimisationError, Override, Scenario, SelectionError, StoreError
 from ctda.ui import canvas, data, explain, figures, widgets
 from ctda.ui.settings import Settings
-from ctda.whatif import blind
-from ctda.whatif.export import write_perfetto
-from ctda.whatif.optimisations import OptimisationError
-from ctda.whatif.scenario import Scenario
-from ctda.whatif.select import Override, SelectionError, from_rows, parse_scale
 
 KINDS = ("class", "category", "name (regex)", "Cypher query")
 MAX_GROUPS = 8
@@ -45,7 +38,7 @@ EXAMPLES = {
 def query_choices() -> dict[str, str]:
     """Named what-if queries shipped in ctda/queries (``whatif*``), then the built-in examples."""
     out = {}
-    for name, q in sorted(loader.load_all().items()):
+    for name, q in sorted(api.named_queries().items()):
         if name.startswith("whatif"):
             out[f"{name} (ctda/queries)"] = q.texts.get("", next(iter(q.texts.values())))
     out.update(EXAMPLES)
@@ -83,7 +76,7 @@ def group(a: Analysis, loaded: data.Loaded, s: Settings, i: int) -> list[Overrid
         else:
             return cypher_group(a, loaded, s, i, factor, c2)
         # parsed even at factor 1, so a bad pattern is reported before the slider moves
-        override = parse_scale(a, spec)
+        (override,) = api.overrides(a, [spec])
         return [] if factor == 1.0 else [override]
     except SelectionError as exc:
         st.warning(str(exc))
@@ -122,7 +115,7 @@ def cypher_group(
             return []
         rows = [{**r, "factor": factor} for r in rows]
     st.caption(f"{len(rows):,} rows")
-    return from_rows(a, rows, label=f"cypher:{pick}")
+    return api.overrides(a, rows=rows, rows_label=f"cypher:{pick}")
 
 
 def outcome(loaded: data.Loaded, sc: Scenario, tag: str) -> None:
@@ -136,7 +129,7 @@ def outcome(loaded: data.Loaded, sc: Scenario, tag: str) -> None:
     change = (pred_ms - base_ms) / base_ms if base_ms else 0.0
     c2.metric("Mean step (predicted)", widgets.ms(pred_ms), delta=widgets.pct(change), delta_color="inverse")
     c3.metric("Critical path changes", f"+{len(joined):,} / -{len(left):,} events")
-    for line in blind.notes(sc):
+    for line in api.blind_spots(sc):
         st.warning(f"Not in this prediction: {line}.", icon=":material/visibility_off:")
     observed = data.by_class(loaded.tag, None, loaded.analysis)
     predicted = data.by_class(tag, None, sc.analysis)
@@ -307,7 +300,7 @@ def saved_scenarios(loaded: data.Loaded) -> None:
 def perfetto_bytes(sc: Scenario) -> bytes:
     with tempfile.TemporaryDirectory() as d:
         out = Path(d) / "predicted.json.gz"
-        write_perfetto(sc.analysis, out, name=sc.name)
+        api.export(sc, out)
         return out.read_bytes()
 
 
