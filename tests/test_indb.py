@@ -308,3 +308,19 @@ def test_replay_cache_reuses_and_rereads(stored: tuple[Target, dict[str, Analysi
             )
     assert (c3["hits"], c3["loads"]) == (c2["hits"], c2["loads"] + 1)
     assert got.steps.predicted_ns.tolist() == (b1 - b0).tolist()
+
+
+def test_bench_suite_measures_cold_and_warm(stored: tuple[Target, dict[str, Analysis]]) -> None:
+    """The in-database bench suite's measurement, on a small stored run: agreement, cache use."""
+    from bench import suite_indb
+
+    t, runs = stored
+    a = runs[DEMO]
+    with open_store(t, read_only=True) as s:
+        before = _cache(s)
+        row = suite_indb.measure(s, _run_id(t, DEMO), a)
+    assert row["same_ns"] is True
+    # each call either reads the run or is answered from the cache: only the cold one may read
+    calls = 1 + 2 * suite_indb.WARM_CALLS
+    loads, hits = row["cache_loads"] - before["loads"], row["cache_hits"] - before["hits"]
+    assert loads <= 1 and loads + hits == calls
