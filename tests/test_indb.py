@@ -261,3 +261,66 @@ def test_errors_are_clear(stored: tuple[Target, dict[str, Analysis]]) -> None:
     with open_store(t, read_only=True) as s, pytest.raises(StoreError, match="no analysed event"):
         rid = _run_id(t, DEMO)
         s.query("CALL ctda.replay($r, {`99999999`: 0.5})", {"r": rid}).records()
+
+
+def _cache(s: Any) -> dict[str, int]:
+    (row,) = s.query("CALL ctda.replayCache()").records()
+    return {k: int(row[k]) for k in ("runs", "hits", "loads")}
+
+
+def test_replay_cache_reuses_and_rereads(stored: tuple[Target, dict[str, Analysis]]) -> None:
+    """Repeated calls replay the run's graph read once; evicted or re-written runs are read again.
+
+    The cache holds at most four runs, least recently used first out; a write of the run (its
+    stamp) makes the next call read it from the store, and every call gives the same answer.
+    """
+    t, runs = stored
+    five = sorted(runs, key=lambda k: runs[k].nodes.n)[:5]  # the smallest: cheap to read
+    first = {}
+    with open_store(t, read_only=True) as s:
+        for name in five:
+            first[name] = indb.replay(s, _run_id(t, name), [], runs[name].nodes.end - runs[name].nodes.ts)
+        c0 = _cache(s)
+        assert c0["runs"] == 4  # the five calls left the last four
+        a = runs[five[-1]]
+        again = indb.replay(s, _run_id(t, five[-1]), [], a.nodes.end - a.nodes.ts)  # held: no read
+        c1 = _cache(s)
+        assert (c1["hits"], c1["loads"]) == (c0["hits"] + 1, c0["loads"])
+        assert again.steps.equals(first[five[-1]].steps) and again.path.equals(first[five[-1]].path)
+        a = runs[five[0]]
+        back = indb.replay(s, _run_id(t, five[0]), [], a.nodes.end - a.nodes.ts)  # evicted: read again
+        c2 = _cache(s)
+        assert (c2["hits"], c2["loads"], c2["runs"]) == (c1["hits"], c1["loads"] + 1, 4)
+        assert back.steps.equals(first[five[0]].steps) and back.path.equals(first[five[0]].path)
+    name = five[0]
+    a = runs[name]
+    b0, b1 = a.window_bounds()
+    with open_store(t) as s:
+        s.query("MATCH (r:Run {name: $n}) SET r.ingested_at = r.ingested_at + '!'", {"n": name}, write=True)
+        try:
+            got = indb.replay(s, _run_id(t, name), [], a.nodes.end - a.nodes.ts)
+            c3 = _cache(s)
+        finally:
+            s.query(
+                "MATCH (r:Run {name: $n}) SET r.ingested_at = left(r.ingested_at, size(r.ingested_at) - 1)",
+                {"n": name},
+                write=True,
+            )
+    assert (c3["hits"], c3["loads"]) == (c2["hits"], c2["loads"] + 1)
+    assert got.steps.predicted_ns.tolist() == (b1 - b0).tolist()
+
+
+def test_bench_suite_measures_cold_and_warm(stored: tuple[Target, dict[str, Analysis]]) -> None:
+    """The in-database bench suite's measurement, on a small stored run: agreement, cache use."""
+    from bench import suite_indb
+
+    t, runs = stored
+    a = runs[DEMO]
+    with open_store(t, read_only=True) as s:
+        before = _cache(s)
+        row = suite_indb.measure(s, _run_id(t, DEMO), a)
+    assert row["same_ns"] is True
+    # each call either reads the run or is answered from the cache: only the cold one may read
+    calls = 1 + 2 * suite_indb.WARM_CALLS
+    loads, hits = row["cache_loads"] - before["loads"], row["cache_hits"] - before["hits"]
+    assert loads <= 1 and loads + hits == calls

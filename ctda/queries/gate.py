@@ -64,6 +64,7 @@ READ_PROCEDURES: dict[str, frozenset[str]] = {
             "dbms.components",
             # ctda's own: re-times a stored run in memory, reads only the run's nodes
             "ctda.replay",
+            "ctda.replaycache",  # counters of ctda.replay's run cache
         }
     ),
 }
