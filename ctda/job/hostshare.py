@@ -34,6 +34,7 @@ import numpy.typing as npt
 from ctda.analysis.contention import _timeline_edges
 from ctda.analysis.propagate import Timing, replay
 from ctda.analysis.rules.cross_thread import BLOCKING_FRAMES
+from ctda.job.hostload import per_name
 from ctda.job.run import Job
 
 I64 = npt.NDArray[np.int64]
@@ -74,9 +75,8 @@ def busy_edges(job: Job, cores: HostCores) -> tuple[I64, I64]:
     g = jg.graph
     e = _timeline_edges(g)
     own = g.owner[e]
-    names, inv = np.unique(jg.names.astype(str), return_inverse=True)
     rx = re.compile(BLOCKING_FRAMES)
-    blocking = np.array([bool(rx.match(v)) for v in names] or [False])[inv.reshape(-1)]
+    blocking = per_name(jg.names, lambda v: rx.match(v) is not None, bool)
     e = e[(own >= 0) & ~blocking[np.maximum(own, 0)]]
     rank_host = np.zeros(max(job.ranks) + 1, dtype=np.int64)
     for i, ranks in enumerate(cores.hosts.values()):
