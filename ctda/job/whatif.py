@@ -191,7 +191,9 @@ def job_scenario(
     cores = host_cores(job, cpus)
     notes = ["cores shared per host: not modelled (the traces record no core count; give --cpus)"]
     if cores is None:
-        timing = replay(jg.graph, w, jg.calibration.binding, int(jg.nodes.time[jg.nodes.source]), jg.window_ends)
+        timing = replay(
+            jg.graph, w, jg.calibration.binding, int(jg.nodes.time[jg.nodes.source]), jg.window_ends
+        )
     else:
         _, timing = share_weights(job, cores, w)
         notes = [cores.describe()]
