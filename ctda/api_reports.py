@@ -19,7 +19,7 @@ from ctda.analysis.breakdowns import KINDS as BREAKDOWN_KINDS
 from ctda.api_checks import Reader, read_with
 from ctda.api_checks import top as check_top
 from ctda.errors import CtdaError
-from ctda.options import AnalysisOptions
+from ctda.options import AnalysisOptions, OptionError
 
 if TYPE_CHECKING:
     from ctda.analysis.hta.result import HtaResult
@@ -81,15 +81,19 @@ def whatif_job(
     name: str | None = None,
     options: AnalysisOptions | None = None,
     executor: str | None = None,
+    cpus: int = 0,
 ) -> JobWhatif:
     """The job's predicted steps if some ranks' events took a different time: ``scale`` as in
     ``ctda whatif`` on every rank (``rank=R:`` prefixes one rank, ``rank=R=F`` scales all of
-    it); ``straggler_median`` makes each step's straggler as fast as the median rank."""
+    it); ``straggler_median`` makes each step's straggler as fast as the median rank;
+    ``cpus``: each host's cores, shared by its ranks at the predicted times (0: not modelled)."""
     from ctda.job.run import analyze_job as run_job
     from ctda.job.whatif import job_scenario
 
+    if isinstance(cpus, bool) or not isinstance(cpus, int) or cpus < 0:
+        raise OptionError(f"cpus must be a non-negative integer, not {cpus!r}")
     job = run_job(_paths(paths), options or AnalysisOptions(), name=name, executor=executor)
-    return JobWhatif(job.name, job_scenario(job, list(scale), straggler_median))
+    return JobWhatif(job.name, job_scenario(job, list(scale), straggler_median, cpus=cpus))
 
 
 def breakdown_kinds(kind: str | Sequence[str] = "all") -> list[str]:

@@ -39,11 +39,16 @@ def whatif_job_cmd(
         False, "--straggler-median", help="Each step's straggler as fast as the median of the other ranks."
     ),
     job: str | None = typer.Option(None, "--job", help="The job's name (default: the directory's)."),
+    cpus: int = typer.Option(
+        0, "--cpus", min=0, help="Cores of each host; its ranks then share them in the prediction."
+    ),
     executor: str | None = typer.Option(
         None, "--executor", help="local (default), serial, dask-local, tcp://HOST:PORT."
     ),
     fmt: FormatOption = Format.table,
 ) -> None:
     """Predicted job step if some ranks' events took a different time (re-timed job graph)."""
-    got = api.whatif_job(traces, scale, straggler_median=straggler_median, name=job, executor=executor)
-    emit(job_whatif_doc(got.job, got.scenario.name, got.scenario.steps), fmt)
+    got = api.whatif_job(
+        traces, scale, straggler_median=straggler_median, name=job, executor=executor, cpus=cpus
+    )
+    emit(job_whatif_doc(got.job, got.scenario.name, got.scenario.steps, got.scenario.notes), fmt)

@@ -48,6 +48,7 @@ def _dask_map(
     fn: Callable[[str, AnalysisOptions], T], paths: Sequence[str], options: AnalysisOptions, spec: str
 ) -> list[T]:
     try:
+        import dask
         from distributed import Client, LocalCluster
     except ImportError:
         raise ExecutorError(f"--executor {spec}: Dask is not installed (pip install 'ctda[dist]')") from None
@@ -55,13 +56,24 @@ def _dask_map(
     logging.getLogger("distributed").setLevel(logging.ERROR)
     if spec == "dask-local":
         workers = max(1, min(len(paths), os.cpu_count() or 1))
+        # as local processes run: glibc's default trimming (Dask's nannies set
+        # MALLOC_TRIM_THRESHOLD_=64 KiB, which made a rank's analysis 1.6 times as slow: it
+        # returns and re-faults the large arrays' pages), no memory limit (a worker near it
+        # pauses, spills or is restarted, and a rank's analysis is one large task) and no
+        # statistical profiler (it samples every thread's stack every 10 ms, taking the GIL)
+        environ = dict(dask.config.get("distributed.nanny.pre-spawn-environ", {}))
+        environ.pop("MALLOC_TRIM_THRESHOLD_", None)
         with (
+            dask.config.set(
+                {"distributed.worker.profile.enabled": False, "distributed.nanny.pre-spawn-environ": environ}
+            ),
             LocalCluster(
                 n_workers=workers,
                 threads_per_worker=1,
                 processes=True,
                 host="127.0.0.1",
                 dashboard_address=None,
+                memory_limit=0,
             ) as cluster,
             Client(cluster) as client,
         ):

@@ -58,9 +58,11 @@ def segments(a: Analysis, arrive_events: I64, done_events: I64) -> Segments:
     entries = np.concatenate([entries, junctions]).astype(np.int64)
     starts = np.concatenate([entries, done_nodes]).astype(np.int64)
     single = np.concatenate([np.zeros(len(entries), np.bool_), np.ones(len(done_nodes), np.bool_)])
-    names = a.table.decoded("name", a.nodes.uid).astype(str) if a.nodes.n else np.zeros(0, dtype=object)
     edges, t0, t1, ptr, end = _walk(tm.binding_edge, g.src, tm.time, starts, stop, single)
     owner = g.owner[edges]
+    # the names of the rows' events only, as objects: a fixed-width string array of every
+    # event's name cost seconds and a name's longest length in bytes per event
+    names = a.table.decoded("name", a.nodes.uid[np.maximum(owner, 0)])
 
     rows = pd.DataFrame(
         {
@@ -69,7 +71,7 @@ def segments(a: Analysis, arrive_events: I64, done_events: I64) -> Segments:
             "etype": g.etype[edges],
             "event": owner,
             "cls": edge_classes(g, edges, owner, a.event_cls),
-            "name": pd.Categorical(np.where(owner >= 0, names[np.maximum(owner, 0)], "")),
+            "name": pd.Categorical(np.where(owner >= 0, names, "").astype(object)),
         }
     )
     index = {int(s): (int(ptr[k]), int(ptr[k + 1]), int(end[k])) for k, s in enumerate(starts)}

@@ -34,7 +34,7 @@ from ctda.analysis.nodes import Nodes
 from ctda.analysis.rules.context import RuleContext
 from ctda.ingest.columns import NA
 from ctda.ingest.kinds import Kind
-from ctda.job.hostload import Work, work_table
+from ctda.job.hostload import Work, per_name, work_table
 from ctda.job.segments import Segments, segments
 
 I64 = npt.NDArray[np.int64]
@@ -140,9 +140,7 @@ def skeleton(a: Analysis, rank: int) -> Skeleton:
 
 
 def _match(names: npt.NDArray[np.object_], rx: re.Pattern[str]) -> npt.NDArray[np.bool_]:
-    values, inv = np.unique(names.astype(str), return_inverse=True)
-    lut = np.array([bool(rx.match(v)) for v in values] or [False])
-    return lut[inv.reshape(-1)]
+    return per_name(names, lambda v: rx.match(v) is not None, bool)
 
 
 def issue_rule(ctx: RuleContext) -> EdgeBatch:

@@ -12,12 +12,15 @@ straggler (``ctda.job.noise``) as fast as the median rank: its extra work (what 
 rank does in the step) is removed and its common work keeps its own times (see
 :func:`median_straggler_factors`). Whatever the factors, ops that stalled beside
 another rank's extra work on their host are re-timed with that work (``host_factors``).
+With ``cpus`` (each host's cores), the ranks of a host then share its cores at the
+predicted times (``ctda.job.hostshare``): a rank that stops sleeping competes with its
+peers, and work removed gives them cores back.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -28,6 +31,7 @@ from ctda.analysis.classify import CLASS_CODE
 from ctda.analysis.propagate import Timing, replay
 from ctda.job import path as jpath
 from ctda.job.hostload import normalize
+from ctda.job.hostshare import host_cores, share_weights
 from ctda.job.run import Job
 from ctda.job.steps import collective_ends
 from ctda.whatif.scenario import factors_for, scaled_weights
@@ -45,6 +49,8 @@ class JobScenario:
     factors: F64  # per job event
     timing: Timing
     steps: pd.DataFrame  # label, base_ns, predicted_ns, delta_ns, the rank that ended it before/after
+    #: how the prediction was made beyond the factors (the cores shared per host, and whence)
+    notes: list[str] = field(default_factory=list)
 
     @property
     def mean_predicted_ns(self) -> float:
@@ -162,8 +168,11 @@ def host_factors(job: Job, f: F64) -> F64:
     return np.maximum(f + shift, 0.0)
 
 
-def job_scenario(job: Job, specs: list[str] | None = None, median_straggler: bool = False) -> JobScenario:
-    """Re-time the job graph: factors from ``specs`` (later ones win) and the straggler shorthand."""
+def job_scenario(
+    job: Job, specs: list[str] | None = None, median_straggler: bool = False, cpus: int = 0
+) -> JobScenario:
+    """Re-time the job graph: factors from ``specs`` (later ones win) and the straggler
+    shorthand; with ``cpus``, every host's ranks share that many cores at the predicted times."""
     jg = job.full()
     f = np.ones(jg.nodes.n, dtype=np.float64)
     parts = []
@@ -179,8 +188,16 @@ def job_scenario(job: Job, specs: list[str] | None = None, median_straggler: boo
         raise SelectionError("a job what-if needs --scale or the straggler shorthand")
     f = host_factors(job, f)
     w = scaled_weights(jg.calibration.weight, f, jg.graph.owner)
-    timing = replay(jg.graph, w, jg.calibration.binding, int(jg.nodes.time[jg.nodes.source]), jg.window_ends)
-    return JobScenario(" + ".join(parts), f, timing, predicted_steps(job, timing))
+    cores = host_cores(job, cpus)
+    notes = ["cores shared per host: not modelled (the traces record no core count; give --cpus)"]
+    if cores is None:
+        timing = replay(
+            jg.graph, w, jg.calibration.binding, int(jg.nodes.time[jg.nodes.source]), jg.window_ends
+        )
+    else:
+        _, timing = share_weights(job, cores, w)
+        notes = [cores.describe()]
+    return JobScenario(" + ".join(parts), f, timing, predicted_steps(job, timing), notes)
 
 
 def predicted_steps(job: Job, timing: Timing) -> pd.DataFrame:

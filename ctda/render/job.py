@@ -167,8 +167,9 @@ def job_doc(rep: JobReport) -> Document:
     return Document(f"Job {rep.name}", blocks, data=rep.to_json(), source=rep.name)
 
 
-def job_whatif_doc(name: str, scenario: str, steps: pd.DataFrame) -> Document:
-    """Base vs predicted job step per step (``steps`` from ``ctda.job.whatif.predicted_steps``)."""
+def job_whatif_doc(name: str, scenario: str, steps: pd.DataFrame, notes: list[str] | None = None) -> Document:
+    """Base vs predicted job step per step (``steps`` from ``ctda.job.whatif.predicted_steps``);
+    ``notes`` say how the prediction was made (the cores shared per host, and whence)."""
     base, pred = float(steps.base_ns.mean()), float(steps.predicted_ns.mean())
     shown = _ranked(steps, "ended_by_before", "ended_by_after")
     data = {
@@ -176,6 +177,7 @@ def job_whatif_doc(name: str, scenario: str, steps: pd.DataFrame) -> Document:
         "scenario": scenario,
         "mean_base_ns": base,
         "mean_predicted_ns": pred,
+        "notes": list(notes or []),
         "steps": [
             {k: (v if isinstance(v, str) else int(v)) for k, v in r.items()}
             for r in steps.to_dict(orient="records")
@@ -193,6 +195,7 @@ def job_whatif_doc(name: str, scenario: str, steps: pd.DataFrame) -> Document:
                 WHATIF_COLS,
             ),
             Text(f"mean job step: {_ms(base)} ms -> {_ms(pred)} ms ({pred / base - 1:+.1%})"),
+            *[Text(n, style="dim") for n in notes or []],
         ],
         data=data,
         source=name,
