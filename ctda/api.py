@@ -60,6 +60,7 @@ from ctda.options import AnalysisOptions, OptionError, validate_options
 from ctda.queries import gate, loader
 from ctda.queries.limits import QueryLimits
 from ctda.queries.loader import NamedQuery, QueryError
+from ctda.store import backends
 from ctda.store.base import QueryResult, RunInfo, StoreError
 from ctda.store.base import Store as Backend
 from ctda.store.config import Target, resolve
@@ -450,12 +451,15 @@ class StoreSession(JobSession):
         if allow_files and not write:
             raise QueryError("allow_files (--allow-files) needs write (--write)")
         bounds = limits if limits is not None else QueryLimits.from_env()
-        dialect = self.target.kind
-        text, bound = loader.prepare(query, params, dialect)
+        engine = backends.by_kind(self.target.kind)
+        text, bound = loader.prepare(query, params, engine.dialect)
         level = gate.Level.READ if not write else gate.Level.UNSAFE if allow_files else gate.Level.WRITE
-        gate.check(text, dialect, level)  # a refused query never opens the store
+        gate.check(text, engine, level)  # a refused query never opens the store
         if self._closed:
             raise StoreError(f"the session on {self.location} is closed")
+        if not engine.isolated_queries:  # its data lives in this process: no worker can see it
+            with self._open(write=write) as s:
+                return s.query(text, bound, write=write, allow_files=allow_files, limits=bounds)
         result: QueryResult = run_isolated(
             self.target, text, bound, write=write, allow_files=allow_files, limits=bounds
         )

@@ -151,6 +151,19 @@ class Neo4jStore(Store):
     dialect = "neo4j"
     schemes = ("bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc")
     extra = "neo4j"
+    read_procedures = frozenset(
+        {
+            "db.labels",
+            "db.relationshiptypes",
+            "db.propertykeys",
+            "db.schema.visualization",
+            "db.schema.nodetypeproperties",
+            "db.schema.reltypeproperties",
+            "dbms.components",
+            # ctda's own: re-times a stored run in memory, reads only the run's nodes
+            "ctda.replay",
+        }
+    )
 
     def __init__(
         self,
@@ -265,7 +278,7 @@ class Neo4jStore(Store):
         with self._session(write=write) as s:
             qtype, tree = self._guard(lambda: (s.execute_write if write else s.execute_read)(explain))
         builtins, known = self._functions()
-        plan.check_neo4j(qtype, tree, level, builtins, known)
+        plan.check_neo4j(qtype, tree, level, builtins, known, procedures=self.read_procedures)
 
     def _functions(self) -> tuple[frozenset[str], frozenset[str]]:
         """The server's built-in function names and all its function names, lower case
