@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from ctda import api
-from ctda.cli.common import FormatOption, app, one_line_errors
+from ctda.cli.common import ExecutorOption, FormatOption, app, one_line_errors
 from ctda.options import AnalysisOptions
 from ctda.render.job import job_doc, job_whatif_doc
 from ctda.render.output import Format, emit
@@ -39,9 +39,7 @@ def whatif_job_cmd(
         False, "--straggler-median", help="Each step's straggler as fast as the median of the other ranks."
     ),
     job: str | None = typer.Option(None, "--job", help="The job's name (default: the directory's)."),
-    executor: str | None = typer.Option(
-        None, "--executor", help="local (default), serial, dask-local, tcp://HOST:PORT."
-    ),
+    executor: ExecutorOption = None,
     fmt: FormatOption = Format.table,
 ) -> None:
     """Predicted job step if some ranks' events took a different time (re-timed job graph)."""
