@@ -5,7 +5,8 @@ lines describe it; ``// @param NAME TYPE [= DEFAULT]  text`` lines declare param
 (TYPE is ``string``, ``int``, ``float`` or ``bool``; no default means required).
 
 Where Neo4j and Ladybug disagree, a query ships as ``<name>.neo4j.cypher`` and
-``<name>.ladybug.cypher`` instead, each tested against its store. The differences found
+``<name>.ladybug.cypher`` instead (the part before ``.cypher`` is a store backend's
+``dialect``: :func:`dialects`), each tested against its store. The differences found
 so far, kept here so every query author sees them in one place:
 
 - list indexing is 0-based in Neo4j and 1-based in Ladybug (``[1,2,3][1]``): avoid it;
