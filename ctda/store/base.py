@@ -1,4 +1,5 @@
-"""The store: what every backend shares (the flows), and the types they exchange.
+"""The store: what every backend shares (the flows). What a backend must declare and
+implement is :mod:`ctda.store.contract` (whose types are re-exported here).
 
 A run becomes visible atomically: readers only ever see runs whose status is
 ``complete``. Both backends get there the same way (:meth:`Store.write_run`): a
