@@ -292,6 +292,8 @@ def check(text: str, engine: Engine | None, level: Level = Level.READ) -> None:
     """Raise :class:`GateError` unless every statement of ``text`` is allowed at ``level``
     on ``engine`` (the store backend, whose ``read_procedures`` a query may call; None: no
     procedure)."""
+    if isinstance(engine, str):  # the read procedures are the backend's, not a dialect's
+        raise TypeError(f"gate.check takes the store backend, not the name {engine!r}")
     if level is Level.UNSAFE:
         return
     tokens = tokenize(text)
