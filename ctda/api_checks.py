@@ -3,13 +3,13 @@ module reads as the list of what ctda does)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from ctda.analysis.engine import Analysis
 from ctda.ingest.reader import read_trace
 from ctda.ingest.table import EventTable
-from ctda.options import OptionError, parse_step
+from ctda.options import AnalysisOptions, OptionError, RuleOptions, parse_step, validate_options
 from ctda.whatif import compare as cmp
 from ctda.whatif.scenario import Scenario
 from ctda.whatif.select import SelectionError
@@ -60,3 +60,16 @@ def side(x: Analysis | Scenario | cmp.Side, label: str) -> cmp.Side:
     if isinstance(x, Scenario):
         return cmp.Side(label, x.analysis, predicted=True, of=x.base)
     return cmp.Side(label, x)
+
+
+def analysis_options(
+    options: AnalysisOptions | None,
+    windows: str | None,
+    cross_thread: str | Sequence[str] | None,
+    mode: str | None,
+    rule_options: RuleOptions | Mapping[str, int] | None,
+) -> AnalysisOptions:
+    """The analysis options of a call: ``options`` (default :class:`AnalysisOptions`) with
+    each field given (not None) in its place, checked (an :class:`OptionError`)."""
+    given = {"windows": windows, "cross_thread": cross_thread, "mode": mode, "rule_options": rule_options}
+    return validate_options(options, **{k: v for k, v in given.items() if v is not None})

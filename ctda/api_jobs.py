@@ -8,13 +8,14 @@ one back as the :class:`~ctda.job.report.JobReport` its analysis gave.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
+from ctda.analysis.rules.context import RuleOptions
+from ctda.api_checks import analysis_options
 from ctda.api_checks import top as check_top
 from ctda.job.report import JobReport
-from ctda.options import validate_options
+from ctda.options import AnalysisOptions
 from ctda.store.base import Store, StoreError
 from ctda.store.config import Target
 from ctda.store.job_ingest import JobIngested
@@ -39,16 +40,30 @@ class JobSession:
         force: bool = False,
         executor: str | None = None,
         top: int = 10,
+        options: AnalysisOptions | None = None,
+        windows: str | None = None,
+        cross_thread: str | Sequence[str] | None = None,
+        mode: str | None = None,
+        rule_options: RuleOptions | Mapping[str, int] | None = None,
         progress: Callable[[int, int], None] | None = None,
-        **options: Any,
     ) -> JobIngested:
-        """Analyse a job (a directory of per-rank traces, or the ranks' files) and store it:
-        a Job with its tables and a run per rank, ``NAME/rRANK``. The same files with the
-        same options are not stored again unless ``force``. ``executor`` as in
-        :func:`ctda.job.run.analyze_job`; options are checked before any file is read."""
+        """Analyse a job and store it: a Job with its tables and a run per rank, ``NAME/rRANK``.
+
+        Args:
+            paths: a directory of per-rank traces, or the ranks' files.
+            name: the job's name (default: from the directory or the files).
+            force: store again files already stored with the same options.
+            executor: where the ranks are analysed, as in :func:`ctda.job.run.analyze_job`.
+            top: rows of the job path's items kept in its report.
+            options, windows, cross_thread, mode, rule_options: the analysis options of
+                every rank, as in :func:`ctda.api.analyze`.
+            progress: called with (rows written, rows total) while the job is written.
+
+        The options are checked before any file is read.
+        """
         from ctda.store.job_ingest import ingest_job
 
-        opts = validate_options(**options)
+        opts = analysis_options(options, windows, cross_thread, mode, rule_options)
         check_top(top)
         files = [Path(paths)] if isinstance(paths, (str, Path)) else [Path(p) for p in paths]
         if self._closed:

@@ -15,7 +15,6 @@ The store is opened per call, read-only, as by :class:`~ctda.api.StoreSession`.
 from __future__ import annotations
 
 import dataclasses
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -86,17 +85,12 @@ def store_facts(db: DbLike = None) -> StoreFacts:
     )
 
 
-#: a server store's stamp moves on in steps of this many seconds
-STAMP_STEP_S = 2
-
-
 def store_stamp(db: DbLike = None) -> float:
-    """A number that changes whenever store ``db`` may have changed: the latest write time
-    of its files on this machine (an unchanged store keeps its stamp), or for a server, the
-    clock in :data:`STAMP_STEP_S` steps (reads within one step may share a result)."""
+    """A number that changes whenever store ``db`` may have changed, cheap to get without
+    opening it: the backend's change stamp (an embedded store's file times, so an unchanged
+    store keeps its stamp; for a server, the clock in short steps)."""
     t = _target(db)
-    times = [p.stat().st_mtime for f in backends.by_kind(t.kind).files(t.location) if (p := Path(f)).exists()]
-    return max(times) if times else float(int(time.time() / STAMP_STEP_S))
+    return backends.by_kind(t.kind).change_stamp(t)
 
 
 def named_query_text(name: str, db: DbLike = None) -> str:

@@ -28,7 +28,7 @@ from ctda.ingest.limits import Limits
 from ctda.ingest.reader import read_trace
 from ctda.queries import gate
 from ctda.queries.errors import QueryError
-from ctda.store import open_store
+from ctda.store import backends, open_store
 from ctda.store.config import Target
 
 pytest.importorskip("ladybug")
@@ -157,7 +157,7 @@ def test_gate_refuses_every_escape_in_the_library(
         # --write allows data changes but still no file, extension or database access
         for text in _escapes(sentinel, lib)[:13] + _escapes(sentinel, lib)[16:23]:
             with pytest.raises(QueryError):
-                gate.check(text, "ladybug", gate.Level.WRITE)
+                gate.check(text, backends.by_kind("ladybug"), gate.Level.WRITE)
         assert s.query("MATCH (r:Run) RETURN r.name AS name").rows == [["small"]]
     assert sentinel.read_bytes() == before
     assert not marker.exists(), "a library constructor ran"
@@ -172,10 +172,10 @@ def test_gate_keeps_every_named_query() -> None:
             if dialect in q.texts or "" in q.texts:
                 # raises if a shipped query is refused; declared writers pass as writes only
                 level = gate.Level.WRITE if q.writes else gate.Level.READ
-                gate.check(q.text(dialect), dialect, level)
+                gate.check(q.text(dialect), backends.by_kind(dialect), level)
                 if q.writes:
                     with pytest.raises(gate.GateError):
-                        gate.check(q.text(dialect), dialect)
+                        gate.check(q.text(dialect), backends.by_kind(dialect))
 
 
 @pytest.mark.parametrize(

@@ -30,9 +30,11 @@ from ctda.queries import gate, loader, plan
 from ctda.queries.errors import QueryError
 from ctda.queries.limits import QueryLimitError, QueryLimits
 from ctda.queries.worker import _death
-from ctda.store import open_store
+from ctda.store import backends, open_store
 from ctda.store.base import StoreError
 from ctda.store.config import Target
+from ctda.store.ladybug_store import LadybugStore
+from ctda.store.neo4j_store import Neo4jStore
 from tests.neo4j_fixture import neo4j_server  # noqa: F401
 
 if TYPE_CHECKING:
@@ -209,12 +211,12 @@ def test_tokenizer_refuses_every_attack_at_read_and_write(dialect: str, tmp_path
     cases = attacks("http://127.0.0.1:9/x", tmp_path / "f.csv")
     for name, text in cases.items():
         with pytest.raises(gate.GateError) as refused:
-            gate.check(text, dialect, gate.Level.READ)
+            gate.check(text, backends.by_kind(dialect), gate.Level.READ)
         assert "\n" not in str(refused.value), name
         if name not in WRITES:
             with pytest.raises(gate.GateError):
-                gate.check(text, dialect, gate.Level.WRITE)
-    gate.check(cases["write-without-flag"], dialect, gate.Level.WRITE)
+                gate.check(text, backends.by_kind(dialect), gate.Level.WRITE)
+    gate.check(cases["write-without-flag"], backends.by_kind(dialect), gate.Level.WRITE)
 
 
 def test_tokenizer_reads_names_and_comments_as_the_engines_do() -> None:
@@ -223,15 +225,15 @@ def test_tokenizer_reads_names_and_comments_as_the_engines_do() -> None:
     (quoted,) = [t for t in gate.tokenize("RETURN `ap``oc` AS x") if t.kind == "quoted"]
     assert gate.unquote(quoted) == "ap`oc"
     # the allowed pure functions pass in every context, spelled plainly
-    gate.check("RETURN {a: apoc.convert.toJson([1])} AS m, date.truncate('day', date()) AS d", "neo4j")
+    gate.check("RETURN {a: apoc.convert.toJson([1])} AS m, date.truncate('day', date()) AS d", Neo4jStore)
     with pytest.raises(gate.GateError, match=r"apoc\.convert\.toJson"):  # quoted: never needed
-        gate.check("RETURN `apoc`.convert.toJson([1]) AS j", "neo4j")
+        gate.check("RETURN `apoc`.convert.toJson([1]) AS j", Neo4jStore)
 
 
 @pytest.mark.parametrize("name", sorted(BOMBS))
 def test_bounds_refuse_before_any_parser(name: str) -> None:
     with pytest.raises(gate.GateError, match=BOUNDED):
-        gate.check(BOMBS[name], "ladybug")
+        gate.check(BOMBS[name], LadybugStore)
 
 
 def test_named_queries_are_far_inside_the_bounds() -> None:
@@ -281,10 +283,11 @@ def test_plan_gate_checks_every_operator_procedure_and_function() -> None:
     def op(kind: str, details: str = "", *children: dict[str, Any]) -> dict[str, Any]:
         return {"operatorType": f"{kind}@neo4j", "args": {"Details": details}, "children": list(children)}
 
+    procs = Neo4jStore.read_procedures
     builtins = frozenset({"date.truncate", "date", "count", "size"})
     known = builtins | {"apoc.cypher.runfirstcolumnsingle", "apoc.cypher.run", "apoc.text.join", "apoc.x.y"}
     ok = op("ProduceResults", "d", op("Projection", "date.truncate($autostring_0, date()) AS d"))
-    plan.check_neo4j("r", ok, gate.Level.READ, builtins, known)
+    plan.check_neo4j("r", ok, gate.Level.READ, builtins, known, procedures=procs)
     cases = [
         ("r", op("ProduceResults", "l", op("LoadCSV", "l"))),
         ("r", op("ProduceResults", "x", op("Projection", "apoc.cypher.runFirstColumnSingle($s, {}) AS x"))),
@@ -299,13 +302,23 @@ def test_plan_gate_checks_every_operator_procedure_and_function() -> None:
     ]
     for qtype, tree in cases:
         with pytest.raises(gate.GateError):
-            plan.check_neo4j(qtype, tree, gate.Level.READ, builtins, known)
+            plan.check_neo4j(qtype, tree, gate.Level.READ, builtins, known, procedures=procs)
     with pytest.raises(gate.GateError, match="TransactionForeach"):
         plan.check_neo4j(
-            "w", op("ProduceResults", "", op("TransactionForeach", "")), gate.Level.WRITE, builtins, known
+            "w",
+            op("ProduceResults", "", op("TransactionForeach", "")),
+            gate.Level.WRITE,
+            builtins,
+            known,
+            procedures=procs,
         )
     plan.check_neo4j(
-        "rw", op("ProduceResults", "", op("Create", "(anon_0)")), gate.Level.WRITE, builtins, known
+        "rw",
+        op("ProduceResults", "", op("Create", "(anon_0)")),
+        gate.Level.WRITE,
+        builtins,
+        known,
+        procedures=procs,
     )
     # planner syntax that reads like a call passes; a dotted unknown name never does
     plan.check_neo4j(
@@ -314,9 +327,10 @@ def test_plan_gate_checks_every_operator_procedure_and_function() -> None:
         gate.Level.READ,
         builtins,
         known,
+        procedures=procs,
     )
     with pytest.raises(gate.GateError, match=r"nope\.fn"):
-        plan.check_neo4j("r", op("Filter", "nope.fn($x)"), gate.Level.READ, builtins, known)
+        plan.check_neo4j("r", op("Filter", "nope.fn($x)"), gate.Level.READ, builtins, known, procedures=procs)
 
 
 def test_plan_gate_on_the_embedded_store(target: Target) -> None:

@@ -6,7 +6,7 @@ import pytest
 
 from ctda.queries import loader
 from ctda.queries.loader import QueryError
-from ctda.store import schema
+from ctda.store import backends, schema
 from ctda.store.config import Target, resolve
 
 
@@ -18,13 +18,15 @@ def test_every_named_query_parses_for_both_dialects() -> None:
         "near_critical", "runs",
     }  # fmt: skip
     assert expected <= set(queries)
-    assert all(queries[name].has(d) for name in expected for d in loader.DIALECTS)
+    assert all(queries[name].has(d) for name in expected for d in loader.dialects())
     for q in queries.values():
         assert q.description, q.name
         assert q.has("neo4j"), q.name  # the team store runs every named query
-        for dialect in (d for d in loader.DIALECTS if q.has(d)):
+        for dialect in (d for d in loader.dialects() if q.has(d)):
             text = q.text(dialect)
-            assert loader.is_write(text, dialect) == q.writes, q.name  # only declared writers write
+            assert loader.is_write(text, backends.by_kind(dialect)) == q.writes, (
+                q.name
+            )  # only declared writers write
             for p in q.params:
                 assert f"${p.name}" in text, (q.name, p.name)
 

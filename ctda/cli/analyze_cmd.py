@@ -11,8 +11,11 @@ from ctda import api
 from ctda.cli import job_cmd
 from ctda.cli.common import (
     CrossThreadOption,
+    ExecutorOption,
     FormatOption,
     ModeOption,
+    ReportTopOption,
+    StepOption,
     WindowsOption,
     app,
     one_line_errors,
@@ -31,8 +34,8 @@ def analyze_cmd(
         ...,
         help="Kineto trace (.json, .json.gz) or a ctda .parquet table; a job: a directory or several files.",
     ),
-    step: str = typer.Option("all", "--step", help="A ProfilerStep number, or 'all'."),
-    top: int = typer.Option(10, "--top", min=1, help="Rows in the hotspot and near-critical tables."),
+    step: StepOption = "all",
+    top: ReportTopOption = 10,
     fmt: FormatOption = Format.table,
     cross_thread: CrossThreadOption = "all",
     windows: WindowsOption = "steps",
@@ -41,9 +44,7 @@ def analyze_cmd(
         "current", "--hta-version", help="With --mode hta: 'current' (HTA main) or '0.5' (HTA 0.5.0 on PyPI)."
     ),
     job: str | None = typer.Option(None, "--job", help="Analyse the traces as one job of this name."),
-    executor: str | None = typer.Option(
-        None, "--executor", help="Jobs: local (processes, default), serial, dask-local, or tcp://HOST:PORT."
-    ),
+    executor: ExecutorOption = None,
 ) -> None:
     """Critical path of each step through CPU threads, GPU streams and the waits between them."""
     options = api.validate_options(windows=windows, cross_thread=cross_thread, mode=mode)

@@ -87,6 +87,23 @@ FormatOption = Annotated[
     ),
 ]
 
+#: options more than one command declares, declared once here (each command gives the default)
+StepOption = Annotated[str, typer.Option("--step", help="A ProfilerStep number, or 'all'.")]
+#: ``--top`` of the commands that print ctda analyze's report
+ReportTopOption = Annotated[
+    int, typer.Option("--top", min=1, help="Rows in the hotspot and near-critical tables.")
+]
+ExecutorOption = Annotated[
+    str | None,
+    typer.Option(
+        "--executor", help="Jobs: local (processes, default), serial, dask-local, or tcp://HOST:PORT."
+    ),
+]
+ParamOption = Annotated[
+    list[str] | None, typer.Option("--param", "-p", help="Query parameter k=v (repeatable).")
+]
+AllOption = Annotated[bool, typer.Option("--all", help="Also show unfinished ones (pending, being deleted).")]
+
 #: files at least this large get a progress bar while they are read
 PROGRESS_MIN_BYTES = 32 << 20
 T = TypeVar("T")

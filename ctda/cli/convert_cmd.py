@@ -7,16 +7,17 @@ from pathlib import Path
 import typer
 
 from ctda import api
-from ctda.cli.common import app, console, guarded, read
+from ctda.cli.common import app, console, one_line_errors, read
 
 
 @app.command("convert")
+@one_line_errors
 def convert_cmd(
     source: Path = typer.Argument(..., help="Kineto trace (.json, .json.gz) or a ctda .parquet table."),
     target: Path = typer.Argument(..., help="Output file; must end in .parquet."),
 ) -> None:
     """Write the events table (with lanes, flows and metadata) to Parquet; any command reads it back."""
-    n = guarded(lambda: api.convert(source, target, reader=read))
+    n = api.convert(source, target, reader=read)
     size = target.stat().st_size
     console.print(
         f"{source} -> {target}: {n:,} events, {size / 1e6:,.1f} MB", highlight=False, soft_wrap=True
@@ -24,6 +25,7 @@ def convert_cmd(
 
 
 @app.command("merge")
+@one_line_errors
 def merge_cmd(
     main: Path = typer.Argument(..., help="The training process's trace (the one with the steps)."),
     helpers: list[Path] = typer.Argument(
@@ -33,7 +35,7 @@ def merge_cmd(
 ) -> None:
     """One trace of a host's processes: the helpers' CPU work beside the training process, so
     the what-if counts the cores it takes (profile the workers, then merge)."""
-    s = guarded(lambda: api.merge_processes(main, helpers, out))
+    s = api.merge_processes(main, helpers, out)
     pids = ", ".join(str(p) for h in s.helper_pids.values() for p in sorted(h))
     console.print(
         f"{out}: {main} + {len(helpers)} helper trace(s), {s.helper_events:,} events of process(es) {pids}",

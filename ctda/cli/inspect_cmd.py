@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from functools import partial
 from pathlib import Path
 
 import typer
 
 from ctda import api
-from ctda.cli.common import FormatOption, app, guarded, read
+from ctda.cli.common import FormatOption, app, one_line_errors, read
 from ctda.render.inspect import summary_doc
 from ctda.render.output import Document, Format, emit_each
 
 
 @app.command("inspect")
+@one_line_errors
 def inspect_cmd(
     traces: list[Path] = typer.Argument(..., help="Kineto traces (.json, .json.gz) or ctda .parquet tables."),
     fmt: FormatOption = Format.table,
@@ -24,7 +24,7 @@ def inspect_cmd(
 
     def docs() -> Iterator[Document]:
         for path in traces:
-            yield summary_doc(guarded(partial(api.summarize, path, top, reader=read)))
+            yield summary_doc(api.summarize(path, top, reader=read))
 
     # one screen per trace as each is read; json: a list of summaries, csv: one table
     emit_each(docs(), fmt)

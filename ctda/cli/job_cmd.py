@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from ctda import api
-from ctda.cli.common import FormatOption, app, one_line_errors
+from ctda.cli.common import ExecutorOption, FormatOption, app, one_line_errors
 from ctda.options import AnalysisOptions
 from ctda.render.job import job_doc, job_whatif_doc
 from ctda.render.output import Format, emit
@@ -42,9 +42,7 @@ def whatif_job_cmd(
     cpus: int = typer.Option(
         0, "--cpus", min=0, help="Cores of each host; its ranks then share them in the prediction."
     ),
-    executor: str | None = typer.Option(
-        None, "--executor", help="local (default), serial, dask-local, tcp://HOST:PORT."
-    ),
+    executor: ExecutorOption = None,
     fmt: FormatOption = Format.table,
 ) -> None:
     """Predicted job step if some ranks' events took a different time (re-timed job graph)."""

@@ -19,15 +19,21 @@ from rich.text import Text
 from ctda import api
 from ctda.cli import job_store_cmds
 from ctda.cli.common import (
+    AllOption,
     CrossThreadOption,
     DbOption,
+    ExecutorOption,
     FormatOption,
     ModeOption,
+    ParamOption,
+    ReportTopOption,
+    StepOption,
     WindowsOption,
     app,
     err_console,
     fail,
     guarded,
+    one_line_errors,
     parse_params,
     printable,
     read,
@@ -39,6 +45,7 @@ from ctda.render.store import queries_doc, query_doc, runs_doc
 
 
 @app.command("ingest")
+@one_line_errors
 def ingest_cmd(
     traces: list[Path] = typer.Argument(
         ...,
@@ -50,9 +57,7 @@ def ingest_cmd(
     job: str = typer.Option(
         None, "--job", help="Store the traces as one distributed job of this name (runs JOB/r<rank>)."
     ),
-    executor: str = typer.Option(
-        None, "--executor", help="Jobs: local (processes, default), serial, dask-local, or tcp://HOST:PORT."
-    ),
+    executor: ExecutorOption = None,
     db: DbOption = None,
     force: bool = typer.Option(
         False, "--force", help="Store again even if the same file and options are stored."
@@ -65,10 +70,10 @@ def ingest_cmd(
 ) -> None:
     """Analyse traces and store each as a run: events, dependency edges and critical paths.
     A directory (or --job) is a distributed job: a run per rank plus the job's tables."""
-    options = guarded(lambda: api.validate_options(windows=windows, cross_thread=cross_thread, mode=mode))
+    options = api.validate_options(windows=windows, cross_thread=cross_thread, mode=mode)
     for name, option in ((run, "--run"), (job, "--job")):
         if name is not None:  # before any file is read
-            guarded(partial(api.check_run_name, name, option))
+            api.check_run_name(name, option)
     if job_store_cmds.is_job_ingest(traces, job):
         if run is not None:
             fail("--run names a single trace's run; a job's runs are named after the job (--job NAME)")
@@ -117,26 +122,25 @@ def ingest_cmd(
 
 
 @app.command("runs")
+@one_line_errors
 def runs_cmd(
     db: DbOption = None,
-    all_: bool = typer.Option(False, "--all", help="Also show unfinished runs (pending, being deleted)."),
+    all_: AllOption = False,
     fmt: FormatOption = Format.table,
 ) -> None:
     """List the runs in the store."""
 
-    def go() -> None:
-        with api.open_store(db) as store:
-            runs = store.runs(include_incomplete=all_)
-            where = store.location
-        if not runs and fmt is Format.table:
-            err_console.print(f"no runs in {printable(where)}", highlight=False)
-            return
-        emit(runs_doc(runs, where, with_status=all_), fmt)
-
-    guarded(go)
+    with api.open_store(db) as store:
+        runs = store.runs(include_incomplete=all_)
+        where = store.location
+    if not runs and fmt is Format.table:
+        err_console.print(f"no runs in {printable(where)}", highlight=False)
+        return
+    emit(runs_doc(runs, where, with_status=all_), fmt)
 
 
 @app.command("rm")
+@one_line_errors
 def rm_cmd(
     run: str = typer.Argument(..., help="Run or job name (see ctda runs, ctda jobs)."),
     db: DbOption = None,
@@ -144,46 +148,42 @@ def rm_cmd(
 ) -> None:
     """Delete a run and everything stored for it, or a job with all its runs."""
 
-    def go() -> None:
-        with api.open_store(db) as store:
-            is_job = job or (
-                not any(r.name == run for r in store.runs(include_incomplete=True))
-                and any(j.name == run for j in store.jobs(include_incomplete=True))
-            )
-            if is_job:
-                store.rm_job(run)
-            else:
-                store.rm(run)
-        what = "job" if is_job else "run"
-        err_console.print(f"deleted {what} [bold]{printable(run)}[/]", highlight=False)
-
-    guarded(go)
+    with api.open_store(db) as store:
+        is_job = job or (
+            not any(r.name == run for r in store.runs(include_incomplete=True))
+            and any(j.name == run for j in store.jobs(include_incomplete=True))
+        )
+        if is_job:
+            store.rm_job(run)
+        else:
+            store.rm(run)
+    what = "job" if is_job else "run"
+    err_console.print(f"deleted {what} [bold]{printable(run)}[/]", highlight=False)
 
 
 @app.command("report")
+@one_line_errors
 def report_cmd(
     run: str = typer.Argument(..., help="Run name (see ctda runs)."),
     db: DbOption = None,
-    step: str = typer.Option("all", "--step", help="A ProfilerStep number, or 'all'."),
-    top: int = typer.Option(10, "--top", min=1, help="Rows in the hotspot and near-critical tables."),
+    step: StepOption = "all",
+    top: ReportTopOption = 10,
     fmt: FormatOption = Format.table,
 ) -> None:
     """The report of a stored run, read back from the store (the tables of ctda analyze)."""
 
-    def go() -> api.Report:
-        with api.open_store(db) as store:
-            return store.report(run, step=step, top=top)
-
-    report = guarded(go)
+    with api.open_store(db) as store:
+        report = store.report(run, step=step, top=top)
     if fmt is not Format.json:  # a stored path can hold anything
         report = dataclasses.replace(report, trace=printable(report.trace))
     emit(report_doc(report), fmt)
 
 
 @app.command("query")
+@one_line_errors
 def query_cmd(
     query: str = typer.Argument(None, help="A named query (see --list) or Cypher text."),
-    param: list[str] = typer.Option([], "--param", "-p", help="Query parameter k=v (repeatable)."),
+    param: ParamOption = None,
     db: DbOption = None,
     fmt: FormatOption = Format.table,
     write: bool = typer.Option(False, "--write", help="Allow a query that changes the store."),
@@ -207,23 +207,20 @@ def query_cmd(
     The query runs in a worker process with a timeout, a row cap and a memory cap
     ($CTDA_QUERY_MEMORY_MB); each one that trips is one line and exit code 2."""
 
-    def go() -> None:
-        if list_ or not query:
-            emit(queries_doc(api.named_queries().values()), fmt)
-            return
-        limits = api.QueryLimits.from_env()
-        if timeout is not None or max_rows is not None:
-            limits = api.QueryLimits(
-                timeout_s=limits.timeout_s if timeout is None else timeout,
-                max_rows=limits.max_rows if max_rows is None else max_rows,
-                memory_mb=limits.memory_mb,
-            )
-        with api.open_store(db) as store:
-            result = store.query(
-                query, parse_params(param), write=write, allow_files=allow_files, limits=limits
-            )
-        emit(query_doc(result), fmt)
-        if fmt is Format.table:
-            err_console.print(f"{len(result.rows)} row(s)", style="dim")
-
-    guarded(go)
+    if list_ or not query:
+        emit(queries_doc(api.named_queries().values()), fmt)
+        return
+    limits = api.QueryLimits.from_env()
+    if timeout is not None or max_rows is not None:
+        limits = api.QueryLimits(
+            timeout_s=limits.timeout_s if timeout is None else timeout,
+            max_rows=limits.max_rows if max_rows is None else max_rows,
+            memory_mb=limits.memory_mb,
+        )
+    with api.open_store(db) as store:
+        result = store.query(
+            query, parse_params(param or []), write=write, allow_files=allow_files, limits=limits
+        )
+    emit(query_doc(result), fmt)
+    if fmt is Format.table:
+        err_console.print(f"{len(result.rows)} row(s)", style="dim")

@@ -10,11 +10,12 @@ from ctda import api
 from ctda.cli.common import (
     DbOption,
     FormatOption,
+    ParamOption,
     app,
     console,
     err_console,
     fail,
-    guarded,
+    one_line_errors,
     parse_params,
     read,
 )
@@ -25,6 +26,7 @@ from ctda.whatif import blind
 
 
 @app.command("whatif")
+@one_line_errors
 def whatif_cmd(
     run_or_trace: str = typer.Argument(..., help="A stored run name, or a trace file to analyse on the fly."),
     scale: list[str] = typer.Option(
@@ -43,11 +45,10 @@ def whatif_cmd(
     cypher: str | None = typer.Option(
         None,
         "--cypher",
-        help="Named query, .cypher file or text returning (uid, factor) or (uid, dur µs) rows.",
+        help="Named query, .cypher file or text returning (uid, factor) or (uid, dur µs) rows "
+        "($run is bound).",
     ),
-    param: list[str] = typer.Option(
-        [], "--param", "-p", help="Query parameter k=v for --cypher ($run is bound)."
-    ),
+    param: ParamOption = None,
     name: str | None = typer.Option(
         None, "--name", help="Scenario name (default: derived from the selection)."
     ),
@@ -65,46 +66,44 @@ def whatif_cmd(
 ) -> None:
     """Predict the step time if some events took a different time (before writing the fix)."""
 
-    def go() -> None:
-        if in_db:
-            if apply:
-                fail("--in-db does not apply named optimisations; run ctda whatif --apply without --in-db")
-            if perfetto:
-                fail("--in-db does not export timelines; export the saved scenario: ctda export --scenario")
-            with api.open_store(db, reader=read) as store:
-                result = store.whatif_in_db(
-                    run_or_trace, scale, remove, cypher, parse_params(param), name, save=not dry_run
-                )
-            if result.contention_ignored:
-                err_console.print(
-                    "note: this run has a GIL-contention model, which the database does not apply; "
-                    "ctda whatif without --in-db includes it",
-                    highlight=False,
-                )
-            emit(indb_doc(result, top), fmt)
-            return
-        with api.open_store(db, reader=read) as store:
-            sc = store.whatif(
-                run_or_trace,
-                scale=scale,
-                remove=remove,
-                cypher=cypher,
-                params=parse_params(param),
-                name=name,
-                save=not dry_run,
-                cpus=cpus,
-                apply=apply,
-            )
+    if in_db:
+        if apply:
+            fail("--in-db does not apply named optimisations; run ctda whatif --apply without --in-db")
         if perfetto:
-            api.export(sc, perfetto)
-        emit(scenario_doc(sc, top), fmt)
-        for line in blind.notes(sc):  # on stderr: the output formats stay as they are
-            err_console.print(f"note: {line}", highlight=False, soft_wrap=True)
-
-    guarded(go)
+            fail("--in-db does not export timelines; export the saved scenario: ctda export --scenario")
+        with api.open_store(db, reader=read) as store:
+            result = store.whatif_in_db(
+                run_or_trace, scale, remove, cypher, parse_params(param or []), name, save=not dry_run
+            )
+        if result.contention_ignored:
+            err_console.print(
+                "note: this run has a GIL-contention model, which the database does not apply; "
+                "ctda whatif without --in-db includes it",
+                highlight=False,
+            )
+        emit(indb_doc(result, top), fmt)
+        return
+    with api.open_store(db, reader=read) as store:
+        sc = store.whatif(
+            run_or_trace,
+            scale=scale,
+            remove=remove,
+            cypher=cypher,
+            params=parse_params(param or []),
+            name=name,
+            save=not dry_run,
+            cpus=cpus,
+            apply=apply,
+        )
+    if perfetto:
+        api.export(sc, perfetto)
+    emit(scenario_doc(sc, top), fmt)
+    for line in blind.notes(sc):  # on stderr: the output formats stay as they are
+        err_console.print(f"note: {line}", highlight=False, soft_wrap=True)
 
 
 @app.command("opportunities")
+@one_line_errors
 def opportunities_cmd(
     run_or_trace: str = typer.Argument(..., help="A stored run name, or a trace file."),
     top: int = typer.Option(10, "--top", min=1, help="How many hotspot names to try."),
@@ -114,15 +113,13 @@ def opportunities_cmd(
     """What each top hotspot group would buy if it were 2x faster, or gone, and what each
     named optimisation that applies to the trace would buy (with its assumptions)."""
 
-    def go() -> None:
-        with api.open_store(db, reader=read) as store:
-            a = store.analysis(run_or_trace)
-        emit(opportunities_doc(api.opportunities(a, top), a, api.optimisation_opportunities(a)), fmt)
-
-    guarded(go)
+    with api.open_store(db, reader=read) as store:
+        a = store.analysis(run_or_trace)
+    emit(opportunities_doc(api.opportunities(a, top), a, api.optimisation_opportunities(a)), fmt)
 
 
 @app.command("export")
+@one_line_errors
 def export_cmd(
     run_or_trace: str = typer.Argument(..., help="A stored run name, or a trace file."),
     perfetto: Path = typer.Option(
@@ -135,15 +132,13 @@ def export_cmd(
 ) -> None:
     """Export the (re-timed) timeline with the critical path drawn, for Perfetto."""
 
-    def go() -> None:
-        with api.open_store(db, reader=read) as store:
-            count = store.export(run_or_trace, perfetto, scenario=scenario)
-        console.print(f"wrote {count:,} events to {perfetto}")
-
-    guarded(go)
+    with api.open_store(db, reader=read) as store:
+        count = store.export(run_or_trace, perfetto, scenario=scenario)
+    console.print(f"wrote {count:,} events to {perfetto}")
 
 
 @app.command("compare")
+@one_line_errors
 def compare_cmd(
     a: str = typer.Argument(..., help="Run, trace file, or RUN@SCENARIO."),
     b: str = typer.Argument(..., help="Run, trace file, or RUN@SCENARIO."),
@@ -153,9 +148,6 @@ def compare_cmd(
 ) -> None:
     """Before/after: step time, CP, bound-by and hotspots side by side; prediction error for a scenario."""
 
-    def go() -> None:
-        with api.open_store(db, reader=read) as store:
-            comparison = store.compare(a, b)
-        emit(comparison_doc(comparison, top), fmt)
-
-    guarded(go)
+    with api.open_store(db, reader=read) as store:
+        comparison = store.compare(a, b)
+    emit(comparison_doc(comparison, top), fmt)

@@ -14,7 +14,7 @@ parameter, ``)``, ``]``, ``}``): in Cypher two operands never stand side by side
 word is either an infix keyword (``AND``, ``IS``, ``AS``, ``STARTS WITH``, ...) or the
 keyword of the next clause. Read clauses are ``MATCH``, ``OPTIONAL MATCH``, ``WITH``,
 ``UNWIND``, ``WHERE``, ``RETURN``, ``ORDER BY``, ``SKIP``, ``LIMIT``, ``UNION`` and
-``CALL`` of a procedure on the dialect's read list (:data:`READ_PROCEDURES`); anything
+``CALL`` of a procedure on the backend's read list (``read_procedures``); anything
 else (``LOAD``, ``COPY``, ``INSTALL``, ``ATTACH``, ``CHECKPOINT``, ``USE``, ``EXPORT``,
 a configuration ``CALL x=1``, ``CALL {...}``, ...) is refused. Dotted function calls
 (``apoc.*``) run procedures' code and are refused unless their namespace is a
@@ -32,6 +32,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from enum import Enum
+from typing import Protocol
 
 from ctda.queries.errors import QueryError
 
@@ -48,26 +49,14 @@ class GateError(QueryError):
     """A query the gate refuses (one line for the user)."""
 
 
-#: procedures a read query may call, per dialect (lower case, full dotted name)
-READ_PROCEDURES: dict[str, frozenset[str]] = {
-    "ladybug": frozenset(
-        {"show_tables", "table_info", "show_connection", "db_version", "show_functions", "show_indexes"}
-    ),
-    "neo4j": frozenset(
-        {
-            "db.labels",
-            "db.relationshiptypes",
-            "db.propertykeys",
-            "db.schema.visualization",
-            "db.schema.nodetypeproperties",
-            "db.schema.reltypeproperties",
-            "dbms.components",
-            # ctda's own: re-times a stored run in memory, reads only the run's nodes
-            "ctda.replay",
-            "ctda.replaycache",  # counters of ctda.replay's run cache
-        }
-    ),
-}
+class Engine(Protocol):
+    """What the gate asks of a store backend (a :class:`ctda.store.contract.Engine` class
+    or instance): the procedures a read query may ``CALL``, lower case, full dotted names."""
+
+    @property
+    def read_procedures(self) -> frozenset[str]: ...
+
+
 #: namespaces of dotted functions a query may use (Neo4j's temporal constructors)
 FUNCTION_NAMESPACES = frozenset({"date", "datetime", "localdatetime", "time", "localtime", "duration"})
 #: pure dotted functions a read query may use, by full name (lower case): value conversions
@@ -299,8 +288,12 @@ def check_bounds(tokens: list[Token]) -> None:
                 )
 
 
-def check(text: str, dialect: str, level: Level = Level.READ) -> None:
-    """Raise :class:`GateError` unless every statement of ``text`` is allowed at ``level``."""
+def check(text: str, engine: Engine | None, level: Level = Level.READ) -> None:
+    """Raise :class:`GateError` unless every statement of ``text`` is allowed at ``level``
+    on ``engine`` (the store backend, whose ``read_procedures`` a query may call; None: no
+    procedure)."""
+    if isinstance(engine, str):  # the read procedures are the backend's, not a dialect's
+        raise TypeError(f"gate.check takes the store backend, not the name {engine!r}")
     if level is Level.UNSAFE:
         return
     tokens = tokenize(text)
@@ -312,7 +305,7 @@ def check(text: str, dialect: str, level: Level = Level.READ) -> None:
         second = stmts[1][0]
         raise GateError(f"one statement per query: a second one starts at offset {second.pos}")
     clauses = _READ_CLAUSES | (_WRITE_CLAUSES if level is Level.WRITE else frozenset())
-    procedures = READ_PROCEDURES.get(dialect, frozenset())
+    procedures = engine.read_procedures if engine is not None else frozenset()
     for stmt in stmts:
         _check_statement(stmt, clauses, procedures, level)
 

@@ -5,7 +5,8 @@ lines describe it; ``// @param NAME TYPE [= DEFAULT]  text`` lines declare param
 (TYPE is ``string``, ``int``, ``float`` or ``bool``; no default means required).
 
 Where Neo4j and Ladybug disagree, a query ships as ``<name>.neo4j.cypher`` and
-``<name>.ladybug.cypher`` instead, each tested against its store. The differences found
+``<name>.ladybug.cypher`` instead (the part before ``.cypher`` is a store backend's
+``dialect``: :func:`dialects`), each tested against its store. The differences found
 so far, kept here so every query author sees them in one place:
 
 - list indexing is 0-based in Neo4j and 1-based in Ladybug (``[1,2,3][1]``): avoid it;
@@ -38,7 +39,6 @@ from typing import Any
 from ctda.queries import gate
 from ctda.queries.errors import QueryError
 
-DIALECTS = ("neo4j", "ladybug")
 _PARAM = re.compile(r"^//\s*@param\s+(\w+)\s+(\w+)(?:\s*=\s*(\S+))?\s*(.*)$")
 _TYPES = ("string", "int", "float", "bool")
 _WRITE_MARK = "// @write"
@@ -145,6 +145,14 @@ def _parse(name: str, text: str) -> tuple[str, list[Param]]:
     return " ".join(d for d in desc if d), params
 
 
+def dialects() -> tuple[str, ...]:
+    """The Cypher dialects a query may ship a variant for: the store backends' own
+    (:mod:`ctda.store.backends`, ``dialect``)."""
+    from ctda.store import backends
+
+    return backends.dialects()
+
+
 def load_all() -> dict[str, NamedQuery]:
     """Every named query shipped in this package, by name."""
     out: dict[str, NamedQuery] = {}
@@ -155,7 +163,7 @@ def load_all() -> dict[str, NamedQuery]:
     for f in files:
         stem = f.name[: -len(".cypher")]
         name, _, dialect = stem.partition(".")
-        if dialect and dialect not in DIALECTS:
+        if dialect and dialect not in dialects():
             raise QueryError(f"{f.name}: unknown dialect {dialect!r}")
         text = f.read_text(encoding="utf-8")
         desc, params = _parse(name, text)
@@ -176,10 +184,11 @@ def get(name: str) -> NamedQuery:
     return queries[name]
 
 
-def is_write(text: str, dialect: str = "ladybug") -> bool:
-    """Whether the read gate refuses ``text`` (see :mod:`ctda.queries.gate`)."""
+def is_write(text: str, engine: gate.Engine | None = None) -> bool:
+    """Whether the read gate refuses ``text`` on the store backend ``engine`` (see
+    :mod:`ctda.queries.gate`; None: a query that calls no procedure)."""
     try:
-        gate.check(text, dialect, gate.Level.READ)
+        gate.check(text, engine, gate.Level.READ)
     except QueryError:
         return True
     return False

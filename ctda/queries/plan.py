@@ -29,7 +29,7 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from ctda.queries.gate import PURE_FUNCTIONS, READ_PROCEDURES, GateError, Level
+from ctda.queries.gate import PURE_FUNCTIONS, GateError, Level
 
 #: plan operators that only read the graph (Neo4j 5 names, without the ``@neo4j`` suffix)
 NEO4J_READ_OPERATORS = frozenset(
@@ -141,6 +141,8 @@ def check_neo4j(
     level: Level,
     builtins: frozenset[str],
     known: frozenset[str],
+    *,
+    procedures: frozenset[str],
 ) -> None:
     """Raise :class:`GateError` unless Neo4j's plan of a query is allowed at ``level``.
 
@@ -149,7 +151,8 @@ def check_neo4j(
     like a call is allowed when it is a built-in or a pure function; an undotted name the
     server has no function of is planner syntax (``reduce(``, ``CoerceToPredicate(``): a
     query cannot call a function the server lacks, planning would have failed. Any other
-    name is refused.
+    name is refused, and so is a procedure not in ``procedures`` (the backend's
+    ``read_procedures``).
     """
     if plan is None:
         raise _refuse("the server gave no plan")
@@ -158,7 +161,6 @@ def check_neo4j(
         kinds = {"rw": "reads and writes", "w": "writes", "s": "changes the schema or the system"}
         raise _refuse(f"the server reports that the query {kinds.get(query_type, repr(query_type))}")
     ops = NEO4J_WRITE_OPERATORS if level is Level.WRITE else NEO4J_READ_OPERATORS
-    procedures = READ_PROCEDURES["neo4j"]
     seen: set[str] = set()
     for op in operators(plan):
         kind = str(op.get("operatorType", "")).split("@", 1)[0]

@@ -29,10 +29,6 @@ from typing import Any
 from ctda.queries.errors import QueryError
 from ctda.queries.limits import GRACE_S, QueryLimitError, QueryLimits
 
-#: the embedded store's buffer pool in a worker: this share of the memory cap
-_POOL_SHARE = 4
-_MIN_RESERVE = 1 << 30
-
 
 def _errors() -> dict[str, type[Exception]]:
     """Error classes a worker may report, by name (rebuilt from their one line)."""
@@ -99,22 +95,14 @@ def _death(code: int, err: bytes, limits: QueryLimits) -> QueryError:
 
 
 def _cap_memory(limits: QueryLimits, target: Any) -> None:
-    """Bound the embedded store's buffer pool and reservation, then the address space."""
+    """Bound the store engine (its backend's ``worker_memory``: an embedded store's buffer
+    pool and reservation), then the address space."""
     import resource
 
-    from ctda.store import ladybug_store
+    from ctda.store import backends
 
     cap = limits.memory_mb << 20
-    reserve = 0
-    if getattr(target, "kind", "") == "ladybug":
-        size = 0
-        path = Path(str(target.location)).expanduser()
-        if path.exists():
-            size = path.stat().st_size if path.is_file() else sum(f.stat().st_size for f in path.rglob("*"))
-        reserve = max(_MIN_RESERVE, 1 << (2 * size).bit_length())  # a power of two, >= twice the file
-        ladybug_store.DB_OPTIONS.update(
-            buffer_pool_size=cap // _POOL_SHARE, max_db_size=reserve, max_num_threads=2
-        )
+    reserve = backends.by_kind(target.kind).worker_memory(target, cap)
     limit = cap + reserve
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 

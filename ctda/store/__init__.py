@@ -3,8 +3,10 @@
     with open_store("bolt://host:7687") as store:   # or a path, or None for the default
         store.runs()
 
-See :mod:`ctda.store.schema` for the data model, :mod:`ctda.store.base` for what every
-backend shares and :mod:`ctda.store.backends` for how ``--db`` picks one.
+See :mod:`ctda.store.schema` for the data model, :mod:`ctda.store.contract` for what a
+backend declares and implements, :mod:`ctda.store.base` for what every backend shares and
+:mod:`ctda.store.backends` for how ``--db`` picks one (built-ins, and the ``ctda.stores``
+entry point group).
 """
 
 from __future__ import annotations

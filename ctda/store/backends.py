@@ -2,9 +2,13 @@
 
 A backend is a :class:`~ctda.store.base.Store` subclass that declares its ``kind`` (its
 name here), the URL ``schemes`` it serves (none: it opens filesystem paths), its Cypher
-``dialect`` and the pip ``extra`` of its driver, and is decorated with :func:`register`.
-Adding one means writing that class and naming its module in :data:`MODULES`; resolving
-``--db``, opening the store and picking named-query variants all follow from it.
+``dialect``, the procedures a read query may call and the pip ``extra`` of its driver
+(:class:`~ctda.store.contract.Engine` lists them all), and is decorated with
+:func:`register`. The built-in backends are registered by importing :data:`MODULES`; any
+installed package adds its own through the entry point group ``ctda.stores`` (an entry
+point names a module, imported for its registrations, or a backend class). Resolving
+``--db``, opening the store, picking named-query variants and the query gate all follow
+from the class.
 
 Backend modules import their drivers only when a store is opened, so listing the backends
 costs no driver import and works whichever extras are installed.
@@ -13,15 +17,21 @@ costs no driver import and works whichever extras are installed.
 from __future__ import annotations
 
 import importlib
+from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, TypeVar
+
+from ctda.store.faults import StoreError
 
 if TYPE_CHECKING:
     from ctda.store.base import Store
 
-#: modules whose import registers the built-in backends
+#: modules whose import registers the built-in backends (the embedded default first)
 MODULES = ("ctda.store.ladybug_store", "ctda.store.neo4j_store")
+#: the entry point group third-party backends are declared in
+GROUP = "ctda.stores"
 
 _BACKENDS: dict[str, type[Store]] = {}
+_LOADED = False
 S = TypeVar("S", bound="type[Store]")
 
 
@@ -29,14 +39,41 @@ def register(cls: S) -> S:
     """Class decorator: make a backend known by its ``kind``."""
     if not cls.kind or not cls.dialect:
         raise TypeError(f"{cls.__name__} must declare kind and dialect")
+    old = _BACKENDS.get(cls.kind)
+    if old is not None and old.__qualname__ != cls.__qualname__:
+        raise TypeError(f"store backend {cls.kind!r} is declared twice ({_where(old)} and {_where(cls)})")
     _BACKENDS[cls.kind] = cls
     return cls
 
 
-def backends() -> dict[str, type[Store]]:
-    """Every registered backend, by kind (the built-in ones first)."""
+def _where(cls: type) -> str:
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def _load() -> None:
+    """Import the built-in modules, then every entry point of :data:`GROUP` (once)."""
+    global _LOADED
     for module in MODULES:
         importlib.import_module(module)
+    if _LOADED:
+        return
+    _LOADED = True
+    for ep in entry_points(group=GROUP):
+        if ep.value.split(":")[0] in MODULES:
+            continue  # a built-in, imported above
+        try:
+            obj = ep.load()
+        except Exception as exc:  # a broken plugin: one line naming it, not a traceback
+            raise StoreError(f"store backend plugin {ep.name!r} ({ep.value}) failed to load: {exc}") from None
+        from ctda.store.base import Store
+
+        if isinstance(obj, type) and issubclass(obj, Store) and obj.kind not in _BACKENDS:
+            register(obj)
+
+
+def backends() -> dict[str, type[Store]]:
+    """Every registered backend, by kind (the built-in ones first)."""
+    _load()
     return dict(_BACKENDS)
 
 

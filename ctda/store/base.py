@@ -1,4 +1,5 @@
-"""The store: what every backend shares (the flows), and the types they exchange.
+"""The store: what every backend shares (the flows). What a backend must declare and
+implement is :mod:`ctda.store.contract` (whose types are re-exported here).
 
 A run becomes visible atomically: readers only ever see runs whose status is
 ``complete``. Both backends get there the same way (:meth:`Store.write_run`): a
@@ -10,19 +11,16 @@ run is visible, and the next writer removes what was left behind.
 from __future__ import annotations
 
 import contextlib
-import json
 import time
-from abc import ABC, abstractmethod
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any
 
-from ctda.queries.errors import QueryError
+import pyarrow as pa
+
 from ctda.store import migrate, schema
+from ctda.store.contract import Engine, Progress, QueryResult, RefusedQuery, Run, RunInfo
 from ctda.store.faults import FaultCounter, StoreError
 from ctda.store.job_flows import JobFlows
-from ctda.store.job_model import JobInfo
 from ctda.store.model import RunData
 from ctda.store.schema import COMPLETE, DELETING, META_KEY, PENDING
 
@@ -30,151 +28,20 @@ if TYPE_CHECKING:
     from ctda.queries.gate import Level
     from ctda.queries.limits import QueryLimits
 
-Progress = Callable[[int, int], None]  # (rows written, rows total)
+__all__ = ["Progress", "QueryResult", "RefusedQuery", "Run", "RunInfo", "Store", "StoreError"]
 
 
-class RefusedQuery(StoreError, QueryError):
-    """A query the gate refuses, raised by :meth:`Store.query` before the engine sees it."""
-
-
-@dataclass
-class RunInfo:
-    """What ``ctda runs`` shows about one run."""
-
-    id: int
-    name: str
-    status: str
-    file: str
-    sha256: str
-    ctda_version: str
-    options: dict[str, Any]
-    options_key: str
-    ingested_at: str
-    steps: int
-    step_ns: list[int]
-    cp_ns: int
-    events: int
-    edges: int
-    heartbeat: int = 0
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    @classmethod
-    def from_props(cls, p: dict[str, Any]) -> RunInfo:
-        def js(key: str) -> dict[str, Any]:
-            try:
-                value = json.loads(p.get(key) or "{}")
-            except ValueError:
-                return {}
-            return value if isinstance(value, dict) else {}
-
-        return cls(
-            id=int(p["id"]),
-            name=str(p.get("name") or ""),
-            status=str(p.get("status") or ""),
-            file=str(p.get("file") or ""),
-            sha256=str(p.get("sha256") or ""),
-            ctda_version=str(p.get("ctda_version") or ""),
-            options=js("options_json"),
-            options_key=str(p.get("options_key") or ""),
-            ingested_at=str(p.get("ingested_at") or ""),
-            steps=int(p.get("steps") or 0),
-            step_ns=[int(x) for x in (p.get("step_ns") or [])],
-            cp_ns=int(p.get("cp_ns") or 0),
-            events=int(p.get("events") or 0),
-            edges=int(p.get("edges") or 0),
-            heartbeat=int(p.get("heartbeat") or 0),
-            extra={
-                "checks": js("checks_json"),
-                "graph": js("graph_json"),
-                "trace": js("trace_json"),
-                "has_gpu": bool(p.get("has_gpu")),
-                "t0_ns": int(p.get("t0_ns") or 0),
-            },
-        )
-
-
-@dataclass
-class QueryResult:
-    """Column names and rows of a query, values as plain Python (ints, floats, str, ...)."""
-
-    columns: list[str]
-    rows: list[list[Any]]
-
-    def records(self) -> list[dict[str, Any]]:
-        return [dict(zip(self.columns, r)) for r in self.rows]
-
-
-#: one statement inside a write transaction: Cypher and parameters -> rows as dicts
-Run = Callable[[str, dict[str, Any]], list[dict[str, Any]]]
-T = TypeVar("T")
-
-
-class Store(JobFlows, ABC):
+class Store(JobFlows, Engine):
     """One graph store holding many runs (see :mod:`ctda.store.schema`).
 
     The flows are written once, here, in the Cypher both engines understand: listing runs,
-    the steps of :meth:`write_run`, deletion, scenarios, blobs, rule docs, the read-only
-    guard. A backend declares what it is (:attr:`kind`, :attr:`dialect`, :attr:`schemes`)
-    and implements the engine primitives: reads, writes, a transaction, its DDL, the bulk
-    load of a run's tables and the removal of runs' rows. Backends are found through
+    the steps of :meth:`write_run`, the bulk load of a run's tables (from
+    :meth:`_add_nodes` and :meth:`_add_rels`), deletion, scenarios, blobs, rule docs, the
+    query gate, the read-only guard. A backend declares what it is and implements the
+    engine primitives of :class:`ctda.store.contract.Engine`; it may replace :meth:`_load`
+    and :meth:`_delete_ids` with faster ones. Backends are found through
     :mod:`ctda.store.backends`.
     """
-
-    #: registry name (``Target.kind``)
-    kind: ClassVar[str] = ""
-    #: the engine's name for people ("Neo4j")
-    title: ClassVar[str] = ""
-    #: Cypher dialect, which picks ``name.<dialect>.cypher`` variants of named queries
-    dialect: ClassVar[str] = ""
-    #: URL schemes this backend serves; a backend with none opens filesystem paths
-    schemes: ClassVar[tuple[str, ...]] = ()
-    #: the pip extra that installs its driver
-    extra: ClassVar[str] = ""
-
-    read_only: bool = False
-
-    @classmethod
-    def files(cls, location: str) -> list[str]:
-        """The files on this machine that hold the store at ``location`` (none: a server).
-        Their modification times tell a reader cheaply whether anything was written."""
-        return []
-
-    @classmethod
-    @abstractmethod
-    def from_target(cls, target: Any, *, read_only: bool = False) -> Store:
-        """Open the store at ``target`` (a resolved ``--db``: a :class:`ctda.store.config.Target`;
-        not imported here, as the config module finds backends through the registry)."""
-
-    @property
-    @abstractmethod
-    def location(self) -> str:
-        """Where the store is, printable (never includes credentials)."""
-
-    # --- engine primitives ------------------------------------------------------------
-    @abstractmethod
-    def _read(self, text: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-        """Rows of a read statement, as dicts (no read-only gate: internal use)."""
-
-    @abstractmethod
-    def _write(self, text: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-        """Rows of one write statement, committed on its own."""
-
-    @abstractmethod
-    def _transaction(self, work: Callable[[Run], T]) -> T:
-        """``work(run)`` in one write transaction: committed if it returns, else rolled back."""
-
-    @abstractmethod
-    def _ddl(self) -> list[str]:
-        """Statements creating this engine's tables, constraints and indexes (idempotent)."""
-
-    @abstractmethod
-    def _load(self, rid: int, data: RunData, faults: FaultCounter, progress: Progress | None) -> None:
-        """Bulk-write the run's events, edges, scenario, windows and paths, ticking ``faults``
-        per batch."""
-
-    @abstractmethod
-    def _delete_ids(self, ids: list[int]) -> None:
-        """Remove the runs ``ids`` and everything they own (already invisible to readers)."""
 
     def query(
         self,
@@ -206,34 +73,6 @@ class Store(JobFlows, ABC):
             except GateError as exc:
                 raise RefusedQuery(str(exc)) from None
         return self._query(text, bound, write, limits)
-
-    @abstractmethod
-    def _check_plan(self, text: str, params: dict[str, Any], level: Level) -> None:
-        """Plan ``text`` without running it and raise :class:`ctda.queries.gate.GateError`
-        unless the plan is allowed at ``level`` (see :mod:`ctda.queries.plan`)."""
-
-    @abstractmethod
-    def _query(
-        self, text: str, params: dict[str, Any], write: bool, limits: QueryLimits | None = None
-    ) -> QueryResult:
-        """A user's query, already through both gates, in a read or a write transaction,
-        stopped by ``limits`` (:class:`ctda.queries.limits.QueryLimitError`)."""
-
-    @abstractmethod
-    def close(self) -> None:
-        """Release connections and locks."""
-
-    def _absent(self) -> bool:
-        """True when there is no store yet (an embedded file not created): reads are empty."""
-        return False
-
-    def _dead(self, run: RunInfo | JobInfo, stale_after_s: float | None) -> bool:
-        """Whether an unfinished run was left by a writer that is gone (see :meth:`gc`).
-
-        The default suits engines with one writer at a time: holding the write lock means
-        no other writer is alive, so every unfinished run is dead.
-        """
-        return True
 
     # --- reads --------------------------------------------------------------------------
     def runs(self, include_incomplete: bool = False) -> list[RunInfo]:
@@ -281,6 +120,54 @@ class Store(JobFlows, ABC):
         return out
 
     # --- writes -------------------------------------------------------------------------
+    def _load(self, rid: int, data: RunData, faults: FaultCounter, progress: Progress | None) -> None:
+        """Bulk-write the run's events, edges, scenario, windows and paths, ticking ``faults``
+        per table. Each insert may commit on its own: the run stays invisible until
+        :meth:`_flip`, and a failure removes it (:meth:`_forget`)."""
+        tables = data.keyed(rid)
+        total = data.n_rows
+
+        def put(label: schema.Label, rows: Any) -> None:
+            (self._add_nodes if label.ends is None else self._add_rels)(label, rows)
+            faults.tick()
+
+        put(schema.EVENT, tables["Event"])
+        if progress:
+            progress(data.events.num_rows, total)
+        put(schema.DEP, tables["DEP"])
+        if progress:
+            progress(total, total)
+        scen = data.scenario_table(rid)
+        put(schema.SCENARIO, scen)
+        key = scen.column("key")[0].as_py()
+        self._write(
+            "MATCH (r:Run), (s:Scenario) WHERE r.id = $r AND s.key = $s CREATE (r)-[:HAS_SCENARIO]->(s)",
+            {"r": rid, "s": key},
+        )
+        put(schema.WINDOW, tables["Window"])
+        wkeys = tables["Window"].column("key")
+        put(schema.HAS_WINDOW, pa.table({"from": pa.array([key] * len(wkeys), pa.string()), "to": wkeys}))
+        put(schema.SEGMENT, tables["Segment"])
+        put(schema.HAS_SEGMENT, tables["HAS_SEGMENT"])
+        put(schema.CP, tables["CP"])
+        for label in schema.BREAKDOWN_LABELS.values():
+            if label.name in tables:
+                put(label, tables[label.name])
+
+    def _delete_ids(self, ids: list[int]) -> None:
+        """Remove the runs ``ids`` and everything they own (already invisible to readers)."""
+        for rid in ids:
+            # paths first, from their segments: a node holding fewer relationships loses
+            # each one faster (see schema.SEGMENT_SIZE)
+            self._write("MATCH (g:Segment) WHERE g.run_id = $r DETACH DELETE g", {"r": rid})
+            self._write("MATCH (w:Window) WHERE w.run_id = $r DETACH DELETE w", {"r": rid})
+            self._write("MATCH (s:Scenario) WHERE s.run_id = $r DETACH DELETE s", {"r": rid})
+            self._write("MATCH (e:Event) WHERE e.run_id = $r DETACH DELETE e", {"r": rid})
+            self._write("MATCH (b:Blob) WHERE b.run_id = $r DELETE b", {"r": rid})
+            for label in schema.BREAKDOWN_LABELS.values():
+                self._write(f"MATCH (x:{label.name}) WHERE x.run_id = $r DELETE x", {"r": rid})
+            self._write("MATCH (r:Run) WHERE r.id = $r DETACH DELETE r", {"r": rid})
+
     def _writable(self) -> None:
         """Raise :class:`StoreError` unless the store was opened for writing."""
         if self.read_only or self._absent():
@@ -309,10 +196,6 @@ class Store(JobFlows, ABC):
                 "MATCH (m:Meta {key: $k}) SET m.schema_version = $v",
                 {"k": META_KEY, "v": schema.SCHEMA_VERSION},
             )
-
-    def _add_nodes(self, label: schema.Label, rows: Any) -> None:
-        """Create ``label`` nodes from ``rows`` (an Arrow table: the label's columns, in order)."""
-        raise NotImplementedError
 
     def _upgrade(self, version: int) -> None:
         """Migrate a store of an older schema ``version`` (see :mod:`ctda.store.migrate`)."""
@@ -499,7 +382,7 @@ class Store(JobFlows, ABC):
         if write:
             level = gate.Level.UNSAFE if allow_files else gate.Level.WRITE
         try:
-            gate.check(text, self.dialect, level)
+            gate.check(text, self, level)
         except gate.GateError as exc:
             raise RefusedQuery(str(exc)) from None
         return level

@@ -26,10 +26,8 @@ from ctda.queries.gate import GateError, Level
 from ctda.queries.limits import QueryLimitError, QueryLimits
 from ctda.store import migrate, schema
 from ctda.store.backends import register
-from ctda.store.base import Progress, QueryResult, Run, Store, StoreError
+from ctda.store.base import QueryResult, Run, Store, StoreError
 from ctda.store.config import Target
-from ctda.store.faults import FaultCounter
-from ctda.store.model import RunData
 
 T = TypeVar("T")
 
@@ -41,6 +39,9 @@ _PENDING = "recovery is pending"
 #: extra ``ladybug.Database`` options (a query worker bounds the buffer pool and the
 #: address space it reserves, so its memory cap holds: see ctda.queries.worker)
 DB_OPTIONS: dict[str, Any] = {}
+#: in a query worker, the buffer pool gets this share of the memory cap
+POOL_SHARE = 4
+MIN_RESERVE = 1 << 30
 _OUT_OF_POOL = "Unable to allocate memory"
 
 
@@ -109,12 +110,9 @@ class LadybugStore(Store):
     dialect = "ladybug"
     schemes = ()  # a filesystem path
     extra = "embedded"
-
-    @classmethod
-    def files(cls, location: str) -> list[str]:
-        """The database file and its write-ahead log (a write may touch only the log)."""
-        path = Path(location)
-        return [str(path), str(path.with_name(path.name + ".wal"))]
+    read_procedures = frozenset(
+        {"show_tables", "table_info", "show_connection", "db_version", "show_functions", "show_indexes"}
+    )
 
     def __init__(self, path: str | Path, *, read_only: bool = False) -> None:
         import ladybug
@@ -145,6 +143,26 @@ class LadybugStore(Store):
     @property
     def location(self) -> str:
         return str(self.path)
+
+    @classmethod
+    def change_stamp(cls, target: Target) -> float:
+        # the file's and its WAL's times: a write by another process shows at once, an
+        # unchanged store is never re-read
+        path = Path(target.location)
+        times = [p.stat().st_mtime for p in (path, path.with_name(path.name + ".wal")) if p.exists()]
+        return max(times) if times else super().change_stamp(target)
+
+    @classmethod
+    def worker_memory(cls, target: Target, cap: int) -> int:
+        # the buffer pool gets a share of the cap; the engine also reserves address space
+        # for the database (a power of two, at least twice the file), which RLIMIT_AS counts
+        size = 0
+        path = Path(str(target.location)).expanduser()
+        if path.exists():
+            size = path.stat().st_size if path.is_file() else sum(f.stat().st_size for f in path.rglob("*"))
+        reserve = max(MIN_RESERVE, 1 << (2 * size).bit_length())
+        DB_OPTIONS.update(buffer_pool_size=cap // POOL_SHARE, max_db_size=reserve, max_num_threads=2)
+        return reserve
 
     # --- plumbing -------------------------------------------------------------------
     def _exec(self, text: str, params: dict[str, Any] | None = None) -> Any:
@@ -261,56 +279,7 @@ class LadybugStore(Store):
         finally:
             self._conn.set_query_timeout(0)
 
-    # --- bulk writes and removal -------------------------------------------------------
-    def _delete_ids(self, ids: list[int]) -> None:
-        for rid in ids:
-            # paths first, from their segments: a node holding fewer relationships loses
-            # each one faster (see schema.SEGMENT_SIZE)
-            self._exec("MATCH (g:Segment) WHERE g.run_id = $r DETACH DELETE g", {"r": rid})
-            self._exec("MATCH (w:Window) WHERE w.run_id = $r DETACH DELETE w", {"r": rid})
-            self._exec("MATCH (s:Scenario) WHERE s.run_id = $r DETACH DELETE s", {"r": rid})
-            self._exec("MATCH (e:Event) WHERE e.run_id = $r DETACH DELETE e", {"r": rid})
-            self._exec("MATCH (b:Blob) WHERE b.run_id = $r DELETE b", {"r": rid})
-            for label in schema.BREAKDOWN_LABELS.values():
-                self._exec(f"MATCH (x:{label.name}) WHERE x.run_id = $r DELETE x", {"r": rid})
-            self._exec("MATCH (r:Run) WHERE r.id = $r DETACH DELETE r", {"r": rid})
-
-    def _copy(self, table: str, rows: pa.Table, faults: FaultCounter) -> None:
-        if rows.num_rows:
-            self._exec(f"COPY {table} FROM $rows", {"rows": rows})
-        faults.tick()
-
-    def _load(self, rid: int, data: RunData, faults: FaultCounter, progress: Progress | None) -> None:
-        # each COPY commits on its own: cheaper than one transaction (no second write
-        # through the WAL at commit), and the run stays invisible until _flip
-        tables = data.keyed(rid)
-        total = data.n_rows
-        self._copy("Event", tables["Event"], faults)
-        if progress:
-            progress(data.events.num_rows, total)
-        self._copy("DEP", tables["DEP"], faults)
-        if progress:
-            progress(total, total)
-        scen = data.scenario_table(rid)
-        self._copy("Scenario", scen, faults)
-        self._exec(
-            "MATCH (r:Run), (s:Scenario) WHERE r.id = $r AND s.key = $s CREATE (r)-[:HAS_SCENARIO]->(s)",
-            {"r": rid, "s": scen.column("key")[0].as_py()},
-        )
-        self._copy("Window", tables["Window"], faults)
-        wkeys = tables["Window"].column("key")
-        links = pa.table(
-            {"from": pa.array([scen.column("key")[0].as_py()] * len(wkeys), pa.string()), "to": wkeys}
-        )
-        self._copy("HAS_WINDOW", links, faults)
-        self._copy("Segment", tables["Segment"], faults)
-        self._copy("HAS_SEGMENT", tables["HAS_SEGMENT"], faults)
-        self._copy("CP", tables["CP"], faults)
-        for label in schema.BREAKDOWN_LABELS.values():
-            if label.name in tables:
-                self._add_nodes(label, tables[label.name])
-                faults.tick()
-
+    # --- bulk writes (the run flow's _load and _delete_ids are the base class's) --------
     def _add_nodes(self, label: schema.Label, rows: pa.Table) -> None:
         if rows.num_rows:
             self._exec(f"COPY {label.name} FROM $rows", {"rows": rows})

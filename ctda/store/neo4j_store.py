@@ -35,6 +35,15 @@ from ctda.store.config import Target
 from ctda.store.faults import FaultCounter
 from ctda.store.job_model import JobInfo
 from ctda.store.model import RunData, Segments, int_column, path_segments
+from ctda.store.neo4j_cypher import (
+    create_nodes,
+    create_rels,
+    first_line,
+    param_lists,
+    plain,
+    records,
+    schema_statements,
+)
 from ctda.store.schema import DELETING, PENDING
 
 T = TypeVar("T")
@@ -64,84 +73,6 @@ _DELETE_STEPS = (
 )
 
 
-def schema_statements() -> list[str]:
-    """Constraints and indexes, from :mod:`ctda.store.schema`: a uniqueness constraint on
-    each node label's key (Ladybug's primary key) and an index on its ``indexed`` properties."""
-    out = []
-    for label in schema.NODES:
-        key = label.key
-        out.append(
-            f"CREATE CONSTRAINT {_index_name(label, key)} IF NOT EXISTS "
-            f"FOR (n:{label.name}) REQUIRE n.{key} IS UNIQUE"
-        )
-        out += [
-            f"CREATE INDEX {_index_name(label, p)} IF NOT EXISTS FOR (n:{label.name}) ON (n.{p})"
-            for p in label.indexed
-        ]
-    return out
-
-
-def _index_name(label: schema.Label, prop: str) -> str:
-    """``ctda_<label>_<property without _id>`` (``ctda_event_run``): the names stores have."""
-    short = prop[: -len("_id")] if prop.endswith("_id") else prop
-    return f"ctda_{label.name.lower()}_{short}"
-
-
-def _create_nodes(label: schema.Label, const: dict[str, str]) -> str:
-    """Columnar UNWIND creating ``label`` nodes; ``const`` maps properties to scalar params."""
-    props = [f"{p}: ${const[p]}" if p in const else f"{p}: $p{k}[i]" for k, p in enumerate(label.columns)]
-    return (
-        f"UNWIND range(0, size($p0) - 1) AS i CREATE (n:{label.name} {{{', '.join(props)}}}) "
-        "RETURN collect(id(n)) AS ids"
-    )
-
-
-def _create_rels(label: schema.Label) -> str:
-    """Columnar UNWIND creating ``label`` relationships between nodes given by internal id."""
-    props = ", ".join(f"{p}: $p{k}[i]" for k, p in enumerate(label.columns))
-    return (
-        "UNWIND range(0, size($src) - 1) AS i "
-        "MATCH (a) WHERE id(a) = $src[i] MATCH (b) WHERE id(b) = $dst[i] "
-        f"CREATE (a)-[:{label.name}{f' {{{props}}}' if props else ''}]->(b)"
-    )
-
-
-def _lists(
-    table: pa.Table, columns: list[str], lo: int, hi: int, skip: tuple[str, ...] = ()
-) -> dict[str, list[Any]]:
-    """Parameter lists ``p0..pk`` of rows [lo, hi); numpy's tolist is the fast path."""
-    out: dict[str, list[Any]] = {}
-    for k, c in enumerate(columns):
-        if c in skip:
-            continue
-        col = table.column(c).slice(lo, hi - lo)
-        if col.null_count == 0 and (pa.types.is_integer(col.type) or pa.types.is_boolean(col.type)):
-            out[f"p{k}"] = col.to_numpy().tolist()
-        else:
-            out[f"p{k}"] = col.to_pylist()
-    return out
-
-
-def plain(value: Any) -> Any:
-    """Driver values as plain Python: nodes and relationships become property dicts."""
-    import neo4j.graph
-    import neo4j.time
-
-    if isinstance(value, neo4j.graph.Node):
-        return {"_labels": sorted(value.labels), **{k: plain(v) for k, v in value.items()}}
-    if isinstance(value, neo4j.graph.Relationship):
-        return {"_type": value.type, **{k: plain(v) for k, v in value.items()}}
-    if isinstance(value, neo4j.graph.Path):
-        return [plain(n) for n in value.nodes]
-    if isinstance(value, list):
-        return [plain(v) for v in value]
-    if isinstance(value, dict):
-        return {k: plain(v) for k, v in value.items()}
-    if isinstance(value, (neo4j.time.DateTime, neo4j.time.Date, neo4j.time.Time, neo4j.time.Duration)):
-        return value.iso_format()
-    return value
-
-
 @register
 class Neo4jStore(Store):
     """Runs in a Neo4j database, written in parallel batches, made visible atomically."""
@@ -151,6 +82,20 @@ class Neo4jStore(Store):
     dialect = "neo4j"
     schemes = ("bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc")
     extra = "neo4j"
+    read_procedures = frozenset(
+        {
+            "db.labels",
+            "db.relationshiptypes",
+            "db.propertykeys",
+            "db.schema.visualization",
+            "db.schema.nodetypeproperties",
+            "db.schema.reltypeproperties",
+            "dbms.components",
+            # ctda's own: re-times a stored run in memory, reads only the run's nodes
+            "ctda.replay",
+            "ctda.replaycache",  # counters of ctda.replay's run cache
+        }
+    )
 
     def __init__(
         self,
@@ -187,7 +132,7 @@ class Neo4jStore(Store):
                 "(set CTDA_NEO4J_USER/CTDA_NEO4J_PASSWORD or NEO4J_AUTH)"
             ) from None
         except (nx.ServiceUnavailable, nx.DriverError, nx.Neo4jError, OSError, ValueError) as exc:
-            raise StoreError(f"cannot reach Neo4j at {uri}: {_first_line(exc)}") from None
+            raise StoreError(f"cannot reach Neo4j at {uri}: {first_line(exc)}") from None
         if not read_only:
             self._ensure_schema()
         elif migrate.outdated(self):  # written by an older release: migrated once by a writer
@@ -216,14 +161,14 @@ class Neo4jStore(Store):
 
     def _write(self, text: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
         with self._session() as s:
-            return self._guard(lambda: s.execute_write(_records, text, params))
+            return self._guard(lambda: s.execute_write(records, text, params))
 
     def _write_none(self, text: str, params: dict[str, Any]) -> None:
         self._write(text, params)
 
     def _read(self, text: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
         with self._session(write=False) as s:
-            return self._guard(lambda: s.execute_read(_records, text, params))
+            return self._guard(lambda: s.execute_read(records, text, params))
 
     def _guard(self, fn: Callable[[], Any]) -> Any:
         import neo4j.exceptions as nx
@@ -231,13 +176,13 @@ class Neo4jStore(Store):
         try:
             return fn()
         except nx.Neo4jError as exc:
-            raise StoreError(f"Neo4j: {_first_line(exc)}") from None
+            raise StoreError(f"Neo4j: {first_line(exc)}") from None
         except (nx.DriverError, OSError) as exc:
-            raise StoreError(f"lost connection to Neo4j at {self.uri}: {_first_line(exc)}") from None
+            raise StoreError(f"lost connection to Neo4j at {self.uri}: {first_line(exc)}") from None
 
     def _transaction(self, work: Callable[[Run], T]) -> T:
         def in_tx(tx: Any) -> T:
-            return work(functools.partial(_records, tx))
+            return work(functools.partial(records, tx))
 
         with self._session() as s:
             out: T = self._guard(lambda: s.execute_write(in_tx))
@@ -265,7 +210,7 @@ class Neo4jStore(Store):
         with self._session(write=write) as s:
             qtype, tree = self._guard(lambda: (s.execute_write if write else s.execute_read)(explain))
         builtins, known = self._functions()
-        plan.check_neo4j(qtype, tree, level, builtins, known)
+        plan.check_neo4j(qtype, tree, level, builtins, known, procedures=self.read_procedures)
 
     def _functions(self) -> tuple[frozenset[str], frozenset[str]]:
         """The server's built-in function names and all its function names, lower case
@@ -311,9 +256,9 @@ class Neo4jStore(Store):
                         "the query needed more memory than the server lets one transaction use "
                         "(db.memory.transaction.max) and was stopped"
                     ) from None
-                raise StoreError(f"Neo4j: {_first_line(exc)}") from None
+                raise StoreError(f"Neo4j: {first_line(exc)}") from None
             except (nx.DriverError, OSError) as exc:
-                raise StoreError(f"lost connection to Neo4j at {self.uri}: {_first_line(exc)}") from None
+                raise StoreError(f"lost connection to Neo4j at {self.uri}: {first_line(exc)}") from None
 
     def _load(self, rid: int, data: RunData, faults: FaultCounter, progress: Progress | None) -> None:
         tables = data.keyed(rid)
@@ -401,11 +346,11 @@ class Neo4jStore(Store):
         ``same`` holds properties with one value for every node (sent once per batch).
         """
         same = same or {}
-        query = _create_nodes(label, {p: p for p in same})
+        query = create_nodes(label, {p: p for p in same})
         ids = np.zeros(table.num_rows, dtype=np.int64)
 
         def batch(lo: int, hi: int) -> tuple[int, Callable[[], None]]:
-            params = _lists(table, label.columns, lo, hi, skip=tuple(same)) | same
+            params = param_lists(table, label.columns, lo, hi, skip=tuple(same)) | same
             return hi - lo, functools.partial(self._store_ids, query, params, ids, lo, hi)
 
         n = table.num_rows
@@ -426,10 +371,10 @@ class Neo4jStore(Store):
         dst: np.ndarray,
         tick: Callable[[int], None],
     ) -> None:
-        q = _create_rels(label)
+        q = create_rels(label)
 
         def batch(lo: int, hi: int) -> tuple[int, Callable[[], None]]:
-            params = _lists(table, label.columns, lo, hi) | {
+            params = param_lists(table, label.columns, lo, hi) | {
                 "src": src[lo:hi].tolist(),
                 "dst": dst[lo:hi].tolist(),
             }
@@ -540,13 +485,3 @@ class _Heartbeat:
             self.store._write(
                 "MATCH (r:Run {id: $rid}) SET r.heartbeat = $t", {"rid": self.rid, "t": int(time.time())}
             )
-
-
-def _records(tx: Any, text: str, params: dict[str, Any] | None) -> list[dict[str, Any]]:
-    """Rows of one statement in a transaction, as dicts."""
-    return [r.data() for r in tx.run(text, params or {})]
-
-
-def _first_line(exc: BaseException) -> str:
-    text = getattr(exc, "message", None) or str(exc) or type(exc).__name__
-    return str(text).strip().splitlines()[0]

@@ -49,9 +49,9 @@ class StoredRun:
 
     def query_rows(self, cypher: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
         """Rows of a read-only query: a named query or Cypher text; ``$run`` is this run."""
-        if not loader.looks_named(cypher) and loader.is_write(cypher):
-            raise StoreError("a what-if selection must be a read-only query")
         with self._store() as s:
+            if not loader.looks_named(cypher) and loader.is_write(cypher, s):
+                raise StoreError("a what-if selection must be a read-only query")
             text, bound = loader.prepare(cypher, params, s.dialect, run=self.name)
             return s.query(text, bound, limits=QueryLimits.from_env()).records()
 

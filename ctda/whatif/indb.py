@@ -95,9 +95,9 @@ def replay(
     property_name: str = "factor",
 ) -> InDbResult:
     """Re-time run ``run_id`` in ``store`` under ``overrides`` with the database's procedure."""
-    if getattr(store, "dialect", "") != "neo4j":
+    if "ctda.replay" not in store.read_procedures:  # the backend has no such procedure
         raise StoreError(
-            f"{store.location}: the embedded store cannot compute longest paths in Cypher; "
+            f"{store.location}: the {store.title} store cannot compute longest paths in Cypher; "
             "drop --in-db (the what-if is then computed in Python, with the same results)"
         )
     try:

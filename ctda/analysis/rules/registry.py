@@ -8,22 +8,35 @@ parsing, stored rule docs and the README's rule table are all derived from here.
 Rules run in the order they were declared; modules that declare rules are imported in a
 fixed order by their package (:mod:`ctda.analysis.rules`, :mod:`ctda.analysis.hta`), so the
 order is deterministic. It matters: when two rules produce the same edge the first one
-keeps it, and structural rules must win over heuristic ones.
+keeps it, and structural rules must win over heuristic ones. Other packages add rules
+through the entry point group ``ctda.rules`` (an entry point names a module, imported for
+its declarations, or a declared :class:`RuleSpec`); they are loaded after ctda's own, so
+they come last in their family.
 """
 
 from __future__ import annotations
 
+import importlib
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from importlib.metadata import entry_points
 from typing import Any, Literal, get_args
 
 from ctda.analysis.edges import EdgeBatch
 from ctda.analysis.rules.context import RuleContext
+from ctda.errors import CtdaError
 
 Family = Literal["structural", "cross_thread", "hta"]
 FAMILIES: tuple[Family, ...] = get_args(Family)
 RuleFn = Callable[[RuleContext], EdgeBatch]
+#: packages whose import declares ctda's own rules, in the order they run
+BUILTIN = ("ctda.analysis.rules", "ctda.analysis.hta")
+GROUP = "ctda.rules"
+
+
+class RuleError(CtdaError, ValueError):
+    """A rule plugin that cannot be loaded (one line naming it)."""
 
 
 class Documented:
@@ -57,6 +70,7 @@ class RuleSpec(Documented):
 
 
 _RULES: dict[str, RuleSpec] = {}
+_LOADED = False
 
 
 def rule(name: str, family: Family) -> Callable[[RuleFn], RuleFn]:
@@ -78,8 +92,27 @@ def _where(fn: RuleFn) -> str:
     return f"{fn.__module__}.{fn.__qualname__}"
 
 
+def _load() -> None:
+    """Import ctda's own rule packages, then every entry point of :data:`GROUP` (once)."""
+    global _LOADED
+    if _LOADED:
+        return
+    _LOADED = True
+    for module in BUILTIN:
+        importlib.import_module(module)
+    for ep in entry_points(group=GROUP):
+        try:
+            obj = ep.load()
+        except Exception as exc:  # a broken plugin: one line naming it, not a traceback
+            raise RuleError(f"edge rule plugin {ep.name!r} ({ep.value}) failed to load: {exc}") from None
+        if isinstance(obj, RuleSpec) and obj.name not in _RULES:
+            _RULES[obj.name] = obj
+
+
 def specs(*families: Family) -> tuple[RuleSpec, ...]:
-    """Rules declared so far, in declaration order, optionally only of ``families``."""
+    """Every declared rule (ctda's and the ``ctda.rules`` plugins'), in declaration
+    order, optionally only of ``families``."""
+    _load()
     return tuple(s for s in _RULES.values() if not families or s.family in families)
 
 

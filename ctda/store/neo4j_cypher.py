@@ -1,0 +1,99 @@
+"""The Cypher a Neo4j store sends, and the driver's values made plain: DDL from the schema,
+columnar ``UNWIND`` batches, row conversion (kept apart from the store's flows in
+:mod:`ctda.store.neo4j_store`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow as pa
+
+from ctda.store import schema
+
+
+def schema_statements() -> list[str]:
+    """Constraints and indexes, from :mod:`ctda.store.schema`: a uniqueness constraint on
+    each node label's key (Ladybug's primary key) and an index on its ``indexed`` properties."""
+    out = []
+    for label in schema.NODES:
+        key = label.key
+        out.append(
+            f"CREATE CONSTRAINT {_index_name(label, key)} IF NOT EXISTS "
+            f"FOR (n:{label.name}) REQUIRE n.{key} IS UNIQUE"
+        )
+        out += [
+            f"CREATE INDEX {_index_name(label, p)} IF NOT EXISTS FOR (n:{label.name}) ON (n.{p})"
+            for p in label.indexed
+        ]
+    return out
+
+
+def _index_name(label: schema.Label, prop: str) -> str:
+    """``ctda_<label>_<property without _id>`` (``ctda_event_run``): the names stores have."""
+    short = prop[: -len("_id")] if prop.endswith("_id") else prop
+    return f"ctda_{label.name.lower()}_{short}"
+
+
+def create_nodes(label: schema.Label, const: dict[str, str]) -> str:
+    """Columnar UNWIND creating ``label`` nodes; ``const`` maps properties to scalar params."""
+    props = [f"{p}: ${const[p]}" if p in const else f"{p}: $p{k}[i]" for k, p in enumerate(label.columns)]
+    return (
+        f"UNWIND range(0, size($p0) - 1) AS i CREATE (n:{label.name} {{{', '.join(props)}}}) "
+        "RETURN collect(id(n)) AS ids"
+    )
+
+
+def create_rels(label: schema.Label) -> str:
+    """Columnar UNWIND creating ``label`` relationships between nodes given by internal id."""
+    props = ", ".join(f"{p}: $p{k}[i]" for k, p in enumerate(label.columns))
+    return (
+        "UNWIND range(0, size($src) - 1) AS i "
+        "MATCH (a) WHERE id(a) = $src[i] MATCH (b) WHERE id(b) = $dst[i] "
+        f"CREATE (a)-[:{label.name}{f' {{{props}}}' if props else ''}]->(b)"
+    )
+
+
+def param_lists(
+    table: pa.Table, columns: list[str], lo: int, hi: int, skip: tuple[str, ...] = ()
+) -> dict[str, list[Any]]:
+    """Parameter lists ``p0..pk`` of rows [lo, hi); numpy's tolist is the fast path."""
+    out: dict[str, list[Any]] = {}
+    for k, c in enumerate(columns):
+        if c in skip:
+            continue
+        col = table.column(c).slice(lo, hi - lo)
+        if col.null_count == 0 and (pa.types.is_integer(col.type) or pa.types.is_boolean(col.type)):
+            out[f"p{k}"] = col.to_numpy().tolist()
+        else:
+            out[f"p{k}"] = col.to_pylist()
+    return out
+
+
+def plain(value: Any) -> Any:
+    """Driver values as plain Python: nodes and relationships become property dicts."""
+    import neo4j.graph
+    import neo4j.time
+
+    if isinstance(value, neo4j.graph.Node):
+        return {"_labels": sorted(value.labels), **{k: plain(v) for k, v in value.items()}}
+    if isinstance(value, neo4j.graph.Relationship):
+        return {"_type": value.type, **{k: plain(v) for k, v in value.items()}}
+    if isinstance(value, neo4j.graph.Path):
+        return [plain(n) for n in value.nodes]
+    if isinstance(value, list):
+        return [plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, (neo4j.time.DateTime, neo4j.time.Date, neo4j.time.Time, neo4j.time.Duration)):
+        return value.iso_format()
+    return value
+
+
+def records(tx: Any, text: str, params: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """Rows of one statement in a transaction, as dicts."""
+    return [r.data() for r in tx.run(text, params or {})]
+
+
+def first_line(exc: BaseException) -> str:
+    text = getattr(exc, "message", None) or str(exc) or type(exc).__name__
+    return str(text).strip().splitlines()[0]

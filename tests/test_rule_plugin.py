@@ -1,0 +1,62 @@
+"""An edge rule added by another package: a distribution on ``sys.path`` declaring a
+module in the ``ctda.rules`` entry point group, as pip would install it."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import ctda
+from ctda.analysis.rules import registry
+
+SMALL = Path(__file__).resolve().parent / "data" / "hta" / "simple_add_param_benchmark.json.gz"
+
+PLUGIN = '''
+import numpy as np
+
+from ctda.analysis.edges import EdgeBatch, EdgeType
+from ctda.analysis.rules.registry import rule
+
+
+@rule("plugin_span", "cross_thread")
+def plugin_span(ctx):
+    """End of the event that ends first -> start of the event that starts last."""
+    n = ctx.nodes
+    first, last = int(np.argmin(n.end)), int(np.argmax(n.ts))
+    return EdgeBatch.of([n.finish(np.array([first]))[0]], [n.start(np.array([last]))[0]], EdgeType.THREAD_SEQ)
+'''
+
+
+@pytest.fixture
+def rule_plugin(tmp_path: Path) -> Iterator[None]:
+    (tmp_path / "ctda_rule_plugin.py").write_text(PLUGIN)
+    dist = tmp_path / "ctda_rule_plugin-0.1.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: ctda-rule-plugin\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text("[ctda.rules]\nspan = ctda_rule_plugin\n")
+    sys.path.insert(0, str(tmp_path))
+    registry._LOADED = False
+    try:
+        yield
+    finally:
+        sys.path.remove(str(tmp_path))
+        registry._RULES.pop("plugin_span", None)
+        registry._LOADED = False
+        sys.modules.pop("ctda_rule_plugin", None)
+
+
+def test_a_plugin_rule_is_selectable_and_adds_its_edge(rule_plugin: None) -> None:
+    names = registry.names("cross_thread")
+    assert names[-1] == "plugin_span" and names[:-1] == tuple(
+        s.name for s in registry.specs("cross_thread") if s.fn.__module__.startswith("ctda.")
+    )
+    assert registry.specs()[0].name == "duration"  # ctda's structural rules still run first
+    with_rule = ctda.analyze(SMALL, cross_thread="plugin_span").graph
+    without = ctda.analyze(SMALL, cross_thread="none").graph
+    assert "plugin_span" in with_rule.rule_names and "plugin_span" not in without.rule_names
+    mine = with_rule.rule == with_rule.rule_names.index("plugin_span")
+    assert int(np.sum(mine)) == 1
