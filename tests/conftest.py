@@ -181,6 +181,9 @@ def tiers_of(item: pytest.Item) -> set[str]:
     return tiers
 
 
+# tryfirst: the marks are there before pytest-xdist's own hook reads them (on a worker it is
+# registered after this file, so it would otherwise run first)
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         tiers = tiers_of(item)
@@ -190,6 +193,42 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         # module-scoped fixtures on one worker (computed once), and every Neo4j test shares the
         # one worker, so the session starts one server, not one per worker.
         item.add_marker(pytest.mark.xdist_group("neo4j" if "neo4j" in tiers else item.nodeid.split("::")[0]))
+
+
+def xdist_group_suffix(item: pytest.Item) -> str:
+    """The ``@group`` that pytest-xdist's loadgroup expects at the end of a grouped test's id
+    ("" for a test without an ``xdist_group`` mark)."""
+    names = sorted(
+        {
+            str(m.args[0] if m.args else m.kwargs.get("name", "default"))
+            for m in item.iter_markers("xdist_group")
+        }
+    )
+    return f"@{'_'.join(names)}" if names else ""
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Give every grouped test its ``@group`` id suffix where pytest-xdist could not.
+
+    An xdist worker tells the scheduler a test's group only through that suffix, which it
+    appends to ``item._nodeid``; from pytest 9.2 a node keeps its id in ``item._id``, so the
+    suffix is lost (pytest-xdist issue 1386): every test then becomes its own work unit, a
+    module's tests are spread over both workers (its module-scoped fixtures computed on
+    each) and each worker starts its own Neo4j server. Runs after every
+    ``pytest_collection_modifyitems`` and before the worker sends the ids (tryfirst).
+    """
+    if not getattr(session.config.option, "loadgroup", False):
+        return
+    for item in session.items:
+        suffix = xdist_group_suffix(item)
+        if suffix and not item.nodeid.endswith(suffix):
+            node: Any = item
+            nodeid = item.nodeid + suffix
+            node._nodeid = nodeid  # pytest < 9.2
+            if hasattr(node, "_id"):  # pytest >= 9.2: a structured id
+                node._id = type(node._id).parse(nodeid)
+            assert item.nodeid == nodeid, f"cannot give {item.nodeid!r} its xdist group"
 
 
 @pytest.hookimpl(hookwrapper=True)
