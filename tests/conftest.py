@@ -72,8 +72,8 @@ def axis_labels(axis: dict[str, Any]) -> list[str]:
 # * ``corpus``  -- it reads the shared real-trace corpus: the ``SKIP_CORPUS`` mark or any skip
 #   naming the corpus, ``CORPUS`` / ``corpus_traces`` / ``manifest_rows`` in its code, its
 #   fixtures' or its module's helpers' code, or a parameter or module constant under ``CORPUS``;
-# * ``slow``    -- it starts processes (``subprocess``/``Popen`` in the same code), or is one
-#   of the few long in-process tests named in ``LONG``.
+# * ``slow``    -- it starts processes (``subprocess``/``Popen`` in the same code; but for the
+#   few quick ones named in ``QUICK_PROCESS``), or is one of the long in-process tests in ``LONG``.
 #
 # ``make test`` runs ``-m "not neo4j and not browser and not corpus and not slow"``;
 # ``make test-all`` runs everything with the corpus, Neo4j and Chromium required.
@@ -88,6 +88,11 @@ LONG: tuple[str, ...] = (
     # every shipped trace through the embedded store (the other store tests cover each step)
     "tests/test_store_suite.py::test_shipped_traces_match_analyze[ladybug]",
 )
+
+
+#: tests that start a process but finish in about a second (a bare interpreter importing the
+#: command line), kept in the fast tier: node-id prefixes
+QUICK_PROCESS: tuple[str, ...] = ("tests/test_startup.py::test_building_the_cli_loads_no_engine",)
 
 
 def _flag(name: str) -> bool:
@@ -176,7 +181,7 @@ def tiers_of(item: pytest.Item) -> set[str]:
         or any(_under_corpus(v) for v in (*params, *values))
     ):
         tiers.add("corpus")
-    if words & PROCESS_WORDS or item.nodeid.startswith(LONG):
+    if (words & PROCESS_WORDS and not item.nodeid.startswith(QUICK_PROCESS)) or item.nodeid.startswith(LONG):
         tiers.add("slow")
     return tiers
 

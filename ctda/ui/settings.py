@@ -12,10 +12,13 @@ import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ctda.store import backends
-from ctda.store.base import Store
-from ctda.store.config import resolve
+if TYPE_CHECKING:
+    from ctda.store.base import Store
+
+# the store is imported where a property needs it: ``ctda ui --help`` reads the defaults
+# below, and importing ``ctda.store`` loads the engine (numpy, pandas, numba)
 
 #: compressed size of one upload; Kineto traces compress 10-30x, so 512 MB holds a trace
 #: of several GiB of JSON, more than the decompressed cap below lets through anyway
@@ -50,11 +53,16 @@ class Settings:
     @property
     def location(self) -> str:
         """The store, printable (no credentials)."""
+        from ctda.store.config import resolve
+
         return resolve(self.db).location
 
     @property
     def backend(self) -> type[Store]:
         """The store's backend (its Cypher ``dialect``, its ``title``, ...)."""
+        from ctda.store import backends
+        from ctda.store.config import resolve
+
         return backends.by_kind(resolve(self.db).kind)
 
     @property
@@ -62,6 +70,8 @@ class Settings:
         """Uploaded traces are kept so a run's ``file`` names a real file."""
         if self.uploads:
             return Path(self.uploads).expanduser()
+        from ctda.store.config import resolve
+
         target = resolve(self.db)
         if target.is_path:
             return Path(target.location).parent / "uploads"
