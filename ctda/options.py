@@ -19,7 +19,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ctda.analysis.rules.context import RuleOptions
+# the registries' names, for help texts that must not import the engine
+from ctda.analysis.names import BREAKDOWN_KINDS as BREAKDOWN_KINDS
+from ctda.analysis.names import CROSS_THREAD as CROSS_THREAD
+from ctda.analysis.names import MODE_SUMMARIES as MODE_SUMMARIES
+from ctda.analysis.rule_options import RuleOptions
 from ctda.errors import CtdaError
 
 #: ``windows`` values that are not regexes

@@ -72,8 +72,8 @@ def axis_labels(axis: dict[str, Any]) -> list[str]:
 # * ``corpus``  -- it reads the shared real-trace corpus: the ``SKIP_CORPUS`` mark or any skip
 #   naming the corpus, ``CORPUS`` / ``corpus_traces`` / ``manifest_rows`` in its code, its
 #   fixtures' or its module's helpers' code, or a parameter or module constant under ``CORPUS``;
-# * ``slow``    -- it starts processes (``subprocess``/``Popen`` in the same code), or is one
-#   of the few long in-process tests named in ``LONG``.
+# * ``slow``    -- it starts processes (``subprocess``/``Popen`` in the same code; but for the
+#   few quick ones named in ``QUICK_PROCESS``), or is one of the long in-process tests in ``LONG``.
 #
 # ``make test`` runs ``-m "not neo4j and not browser and not corpus and not slow"``;
 # ``make test-all`` runs everything with the corpus, Neo4j and Chromium required.
@@ -88,6 +88,11 @@ LONG: tuple[str, ...] = (
     # every shipped trace through the embedded store (the other store tests cover each step)
     "tests/test_store_suite.py::test_shipped_traces_match_analyze[ladybug]",
 )
+
+
+#: tests that start a process but finish in about a second (a bare interpreter importing the
+#: command line), kept in the fast tier: node-id prefixes
+QUICK_PROCESS: tuple[str, ...] = ("tests/test_startup.py::test_building_the_cli_loads_no_engine",)
 
 
 def _flag(name: str) -> bool:
@@ -176,11 +181,14 @@ def tiers_of(item: pytest.Item) -> set[str]:
         or any(_under_corpus(v) for v in (*params, *values))
     ):
         tiers.add("corpus")
-    if words & PROCESS_WORDS or item.nodeid.startswith(LONG):
+    if (words & PROCESS_WORDS and not item.nodeid.startswith(QUICK_PROCESS)) or item.nodeid.startswith(LONG):
         tiers.add("slow")
     return tiers
 
 
+# tryfirst: the marks are there before pytest-xdist's own hook reads them (on a worker it is
+# registered after this file, so it would otherwise run first)
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         tiers = tiers_of(item)
@@ -190,6 +198,42 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         # module-scoped fixtures on one worker (computed once), and every Neo4j test shares the
         # one worker, so the session starts one server, not one per worker.
         item.add_marker(pytest.mark.xdist_group("neo4j" if "neo4j" in tiers else item.nodeid.split("::")[0]))
+
+
+def xdist_group_suffix(item: pytest.Item) -> str:
+    """The ``@group`` that pytest-xdist's loadgroup expects at the end of a grouped test's id
+    ("" for a test without an ``xdist_group`` mark)."""
+    names = sorted(
+        {
+            str(m.args[0] if m.args else m.kwargs.get("name", "default"))
+            for m in item.iter_markers("xdist_group")
+        }
+    )
+    return f"@{'_'.join(names)}" if names else ""
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Give every grouped test its ``@group`` id suffix where pytest-xdist could not.
+
+    An xdist worker tells the scheduler a test's group only through that suffix, which it
+    appends to ``item._nodeid``; from pytest 9.2 a node keeps its id in ``item._id``, so the
+    suffix is lost (pytest-xdist issue 1386): every test then becomes its own work unit, a
+    module's tests are spread over both workers (its module-scoped fixtures computed on
+    each) and each worker starts its own Neo4j server. Runs after every
+    ``pytest_collection_modifyitems`` and before the worker sends the ids (tryfirst).
+    """
+    if not getattr(session.config.option, "loadgroup", False):
+        return
+    for item in session.items:
+        suffix = xdist_group_suffix(item)
+        if suffix and not item.nodeid.endswith(suffix):
+            node: Any = item
+            nodeid = item.nodeid + suffix
+            node._nodeid = nodeid  # pytest < 9.2
+            if hasattr(node, "_id"):  # pytest >= 9.2: a structured id
+                node._id = type(node._id).parse(nodeid)
+            assert item.nodeid == nodeid, f"cannot give {item.nodeid!r} its xdist group"
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from ctda.analysis import hta
 from ctda.analysis.calibrate import Calibration, calibrate
 from ctda.analysis.graph import Graph
+from ctda.analysis.names import MODE_SUMMARIES
 from ctda.analysis.rules import registry
 from ctda.analysis.rules.context import RuleContext
 from ctda.analysis.rules.registry import Family, RuleSpec
@@ -82,13 +83,13 @@ MODES: dict[str, Mode] = {
     for m in (
         Mode(
             "ctda",
-            "dependency-aware: structural and cross-thread rules, replay-calibrated weights",
+            MODE_SUMMARIES["ctda"],
             ("structural", "cross_thread"),
             _ctda_weights,
         ),
         Mode(
             "hta",
-            "HolisticTraceAnalysis' rules and fixed weights, longest path over the whole trace",
+            MODE_SUMMARIES["hta"],
             ("hta",),
             hta.calibration,
             windows="trace",

@@ -22,8 +22,6 @@ from ctda.cli.common import (
     read,
 )
 from ctda.options import parse_step
-from ctda.render.analyze import report_doc
-from ctda.render.hta import hta_doc
 from ctda.render.output import Format, emit
 
 
@@ -47,6 +45,9 @@ def analyze_cmd(
     executor: ExecutorOption = None,
 ) -> None:
     """Critical path of each step through CPU threads, GPU streams and the waits between them."""
+    from ctda.render.analyze import report_doc
+    from ctda.render.hta import hta_doc
+
     options = api.validate_options(windows=windows, cross_thread=cross_thread, mode=mode)
     if job_cmd.is_job(traces, job):
         job_cmd.analyze_job_cmd(traces, job, options, fmt, top, executor)

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import typer
 
-from ctda import api
+from ctda import api, options
 from ctda.cli.common import DbOption, FormatOption, app, one_line_errors, read
-from ctda.render.breakdown import breakdown_doc
 from ctda.render.output import Format, emit
 
 
@@ -17,7 +16,7 @@ def breakdown_cmd(
         ..., help="A stored run name, a trace file to analyse on the fly, or a job's directory (every rank)."
     ),
     kind: str = typer.Option(
-        "all", "--kind", help=f"Which breakdowns: all, or a list of {','.join(api.BREAKDOWN_KINDS)}."
+        "all", "--kind", help=f"Which breakdowns: all, or a list of {','.join(options.BREAKDOWN_KINDS)}."
     ),
     top: int = typer.Option(20, "--top", min=1, help="Rows of the kernel list."),
     db: DbOption = None,
@@ -25,6 +24,7 @@ def breakdown_cmd(
 ) -> None:
     """Where device time goes (compute, communication, memory, idle), why streams sit idle,
     and which kernels cost most, each with the part on the critical path."""
+    from ctda.render.breakdown import breakdown_doc
 
     kinds = api.breakdown_kinds(kind)
     emit(breakdown_doc(api.breakdowns(run_or_trace, db=db, reader=read), run_or_trace, kinds, top), fmt)

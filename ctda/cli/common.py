@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
-from ctda.analysis import modes
+from ctda import options
 from ctda.errors import CtdaError
 from ctda.render.output import Format, visible
 
@@ -52,19 +52,19 @@ console = Console()
 err_console = Console(stderr=True, soft_wrap=True)
 
 #: options shared by every command that analyses a trace (analyze, ingest); their choices
-#: come from the rule and mode registries
+#: are the rule and mode registries' names (without importing the engine: see ctda.analysis.names)
 CrossThreadOption = Annotated[
     str,
     typer.Option(
         "--cross-thread",
-        help=f"Cross-thread rules: all, none, or a list of {','.join(modes.get('ctda').selectable)}.",
+        help=f"Cross-thread rules: all, none, or a list of {','.join(options.CROSS_THREAD)}.",
     ),
 ]
 ModeOption = Annotated[
     str,
     typer.Option(
         "--mode",
-        help="Analysis mode: " + "; ".join(f"'{m.name}' ({m.summary})" for m in modes.MODES.values()) + ".",
+        help="Analysis mode: " + "; ".join(f"'{n}' ({s})" for n, s in options.MODE_SUMMARIES.items()) + ".",
     ),
 ]
 WindowsOption = Annotated[

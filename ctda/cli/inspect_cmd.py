@@ -9,7 +9,6 @@ import typer
 
 from ctda import api
 from ctda.cli.common import FormatOption, app, one_line_errors, read
-from ctda.render.inspect import summary_doc
 from ctda.render.output import Document, Format, emit_each
 
 
@@ -21,6 +20,7 @@ def inspect_cmd(
     top: int = typer.Option(3, "--top", min=1, help="Names listed per CPU thread and GPU stream."),
 ) -> None:
     """Events by category, threads, streams, steps, syncs, NCCL, rank and warnings of each trace."""
+    from ctda.render.inspect import summary_doc
 
     def docs() -> Iterator[Document]:
         for path in traces:

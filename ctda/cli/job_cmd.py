@@ -9,7 +9,6 @@ import typer
 from ctda import api
 from ctda.cli.common import ExecutorOption, FormatOption, app, one_line_errors
 from ctda.options import AnalysisOptions
-from ctda.render.job import job_doc, job_whatif_doc
 from ctda.render.output import Format, emit
 
 
@@ -22,6 +21,8 @@ def analyze_job_cmd(
     traces: list[Path], job: str | None, options: AnalysisOptions, fmt: Format, top: int, executor: str | None
 ) -> None:
     """Analyse a job and print its path, stragglers, clock offsets and matching summary."""
+    from ctda.render.job import job_doc
+
     emit(job_doc(api.analyze_job(traces, job, options=options, executor=executor, top=top)), fmt)
 
 
@@ -46,6 +47,8 @@ def whatif_job_cmd(
     fmt: FormatOption = Format.table,
 ) -> None:
     """Predicted job step if some ranks' events took a different time (re-timed job graph)."""
+    from ctda.render.job import job_whatif_doc
+
     got = api.whatif_job(
         traces, scale, straggler_median=straggler_median, name=job, executor=executor, cpus=cpus
     )

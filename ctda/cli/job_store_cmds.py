@@ -17,11 +17,8 @@ from ctda.cli.common import (
     printable,
     write_progress,
 )
-from ctda.job.load import job_files
 from ctda.options import AnalysisOptions
-from ctda.render.job import job_doc
 from ctda.render.output import Format, emit
-from ctda.render.store import jobs_doc
 
 
 def is_job_ingest(traces: list[Path], job: str | None) -> bool:
@@ -42,6 +39,8 @@ def ingest_job_cmd(
     fmt: Format,
 ) -> None:
     """Analyse and store a job, then print its report (what ``ctda analyze DIR`` prints)."""
+    from ctda.job.load import job_files
+    from ctda.render.job import job_doc
 
     files = job_files(traces)  # a directory without traces: one line before the store opens
     tty = sys.stderr.isatty()
@@ -83,6 +82,8 @@ def jobs_cmd(
     fmt: FormatOption = Format.table,
 ) -> None:
     """List the distributed jobs in the store (each rank is a run: ctda runs)."""
+    from ctda.render.store import jobs_doc
+
     with api.open_store(db) as store:
         jobs = store.jobs(include_incomplete=all_)
         where = store.location

@@ -39,9 +39,7 @@ from ctda.cli.common import (
     read,
     write_progress,
 )
-from ctda.render.analyze import report_doc
 from ctda.render.output import Document, Format, emit, emit_each
-from ctda.render.store import queries_doc, query_doc, runs_doc
 
 
 @app.command("ingest")
@@ -70,6 +68,8 @@ def ingest_cmd(
 ) -> None:
     """Analyse traces and store each as a run: events, dependency edges and critical paths.
     A directory (or --job) is a distributed job: a run per rank plus the job's tables."""
+    from ctda.render.analyze import report_doc
+
     options = api.validate_options(windows=windows, cross_thread=cross_thread, mode=mode)
     for name, option in ((run, "--run"), (job, "--job")):
         if name is not None:  # before any file is read
@@ -129,6 +129,7 @@ def runs_cmd(
     fmt: FormatOption = Format.table,
 ) -> None:
     """List the runs in the store."""
+    from ctda.render.store import runs_doc
 
     with api.open_store(db) as store:
         runs = store.runs(include_incomplete=all_)
@@ -171,6 +172,7 @@ def report_cmd(
     fmt: FormatOption = Format.table,
 ) -> None:
     """The report of a stored run, read back from the store (the tables of ctda analyze)."""
+    from ctda.render.analyze import report_doc
 
     with api.open_store(db) as store:
         report = store.report(run, step=step, top=top)
@@ -206,6 +208,7 @@ def query_cmd(
 
     The query runs in a worker process with a timeout, a row cap and a memory cap
     ($CTDA_QUERY_MEMORY_MB); each one that trips is one line and exit code 2."""
+    from ctda.render.store import queries_doc, query_doc
 
     if list_ or not query:
         emit(queries_doc(api.named_queries().values()), fmt)

@@ -13,7 +13,6 @@ from pathlib import Path
 import typer
 
 from ctda.cli.common import DbOption, app, console, err_console, fail
-from ctda.store.config import resolve
 from ctda.ui.settings import DEFAULT_MAX_EVENTS, DEFAULT_MAX_TRACE_MB, DEFAULT_MAX_UPLOAD_MB
 
 #: ``ctda ui`` serves this machine only unless told otherwise (the UI has no login)
@@ -102,6 +101,8 @@ def ui_cmd(
     ),
 ) -> None:
     """Browse runs, critical paths, hotspots and what-if scenarios in a web UI (Streamlit)."""
+    from ctda.store.config import resolve
+
     try:
         import plotly  # noqa: F401
         import streamlit  # noqa: F401

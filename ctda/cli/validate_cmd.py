@@ -7,7 +7,6 @@ import typer
 from ctda import api
 from ctda.cli.common import DbOption, FormatOption, app, one_line_errors, read
 from ctda.render.output import Format, emit
-from ctda.render.validate import validate_doc
 
 
 @app.command("validate")
@@ -24,6 +23,8 @@ def validate_cmd(
     device-work floor: no window may be shorter than the device work its blocking calls wait
     for. Exits 1 when a window is.
     """
+    from ctda.render.validate import validate_doc
+
     with api.open_store(db, reader=read) as store:
         a = store.analysis(run_or_trace)
         sc = api.validate(a)

@@ -19,9 +19,7 @@ from ctda.cli.common import (
     parse_params,
     read,
 )
-from ctda.render.indb import indb_doc
 from ctda.render.output import Format, emit
-from ctda.render.whatif import comparison_doc, opportunities_doc, scenario_doc
 from ctda.whatif import blind
 
 
@@ -65,6 +63,8 @@ def whatif_cmd(
     ),
 ) -> None:
     """Predict the step time if some events took a different time (before writing the fix)."""
+    from ctda.render.indb import indb_doc
+    from ctda.render.whatif import scenario_doc
 
     if in_db:
         if apply:
@@ -112,6 +112,7 @@ def opportunities_cmd(
 ) -> None:
     """What each top hotspot group would buy if it were 2x faster, or gone, and what each
     named optimisation that applies to the trace would buy (with its assumptions)."""
+    from ctda.render.whatif import opportunities_doc
 
     with api.open_store(db, reader=read) as store:
         a = store.analysis(run_or_trace)
@@ -147,6 +148,7 @@ def compare_cmd(
     top: int = typer.Option(15, "--top", min=1, help="Rows in the hotspot and call-path tables."),
 ) -> None:
     """Before/after: step time, CP, bound-by and hotspots side by side; prediction error for a scenario."""
+    from ctda.render.whatif import comparison_doc
 
     with api.open_store(db, reader=read) as store:
         comparison = store.compare(a, b)

@@ -26,13 +26,18 @@ import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-import numpy as np
-import pandas as pd
 from rich.console import Console, RenderableType
 from rich.table import Table
 from rich.text import Text
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+# numpy is imported where a value is read, not at the top: the command line imports this
+# module to build its help, which must not pay for numpy (a value is numpy's only once the
+# library has imported it anyway)
 
 
 class Format(str, Enum):
@@ -264,6 +269,8 @@ def shown(value: Any, col: Col) -> str:
     """A cell as a reader sees it (table and md)."""
     if isinstance(value, Shown):
         return clip(value.text)
+    import numpy as np
+
     kind = col.kind
     if value is None or (isinstance(value, float) and np.isnan(value) and kind != "cell"):
         return ""
@@ -335,6 +342,8 @@ def records(section: Section) -> list[dict[str, Any]]:
 
 
 def _raw(value: Any) -> Any:
+    import numpy as np
+
     value = value.value if isinstance(value, Shown) else value
     if isinstance(value, np.generic):
         return value.item()
@@ -342,6 +351,8 @@ def _raw(value: Any) -> Any:
 
 
 def _json_default(value: Any) -> Any:
+    import numpy as np
+
     if isinstance(value, np.generic):
         return value.item()
     if isinstance(value, np.ndarray):

@@ -12,8 +12,13 @@ import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ctda.api import StoreFacts, store_facts
+if TYPE_CHECKING:
+    from ctda.api import StoreFacts
+
+# the API is imported where a property needs it: ``ctda ui --help`` reads the defaults
+# below, and importing the library loads the engine (numpy, pandas, numba)
 
 #: compressed size of one upload; Kineto traces compress 10-30x, so 512 MB holds a trace
 #: of several GiB of JSON, more than the decompressed cap below lets through anyway
@@ -48,6 +53,8 @@ class Settings:
     @property
     def facts(self) -> StoreFacts:
         """Where the store is and what serves it (its engine's ``title``, its ``dialect``)."""
+        from ctda.api import store_facts
+
         return store_facts(self.db)
 
     @property
