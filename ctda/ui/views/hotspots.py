@@ -166,7 +166,9 @@ def render() -> None:
     steps = data.steps(loaded.tag, a)
     c1, c2, c3 = st.columns([3, 2, 1])
     with c1:
-        window = widgets.step_picker(steps, key=widgets.scoped("hs_step", loaded.tag), allow_all=True)
+        window = widgets.step_picker(
+            steps, key=widgets.scoped("hs_step", loaded.tag), allow_all=True, scope=loaded.ref.name
+        )
     sel = list(range(len(a.windows))) if window is None else [window]
     step = "all" if window is None else _step_arg(a, window)
     if step == "all" and len(sel) == 1 and len(a.windows) > 1:

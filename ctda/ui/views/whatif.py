@@ -12,7 +12,7 @@ from streamlit.delta_generator import DeltaGenerator
 
 from ctda import api
 from ctda.api import CLASSES, Analysis, OptimisationError, Override, Scenario, SelectionError, StoreError
-from ctda.ui import canvas, data, explain, figures, widgets
+from ctda.ui import canvas, data, explain, figures, share, widgets
 from ctda.ui.settings import Settings
 
 KINDS = ("class", "category", "name (regex)", "Cypher query")
@@ -122,12 +122,18 @@ def outcome(loaded: data.Loaded, sc: Scenario, tag: str) -> None:
     """Predicted step time, bound-by breakdown and path of one step (``tag``: the
     scenario's cache tag, :func:`data.scenario_tag`)."""
     stt = sc.step_times()
-    base_ms, pred_ms = float(stt.base_ns.mean()) / 1e6, float(stt.predicted_ns.mean()) / 1e6
+    # the headline is over the steps after the warm-up, those the path picker opens among
+    warm = share.warmup(stt.base_ns)
+    note = f"the first {warm} step(s) (warm-up) left out" if warm else None
+    steady = stt.iloc[warm:]
+    base_ms, pred_ms = float(steady.base_ns.mean()) / 1e6, float(steady.predicted_ns.mean()) / 1e6
     joined, left = sc.moved()
     c1, c2, c3 = st.columns(3)
-    c1.metric("Mean step (observed)", widgets.ms(base_ms))
+    c1.metric("Mean step (observed)", widgets.ms(base_ms), help=note)
     change = (pred_ms - base_ms) / base_ms if base_ms else 0.0
-    c2.metric("Mean step (predicted)", widgets.ms(pred_ms), delta=widgets.pct(change), delta_color="inverse")
+    c2.metric(
+        "Mean step (predicted)", widgets.ms(pred_ms), delta=widgets.pct(change), delta_color="inverse", help=note
+    )
     c3.metric("Critical path changes", f"+{len(joined):,} / -{len(left):,} events")
     for line in api.blind_spots(sc):
         st.warning(f"Not in this prediction: {line}.", icon=":material/visibility_off:")
@@ -159,7 +165,7 @@ def outcome(loaded: data.Loaded, sc: Scenario, tag: str) -> None:
         figures.show(canvas.step_compare(per, "observed", "predicted", "Step time"), "wi_steps")
 
 
-def predicted_path(s: Settings, sc: Scenario, tag: str) -> None:
+def predicted_path(s: Settings, loaded: data.Loaded, sc: Scenario, tag: str) -> None:
     a = sc.analysis
     # labelled from the step times the page already has: a per-class table of every
     # predicted window would cost a pass over all charges on each slider move
@@ -168,13 +174,17 @@ def predicted_path(s: Settings, sc: Scenario, tag: str) -> None:
         i: f"{w} · {p / 1e6:.3f} ms predicted (observed {b / 1e6:.3f} ms)"
         for i, (w, p, b) in enumerate(zip(stt.window, stt.predicted_ns, stt.base_ns))
     }
-    # keyed by the scenario: its steps and their predicted times are this scenario's
-    window = widgets.choice(
-        "Predicted path of step",
-        list(labels),
+    # keyed by the scenario: its steps and their predicted times are this scenario's; it
+    # opens on the run's step (the one picked on any page, else the median observed one)
+    window = widgets.step_picker(
+        data.steps(loaded.tag, loaded.analysis),
         key=widgets.scoped("wi_step", tag),
-        format_func=lambda i: labels[i],
+        allow_all=False,
+        label="Predicted path of step",
+        scope=loaded.ref.name,
+        labels=labels,
     )
+    assert window is not None
     figures.show(figures.timeline(tag, window, s.max_events, a), "wi_timeline")
     st.caption(figures.TIMELINE_HELP)
 
@@ -319,6 +329,7 @@ NOT_KEPT = (
     "wi_qrun_",
     "wi_current",
     "wi_rank_opt",
+    "wi_step@",  # the step is the run's, kept across pages by widgets.step_picker
 )
 
 
@@ -387,7 +398,7 @@ def page() -> None:
     for line in sc.assumptions:
         st.caption(f"Assumed: {line}")
     outcome(loaded, sc, tag)
-    predicted_path(s, sc, tag)
+    predicted_path(s, loaded, sc, tag)
     save_and_export(loaded, sc, tag)
 
 
