@@ -138,6 +138,12 @@ def test_runs_page_lists_runs(env: Path) -> None:
     assert row.steps == 2
     assert row["source file"].endswith(f"{MINITOY}.json.gz")
     assert row["mean step (ms)"] == pytest.approx((9288291 + 49073) / 2 / 1e6)
+    # per step too, not the sum over the steps beside a mean step
+    import ctda
+
+    with ctda.open_store(env) as s:
+        info = next(r for r in s.runs() if r.name == MINITOY)
+    assert info.steps == 2 and row["mean critical path (ms)"] == pytest.approx(info.cp_ns / 2 / 1e6)
     assert "%" in row["CP breakdown"] and "launch_overhead" in row["CP breakdown"]
     assert row["ingested at"]
     # the sidebar names the store and offers the runs
@@ -607,3 +613,12 @@ def test_console_typed_query_is_read_only(env: Path) -> None:
     at.text_area(key="cq_text").input("MATCH (r:Nope) RETURN r").run()
     at.button(key="cq_run").click().run()
     assert not at.exception and len(at.error) == 1 and "\n" not in at.error[0].value
+
+
+def test_names_are_escaped_for_markdown() -> None:
+    """An event, run or scenario name is shown as written: ``__next__`` is not bold."""
+    from ctda.ui.widgets import md
+
+    assert md("__next__") == r"\_\_next\_\_"
+    assert md("aten::mm [*] $x") == r"aten\:\:mm \[\*\] \$x"
+    assert md("ProfilerStep#1 · 2.5 ms") == r"ProfilerStep\#1 · 2.5 ms"

@@ -147,9 +147,11 @@ def keep_scenario(scope: str, name: str | None) -> None:
 WARMUP_FACTOR = 2.0
 #: at most this many leading steps are called warm-up
 MAX_WARMUP = 2
+#: step durations, in window order
+Durations = Sequence[float] | pd.Series | np.ndarray
 
 
-def warmup(durations: Sequence[float] | pd.Series) -> int:
+def warmup(durations: Durations) -> int:
     """How many leading steps of ``durations`` (in window order) are warm-up outliers;
     the last step never is."""
     d = np.asarray(durations, dtype=float)
@@ -159,7 +161,7 @@ def warmup(durations: Sequence[float] | pd.Series) -> int:
     return k
 
 
-def representative(durations: Sequence[float] | pd.Series) -> int:
+def representative(durations: Durations) -> int:
     """The position of the median step by duration among the steps after the warm-up (the
     lower median of an even count, the earlier of equal steps): the step a run is shown on
     first. ``durations`` must not be empty."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Iterable, Sequence
 from typing import Any, TypeVar
 
@@ -189,7 +190,11 @@ def step_picker(
     shown = {i: f"{t} · warm-up" if i in warm else t for i, t in shown.items()}
     if scope:
         kept = share.window_of(steps, share.kept_step(scope))
-        first = None if allow_all or not len(steps) else int(steps.idx.iloc[share.representative(steps.duration_ms)])
+        first = (
+            None
+            if allow_all or not len(steps)
+            else int(steps.idx.iloc[share.representative(steps.duration_ms)])
+        )
         share.seed(key, options, kept if kept is not None else first)
     picked: int | None = st.selectbox(
         label,
@@ -205,6 +210,16 @@ def step_picker(
 def steady(steps: pd.DataFrame) -> pd.DataFrame:
     """The rows of ``steps`` after the warm-up (all of them when there is none)."""
     return steps.iloc[share.warmup(steps.duration_ms) :]
+
+
+#: what Streamlit's Markdown reads as formatting (``$`` opens LaTeX, ``:x:`` an emoji)
+_MARKDOWN = re.compile(r"([\\`*_\[\]<>#|~$:])")
+
+
+def md(text: object) -> str:
+    """``text`` (an event, run or scenario name) escaped for Markdown: ``__next__`` shows as
+    written, not as a bold "next"."""
+    return _MARKDOWN.sub(r"\\\1", str(text))
 
 
 def ms(v: float) -> str:

@@ -139,7 +139,7 @@ def page() -> None:
         return
     st.caption("Runs are listed oldest first; by default the older run is a (before).")
     cmp = data.comparison(a.side.tag, b.side.tag, a.side, b.side)
-    st.subheader(f"{a.label}  →  {b.label}")
+    st.subheader(f"{widgets.md(a.label)}  →  {widgets.md(b.label)}")
     if cmp.prediction_error:
         pe = cmp.prediction_error
         c1, c2, c3 = st.columns(3)

@@ -97,12 +97,12 @@ def render_run(s: Settings, loaded: data.Loaded) -> None:
     )
     left, right = st.columns([2, 3])
     with left:
-        st.markdown(f"**Bound by, {tl.label}**")
+        st.markdown(f"**Bound by, {widgets.md(tl.label)}**")
         st.plotly_chart(
             figures.breakdown(tag, (window,), a), width="stretch", key="cp_breakdown", config=figures.CONFIG
         )
     with right:
-        st.markdown(f"**Path stretches of {tl.label}** (first {PATH_ROWS}, in order)")
+        st.markdown(f"**Path stretches of {widgets.md(tl.label)}** (first {PATH_ROWS}, in order)")
         st.dataframe(_listing(tag, window, a), hide_index=True, width="stretch", height=360)
 
 

@@ -132,7 +132,11 @@ def outcome(loaded: data.Loaded, sc: Scenario, tag: str) -> None:
     c1.metric("Mean step (observed)", widgets.ms(base_ms), help=note)
     change = (pred_ms - base_ms) / base_ms if base_ms else 0.0
     c2.metric(
-        "Mean step (predicted)", widgets.ms(pred_ms), delta=widgets.pct(change), delta_color="inverse", help=note
+        "Mean step (predicted)",
+        widgets.ms(pred_ms),
+        delta=widgets.pct(change),
+        delta_color="inverse",
+        help=note,
     )
     c3.metric("Critical path changes", f"+{len(joined):,} / -{len(left):,} events")
     for line in api.blind_spots(sc):
@@ -206,8 +210,8 @@ def save_and_export(loaded: data.Loaded, sc: Scenario, tag: str) -> None:
         st.session_state["wi_replace"] = False  # ask again for the next save
     if sc.name in taken:
         replace = st.checkbox(
-            f"Replace the saved scenario **{sc.name}** (otherwise it is saved as "
-            f"**{free_name(sc.name, taken)}**)",
+            f"Replace the saved scenario **{widgets.md(sc.name)}** (otherwise it is saved as "
+            f"**{widgets.md(free_name(sc.name, taken))}**)",
             key="wi_replace",
         )
     c1, c2 = st.columns(2)
@@ -225,7 +229,10 @@ def save_and_export(loaded: data.Loaded, sc: Scenario, tag: str) -> None:
             else:
                 verb = "Replaced" if name in taken else "Saved"
                 st.session_state["_wi_saved"] = True
-                widgets.flash("success", f"{verb} scenario **{name}** with run {loaded.ref.name}.")
+                widgets.flash(
+                    "success",
+                    f"{verb} scenario **{widgets.md(name)}** with run {widgets.md(loaded.ref.name)}.",
+                )
                 # rerun so the saved list above (drawn before this click) counts it at once
                 st.rerun()
     with c2:
@@ -302,7 +309,7 @@ def saved_scenarios(loaded: data.Loaded) -> None:
                 return
             widgets.flash(
                 "success" if gone else "warning",
-                f"Deleted scenario **{name}**." if gone else f"No scenario {name!r}.",
+                f"Deleted scenario **{widgets.md(name)}**." if gone else f"No scenario {name!r}.",
             )
             st.rerun()
 
