@@ -12,7 +12,7 @@ from streamlit.delta_generator import DeltaGenerator
 
 from ctda import api
 from ctda.api import CLASSES, Analysis, OptimisationError, Override, Scenario, SelectionError, StoreError
-from ctda.ui import canvas, data, explain, figures, share, widgets
+from ctda.ui import canvas, data, explain, figures, widgets
 from ctda.ui.settings import Settings
 
 KINDS = ("class", "category", "name (regex)", "Cypher query")
@@ -122,22 +122,12 @@ def outcome(loaded: data.Loaded, sc: Scenario, tag: str) -> None:
     """Predicted step time, bound-by breakdown and path of one step (``tag``: the
     scenario's cache tag, :func:`data.scenario_tag`)."""
     stt = sc.step_times()
-    # the headline is over the steps after the warm-up, those the path picker opens among
-    warm = share.warmup(stt.base_ns)
-    note = f"the first {warm} step(s) (warm-up) left out" if warm else None
-    steady = stt.iloc[warm:]
-    base_ms, pred_ms = float(steady.base_ns.mean()) / 1e6, float(steady.predicted_ns.mean()) / 1e6
+    base_ms, pred_ms = float(stt.base_ns.mean()) / 1e6, float(stt.predicted_ns.mean()) / 1e6
     joined, left = sc.moved()
     c1, c2, c3 = st.columns(3)
-    c1.metric("Mean step (observed)", widgets.ms(base_ms), help=note)
+    c1.metric("Mean step (observed)", widgets.ms(base_ms))
     change = (pred_ms - base_ms) / base_ms if base_ms else 0.0
-    c2.metric(
-        "Mean step (predicted)",
-        widgets.ms(pred_ms),
-        delta=widgets.pct(change),
-        delta_color="inverse",
-        help=note,
-    )
+    c2.metric("Mean step (predicted)", widgets.ms(pred_ms), delta=widgets.pct(change), delta_color="inverse")
     c3.metric("Critical path changes", f"+{len(joined):,} / -{len(left):,} events")
     for line in api.blind_spots(sc):
         st.warning(f"Not in this prediction: {line}.", icon=":material/visibility_off:")
