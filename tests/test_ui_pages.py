@@ -444,8 +444,14 @@ def test_whatif_page_predicts_and_exports(env: Path) -> None:
     per_step = next(table for _, table in canvases(at) if "step" in table.columns and "side" in table.columns)
     mean = per_step.groupby("side").ms.mean()
     assert mean["predicted"] < mean["observed"] == pytest.approx(observed, abs=0.001)
+    # the predicted path opens on the median step after the warm-up, as Critical path does
+    picker = keyed(at, "selectbox", "wi_step")
+    assert picker.value == 1 and picker.options[0].endswith("· warm-up")
     [(spec, table)] = timelines(at)
-    assert spec["title"].startswith("ProfilerStep#") and (table.kind == "link").any()
+    assert spec["title"].startswith("ProfilerStep#2") and (table.kind == "bar").any()
+    picker.set_value(0).run()
+    [(spec, table)] = timelines(at)
+    assert spec["title"].startswith("ProfilerStep#1") and (table.kind == "link").any()
     # the Perfetto export is prepared on request, then offered for download
     at.button(key="wi_export_prep").click().run()
     ok(at)
