@@ -34,8 +34,10 @@ def main() -> None:
     widgets.sidebar(widgets.settings())
     for line in problems:
         st.sidebar.warning(line)
-    page.run()
-    share.publish()  # the URL names what this rerun drew: a link to send
+    try:
+        page.run()
+    finally:
+        share.publish()  # the URL names what this rerun drew (st.stop included): a link to send
 
 
 main()
