@@ -303,6 +303,14 @@ def shown_by_link(env: Path) -> None:
     assert at.query_params == {"run": MINITOY, "step": "1", "scenario": "slow-launch"}
 
 
+def test_a_link_opens_its_compare_pair(env: Path) -> None:
+    """The pair of a link wins over the default pair (the older run first)."""
+    at = linked("compare", run=MINITOY, a=SIMPLE, b=MINITOY)
+    assert at.selectbox(key="cmp_run_a").value == SIMPLE and at.selectbox(key="cmp_run_b").value == MINITOY
+    assert at.query_params["a"] == SIMPLE and at.query_params["b"] == MINITOY
+    assert "step" not in at.query_params  # Compare shows no step
+
+
 def test_changing_the_run_writes_the_url(env: Path) -> None:
     at = app("critical_path")
     assert at.query_params["run"] == MINITOY
