@@ -138,6 +138,12 @@ def test_runs_page_lists_runs(env: Path) -> None:
     assert row.steps == 2
     assert row["source file"].endswith(f"{MINITOY}.json.gz")
     assert row["mean step (ms)"] == pytest.approx((9288291 + 49073) / 2 / 1e6)
+    # per step too, not the sum over the steps beside a mean step
+    import ctda
+
+    with ctda.open_store(env) as s:
+        info = next(r for r in s.runs() if r.name == MINITOY)
+    assert info.steps == 2 and row["mean critical path (ms)"] == pytest.approx(info.cp_ns / 2 / 1e6)
     assert "%" in row["CP breakdown"] and "launch_overhead" in row["CP breakdown"]
     assert row["ingested at"]
     # the sidebar names the store and offers the runs
@@ -208,29 +214,125 @@ def test_upload_limit(env: Path, tmp_path: Path) -> None:
 
 
 def test_critical_path_page(env: Path) -> None:
+    """The page opens on the representative step: ProfilerStep#1 (9.29 ms against 0.05 ms)
+    is warm-up, so the headline and the default step are ProfilerStep#2's."""
     at = app("critical_path")
     assert at.title[0].value == "Critical path"
     metrics = {m.label: m.value for m in at.metric}
-    assert metrics["Windows"] == "2"
-    assert metrics["Bound by"] == "launch_overhead"
+    assert metrics["Windows"] == "1 of 2"
+    assert metrics["Mean step"] == "0.049 ms"  # ProfilerStep#2 alone: 49,073 ns
+    picker = keyed(at, "selectbox", "cp_step")
+    assert picker.value == 1
+    assert picker.options[0].endswith("· warm-up") and not picker.options[1].endswith("warm-up")
+    assert at.query_params["step"] == "2"
     [breakdown] = figures(at)
     steps = canvases(at)[0][1]
-    assert "launch_overhead" in set(steps["class"]) and set(steps[steps.selected].step) == {"ProfilerStep#1"}
+    assert set(steps[steps.selected].step) == {"ProfilerStep#2"}
     [(spec, table)] = timelines(at)
-    assert {"bar", "link"} <= set(table.kind) and "critical" in set(table.path)
-    lanes = set(table.lane.dropna())
-    assert any(x.startswith("thread ") for x in lanes) and any(x.startswith("GPU ") for x in lanes)
-    assert spec["title"].startswith("ProfilerStep#1")
-    lo, hi = spec["layer"][1]["encoding"]["x"]["scale"]["domain"]
-    links = table[table.kind == "link"]
-    assert len(links) >= 1 and links.x0.min() >= lo - 1e-9 and links.x1.max() <= hi + 1e-9
-    assert breakdown["data"][0]["y"][0] == "launch_overhead"
+    assert "bar" in set(table.kind) and "critical" in set(table.path)
+    assert spec["title"].startswith("ProfilerStep#2")
+    assert breakdown["data"][0]["y"][0] == metrics["Bound by"]
     listing = at.dataframe[0].value
     assert listing.ms.sum() > 0 and {"class", "event", "rule"} <= set(listing.columns)
     # another step redraws the timeline for that window only
-    keyed(at, "selectbox", "cp_step").set_value(1).run()
+    keyed(at, "selectbox", "cp_step").set_value(0).run()
     ok(at)
-    assert timelines(at)[0][0]["title"].startswith("ProfilerStep#2")
+    [(spec, table)] = timelines(at)
+    assert spec["title"].startswith("ProfilerStep#1")
+    assert {"bar", "link"} <= set(table.kind) and "critical" in set(table.path)
+    lo, hi = spec["layer"][1]["encoding"]["x"]["scale"]["domain"]
+    links = table[table.kind == "link"]
+    assert len(links) >= 1 and links.x0.min() >= lo - 1e-9 and links.x1.max() <= hi + 1e-9
+    lanes = set(table.lane.dropna())
+    assert any(x.startswith("thread ") for x in lanes) and any(x.startswith("GPU ") for x in lanes)
+    assert figures(at)[0]["data"][0]["y"][0] == "launch_overhead"
+    assert at.query_params["step"] == "1"
+
+
+# --- shared links ----------------------------------------------------------------------
+
+
+def test_representative_step() -> None:
+    """The median step after the leading outliers; even counts take the lower median."""
+    from ctda.ui.share import representative, warmup
+
+    assert warmup([9.3, 0.05]) == 1 and representative([9.3, 0.05]) == 1
+    assert warmup([5.0, 1.0, 1.2, 0.9, 1.1]) == 1
+    assert representative([5.0, 1.0, 1.2, 0.9, 1.1]) == 1  # 0.9 1.0 1.1 1.2: lower median 1.0
+    assert warmup([1.0, 1.2, 0.9]) == 0 and representative([1.0, 1.2, 0.9]) == 0
+    assert warmup([3.0]) == 0 and representative([3.0]) == 0
+    assert warmup([9.0, 8.0, 1.0, 1.0, 1.0]) == 2  # two warm-up steps at most
+
+
+def linked(path: str, **query: str) -> AppTest:
+    """The app opened from a link: page ``path`` (a views script) with ``query``."""
+    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
+    at.query_params.update(query)
+    at.run()
+    at.switch_page(f"views/{path}.py").run()
+    ok(at)
+    return at
+
+
+def test_a_link_opens_its_run_step_and_scenario(env: Path) -> None:
+    """run, step and scenario of a link are what the page shows, and stay in the URL."""
+    import ctda
+
+    with ctda.open_store(env) as store:
+        store.whatif(MINITOY, scale=["name~hipLaunchKernel=2"], name="slow-launch")
+    try:
+        shown_by_link(env)
+    finally:
+        with ctda.open_store(env) as store:
+            store.load(MINITOY).run.delete_scenario("slow-launch")  # type: ignore[union-attr]
+
+
+def shown_by_link(env: Path) -> None:
+    at = linked("critical_path", run=SIMPLE, step="1", scenario="slow-launch")
+    assert at.sidebar.selectbox(key="run").value == SIMPLE
+    at.sidebar.selectbox(key="run").set_value(MINITOY).run()
+    ok(at)
+    # the step and scenario of the link belong to the run it named: MINITOY opens afresh
+    assert keyed(at, "selectbox", "cp_view").value == "baseline"
+    assert at.query_params["run"] == MINITOY and "scenario" not in at.query_params
+    at = linked("critical_path", run=MINITOY, step="1", scenario="slow-launch")
+    assert at.sidebar.selectbox(key="run").value == MINITOY
+    assert keyed(at, "selectbox", "cp_view").value == "slow-launch"
+    assert keyed(at, "selectbox", "cp_step").value == 0  # ProfilerStep#1, not the median one
+    assert timelines(at)[0][0]["title"].startswith("ProfilerStep#1")
+    assert at.query_params == {"run": MINITOY, "step": "1", "scenario": "slow-launch"}
+
+
+def test_a_link_opens_its_compare_pair(env: Path) -> None:
+    """The pair of a link wins over the default pair (the older run first)."""
+    at = linked("compare", run=MINITOY, a=SIMPLE, b=MINITOY)
+    assert at.selectbox(key="cmp_run_a").value == SIMPLE and at.selectbox(key="cmp_run_b").value == MINITOY
+    assert at.query_params["a"] == SIMPLE and at.query_params["b"] == MINITOY
+    assert "step" not in at.query_params  # Compare shows no step
+
+
+def test_changing_the_run_writes_the_url(env: Path) -> None:
+    at = app("critical_path")
+    assert at.query_params["run"] == MINITOY
+    at.sidebar.selectbox(key="run").set_value(SIMPLE).run()
+    ok(at)
+    assert at.query_params["run"] == SIMPLE
+
+
+def test_the_step_survives_a_page_switch(env: Path) -> None:
+    """A step picked on Critical path is the one Hotspots opens on, and still the one
+    Critical path shows on coming back."""
+    at = app("critical_path")
+    keyed(at, "selectbox", "cp_step").set_value(0).run()
+    at.switch_page("views/hotspots.py").run()
+    ok(at)
+    assert keyed(at, "selectbox", "hs_step").value == 0
+    assert at.query_params["step"] == "1"
+    at.switch_page("views/runs.py").run()
+    at.switch_page("views/critical_path.py").run()
+    ok(at)
+    assert keyed(at, "selectbox", "cp_step").value == 0
+    assert timelines(at)[0][0]["title"].startswith("ProfilerStep#1")
 
 
 def test_breakdowns_page(env: Path) -> None:
@@ -350,8 +452,14 @@ def test_whatif_page_predicts_and_exports(env: Path) -> None:
     per_step = next(table for _, table in canvases(at) if "step" in table.columns and "side" in table.columns)
     mean = per_step.groupby("side").ms.mean()
     assert mean["predicted"] < mean["observed"] == pytest.approx(observed, abs=0.001)
+    # the predicted path opens on the median step after the warm-up, as Critical path does
+    picker = keyed(at, "selectbox", "wi_step")
+    assert picker.value == 1 and picker.options[0].endswith("· warm-up")
     [(spec, table)] = timelines(at)
-    assert spec["title"].startswith("ProfilerStep#") and (table.kind == "link").any()
+    assert spec["title"].startswith("ProfilerStep#2") and (table.kind == "bar").any()
+    picker.set_value(0).run()
+    [(spec, table)] = timelines(at)
+    assert spec["title"].startswith("ProfilerStep#1") and (table.kind == "link").any()
     # the Perfetto export is prepared on request, then offered for download
     at.button(key="wi_export_prep").click().run()
     ok(at)
@@ -519,3 +627,12 @@ def test_console_typed_query_is_read_only(env: Path) -> None:
     at.text_area(key="cq_text").input("MATCH (r:Nope) RETURN r").run()
     at.button(key="cq_run").click().run()
     assert not at.exception and len(at.error) == 1 and "\n" not in at.error[0].value
+
+
+def test_names_are_escaped_for_markdown() -> None:
+    """An event, run or scenario name is shown as written: ``__next__`` is not bold."""
+    from ctda.ui.widgets import md
+
+    assert md("__next__") == r"\_\_next\_\_"
+    assert md("aten::mm [*] $x") == r"aten\:\:mm \[\*\] \$x"
+    assert md("ProfilerStep#1 · 2.5 ms") == r"ProfilerStep\#1 · 2.5 ms"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ctda.ui import widgets
+from ctda.ui import share, widgets
 from ctda.ui.pages import discover
 
 #: the tab icon, inline: a ``:material/...:`` page icon makes the browser fetch an SVG
@@ -30,10 +30,14 @@ def main() -> None:
         for k, p in enumerate(found)
     ]
     page = st.navigation(pages)
+    share.read_once()  # a shared link's run, step and scenario, before anything is drawn
     widgets.sidebar(widgets.settings())
     for line in problems:
         st.sidebar.warning(line)
-    page.run()
+    try:
+        page.run()
+    finally:
+        share.publish()  # the URL names what this rerun drew (st.stop included): a link to send
 
 
 main()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Iterable, Sequence
 from typing import Any, TypeVar
 
@@ -11,7 +12,7 @@ import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
 from ctda.api import RunInfo, StoreError
-from ctda.ui import data
+from ctda.ui import data, share
 from ctda.ui.settings import Settings, from_argv
 
 T = TypeVar("T")
@@ -61,8 +62,8 @@ def sidebar(s: Settings) -> None:
     with st.sidebar:
         st.caption(f"store: `{s.location}`")
         names = [r.name for r in runs(s)]
-        wanted = st.query_params.get(RUN_KEY)
-        if wanted in names and RUN_KEY not in st.session_state:
+        wanted = share.wanted(RUN_KEY)  # a shared link's run, on the session's first run
+        if wanted in names:
             st.session_state[RUN_KEY] = wanted
         pending = st.session_state.pop(_PENDING_RUN, None)
         if pending in names:
@@ -71,6 +72,7 @@ def sidebar(s: Settings) -> None:
             st.session_state.pop(RUN_KEY, None)
         if names:
             st.selectbox("Run", names, key=RUN_KEY, help="The run the analysis pages show.")
+            share.put(RUN_KEY, st.session_state[RUN_KEY])
         else:
             st.info("No runs yet: ingest a trace on the Runs page.")
 
@@ -166,18 +168,58 @@ def step_label(row: Any) -> str:
     return f"{row.window} · {row.duration_ms:.3f} ms · {row.bound_by}"
 
 
-def step_picker(steps: pd.DataFrame, key: str, allow_all: bool, label: str = "Step") -> int | None:
-    """Window index picked (None: all windows, when ``allow_all``)."""
+def step_picker(
+    steps: pd.DataFrame,
+    key: str,
+    allow_all: bool,
+    label: str = "Step",
+    scope: str = "",
+    labels: dict[int, str] | None = None,
+) -> int | None:
+    """Window index picked (None: all windows, when ``allow_all``).
+
+    With a ``scope`` (the run's name) the picker opens on the step last picked for that
+    run on any page, or a shared link's step, else on the representative step (the median
+    one after the warm-up, :func:`share.representative`; all windows when ``allow_all``),
+    and its pick is kept for the run and written to the URL. Warm-up steps say so."""
     options: list[int | None] = [None] if allow_all else []
     options += [int(i) for i in steps.idx]
     rows: Sequence[Any] = list(steps.itertuples())  # rows typed loosely by the stubs
-    labels = {int(r.idx): step_label(r) for r in rows}
-    return st.selectbox(
+    shown = labels or {int(r.idx): step_label(r) for r in rows}
+    warm = {int(i) for i in steps.idx.iloc[: share.warmup(steps.duration_ms)]}
+    shown = {i: f"{t} · warm-up" if i in warm else t for i, t in shown.items()}
+    if scope:
+        kept = share.window_of(steps, share.kept_step(scope))
+        first = (
+            None
+            if allow_all or not len(steps)
+            else int(steps.idx.iloc[share.representative(steps.duration_ms)])
+        )
+        share.seed(key, options, kept if kept is not None else first)
+    picked: int | None = st.selectbox(
         label,
         options,
         key=key,
-        format_func=lambda i: f"all {len(steps)} windows" if i is None else labels[i],
+        format_func=lambda i: f"all {len(steps)} windows" if i is None else shown[i],
     )
+    if scope:
+        share.keep_step(scope, "all" if picked is None else share.step_token(steps, picked))
+    return picked
+
+
+def steady(steps: pd.DataFrame) -> pd.DataFrame:
+    """The rows of ``steps`` after the warm-up (all of them when there is none)."""
+    return steps.iloc[share.warmup(steps.duration_ms) :]
+
+
+#: what Streamlit's Markdown reads as formatting (``$`` opens LaTeX, ``:x:`` an emoji)
+_MARKDOWN = re.compile(r"([\\`*_\[\]<>#|~$:])")
+
+
+def md(text: object) -> str:
+    """``text`` (an event, run or scenario name) escaped for Markdown: ``__next__`` shows as
+    written, not as a bold "next"."""
+    return _MARKDOWN.sub(r"\\\1", str(text))
 
 
 def ms(v: float) -> str:

@@ -129,6 +129,13 @@ def test_ui_in_a_real_browser(ui_server: str, driver: Any) -> None:
 
     go(d, "Critical path")
     wait(d, lambda d: plots(d) >= 3, "three charts")
+    # it opens on the representative step: ProfilerStep#1 (9.3 ms against 0.05 ms) is warm-up
+    wait(d, lambda d: timeline_title(d).startswith("ProfilerStep#2"), "the median step's timeline")
+    assert selected(d, "Step").startswith("ProfilerStep#2") and "step=2" in d.current_url
+    choose(d, "Step", next(o for o in browser.options(d, "Step") if o.startswith("ProfilerStep#1")))
+    settled(d)
+    assert selected(d, "Step").endswith("· warm-up")
+    wait(d, lambda d: "step=1" in d.current_url, "the step in the URL")
     wait_text(d, "Windows", "Bound by", "launch_overhead", "ProfilerStep#1", "the path changing lane")
     # the timeline's marks are on a canvas: its lanes and bars were drawn there
     wait(d, lambda d: browser.canvas_ink(d) and min(browser.canvas_ink(d)) > 2000, "the timeline drawn")
@@ -162,10 +169,15 @@ def test_ui_in_a_real_browser(ui_server: str, driver: Any) -> None:
     choose(d, "Run", RUN)
     settled(d)
     wait(d, lambda d: timeline_title(d).startswith("ProfilerStep#"), "the first run's timeline")
+    # ...on the step last picked for it, in the box and on the chart alike
     label = selected(d, "Step")
-    assert label.startswith("ProfilerStep#") and timeline_title(d).startswith(label.split(" · ")[0] + ":")
+    assert label.startswith("ProfilerStep#2") and timeline_title(d).startswith(label.split(" · ")[0] + ":")
 
     go(d, "Hotspots")
+    # the run's step follows it to another page; the table below is over every window
+    assert selected(d, "Step").startswith("ProfilerStep#2")
+    choose(d, "Step", "all 2 windows")
+    settled(d)
     wait_text(d, "Drill down", "instance(s) of", "Its dependency edges", "Why each edge exists")
     rows = wait(d, lambda d: grid_rows(d), "the hotspot grid")
     header = rows[0]
@@ -246,6 +258,13 @@ def test_ui_in_a_real_browser(ui_server: str, driver: Any) -> None:
     # offline: every request the page made went to the server itself (or was inline data)
     outside = browser.external(browser.requests_made(d), ui_server)
     assert not outside, outside
+
+    # a link sent to a colleague: a new session opens the same page, run and step
+    d.get(f"{ui_server}/critical-path?run={RUN}&step=1")
+    wait(d, lambda d: timeline_title(d).startswith("ProfilerStep#1"), "the linked step's timeline")
+    assert selected(d, "Run") == RUN and selected(d, "Step").startswith("ProfilerStep#1")
+    assert f"run={RUN}" in d.current_url and "step=1" in d.current_url
+    shot(d, "13-shared-link")
 
 
 #: rank 1 sleeps 40 ms before each step's all-reduce: the straggler of every step

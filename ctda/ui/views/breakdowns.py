@@ -3,6 +3,8 @@ each with the part on the critical path (the same tables as ``ctda breakdown``).
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
@@ -12,6 +14,13 @@ from ctda.ui import canvas, data, figures, widgets
 
 PARTS = tuple(canvas.PART_COLORS)
 KERNEL_ROWS = 200
+#: shares are fractions in the tables (as ``ctda breakdown`` writes them), shown as %
+PERCENT = st.column_config.NumberColumn(format="percent")
+
+
+def percent(*columns: str) -> dict[str, Any]:
+    """A column_config showing ``columns`` as percentages."""
+    return {c: PERCENT for c in columns}
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
@@ -69,7 +78,7 @@ def render_run(loaded: data.Loaded) -> None:
     st.markdown("**Idle time per stream**, and how much of it the critical path spends waiting")
     idle = b.idle.assign(idle_ms=lambda f: f.idle_ns / 1e6, on_path_ms=lambda f: f.cp_ns / 1e6)
     st.dataframe(
-        idle[["label", "device", "stream", "idle", "idle_ms", "on_path_ms"]],
+        idle[["label", "device", "stream", "on_path_ms", "idle_ms", "idle"]],  # the path's part first
         hide_index=True,
         width="stretch",
         height=min(38 + 35 * len(idle), 320),
@@ -86,9 +95,10 @@ def render_run(loaded: data.Loaded) -> None:
                 communication_ms=ov.communication_ns / 1e6,
                 exposed_ms=ov.exposed_ns / 1e6,
                 on_path_ms=ov.cp_ns / 1e6,
-            )[["label", "device", "communication_ms", "overlap_share", "exposed_ms", "on_path_ms"]],
+            )[["label", "device", "on_path_ms", "communication_ms", "overlap_share", "exposed_ms"]],
             hide_index=True,
             width="stretch",
+            column_config=percent("overlap_share"),
         )
     la = b.table("launches")
     if len(la):
@@ -104,6 +114,7 @@ def render_run(loaded: data.Loaded) -> None:
             )[
                 [
                     "label",
+                    "cp_delay_ms",
                     "launches",
                     "call_p95_ms",
                     "call_outliers",
@@ -111,7 +122,6 @@ def render_run(loaded: data.Loaded) -> None:
                     "delay_p95_ms",
                     "delay_outliers",
                     "short_kernels",
-                    "cp_delay_ms",
                 ]
             ],
             hide_index=True,
@@ -126,7 +136,10 @@ def render_run(loaded: data.Loaded) -> None:
         st.markdown("**Kernel classes**")
         c = b.classes.assign(time_ms=lambda f: f.total_ns / 1e6, on_path_ms=lambda f: f.cp_ns / 1e6)
         st.dataframe(
-            c[["class", "count", "time_ms", "share", "on_path_ms"]], hide_index=True, width="stretch"
+            c[["class", "on_path_ms", "count", "time_ms", "share"]],
+            hide_index=True,
+            width="stretch",
+            column_config=percent("share"),
         )
     with right:
         st.markdown(f"**Kernels by total time** (first {KERNEL_ROWS})")
@@ -135,7 +148,7 @@ def render_run(loaded: data.Loaded) -> None:
             **{f"{c[:-3]}_ms": k[c] / 1e6 for c in ("total_ns", "mean_ns", "p50_ns", "p95_ns", "cp_ns")}
         )
         st.dataframe(
-            k[["name", "class", "count", "total_ms", "mean_ms", "p50_ms", "p95_ms", "cp_ms"]],
+            k[["name", "class", "cp_ms", "count", "total_ms", "mean_ms", "p50_ms", "p95_ms"]],
             hide_index=True,
             width="stretch",
             height=360,

@@ -8,7 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from ctda.api import RunInfo, StoreError
-from ctda.ui import canvas, charts, data, figures, widgets
+from ctda.ui import canvas, charts, data, figures, share, widgets
 from ctda.ui.settings import Settings
 
 BASELINE = "baseline (observed)"
@@ -45,11 +45,15 @@ def default_pair(runs: list[RunInfo], current: str | None) -> tuple[str, str]:
 def pick_side(s: Settings, runs: list[RunInfo], key: str, default: str) -> Picked | None:
     names = [r.name for r in ingestion_order(runs)]
     wkey = f"cmp_run_{key}"
+    linked = share.wanted(key)  # a shared link's pair, on the session's first run
+    if linked in names:
+        st.session_state[wkey] = linked
     # the user's last pick (kept across pages) wins over the default; passing `index`
     # with a value in the session would draw a warning instead
     if st.session_state.get(wkey) not in names:
         st.session_state[wkey] = default if default in names else names[0]
     run = widgets.choice("Run", names, key=wkey)
+    share.put(key, run)
     info = next(r for r in runs if r.name == run)
     loaded = widgets.load(s, info)
     if loaded is None:
@@ -135,7 +139,7 @@ def page() -> None:
         return
     st.caption("Runs are listed oldest first; by default the older run is a (before).")
     cmp = data.comparison(a.side.tag, b.side.tag, a.side, b.side)
-    st.subheader(f"{a.label}  →  {b.label}")
+    st.subheader(f"{widgets.md(a.label)}  →  {widgets.md(b.label)}")
     if cmp.prediction_error:
         pe = cmp.prediction_error
         c1, c2, c3 = st.columns(3)

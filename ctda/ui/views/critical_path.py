@@ -7,7 +7,7 @@ import pandas as pd
 import streamlit as st
 
 from ctda.api import CLASSES, Analysis
-from ctda.ui import data, figures, frames, widgets
+from ctda.ui import data, figures, frames, share, widgets
 from ctda.ui.rules import etype_name
 from ctda.ui.settings import Settings
 
@@ -18,12 +18,11 @@ def view_picker(loaded: data.Loaded) -> tuple[str, Analysis, str]:
     """Baseline or a saved scenario of the run: (label, analysis, cache tag)."""
     saved, note = data.scenario_list(loaded)
     options = ["baseline", *[str(r["name"]) for r in saved]]
-    pick = widgets.choice(
-        "View",
-        options,
-        key=widgets.scoped("cp_view", loaded.tag),
-        help="The observed run, or a saved what-if scenario.",
-    )
+    key = widgets.scoped("cp_view", loaded.tag)
+    run = loaded.ref.name
+    share.seed(key, options, share.scenario(run))  # the one shown last, or a link's
+    pick = widgets.choice("View", options, key=key, help="The observed run, or a saved what-if scenario.")
+    share.keep_scenario(run, None if pick == "baseline" else pick)
     if note:
         st.caption(note)
     if pick == "baseline":
@@ -63,18 +62,23 @@ def path_listing(a: Analysis, tag: str, window: int) -> pd.DataFrame:
 def render_run(s: Settings, loaded: data.Loaded) -> None:
     label, a, tag = view_picker(loaded)
     steps = data.steps(tag, a)
+    # the headline is over the steps after the warm-up: those the picker opens among
+    shown = widgets.steady(steps)
+    warm = len(steps) - len(shown)
+    note = f"{len(shown)} of {len(steps)} windows: the first {warm} (warm-up) left out" if warm else None
     c1, c2, c3, c4 = st.columns([1, 2, 2, 1])  # step times and class names are long
-    c1.metric("Windows", len(steps))
-    c2.metric("Mean step", widgets.ms(float(steps.duration_ms.mean())))
-    total = data.by_class(tag, None, a)
-    c3.metric("Bound by", str(total["class"].iloc[0]) if len(total) else "-")
-    c4.metric("Share", f"{float(total.share.iloc[0]):.0%}" if len(total) else "-")
+    c1.metric("Windows", f"{len(shown)} of {len(steps)}" if warm else len(steps), help=note)
+    c2.metric("Mean step", widgets.ms(float(shown.duration_ms.mean())), help=note)
+    total = data.by_class(tag, tuple(int(i) for i in shown.idx) if warm else None, a)
+    c3.metric("Bound by", str(total["class"].iloc[0]) if len(total) else "-", help=note)
+    c4.metric("Share", f"{float(total.share.iloc[0]):.0%}" if len(total) else "-", help=note)
     # keyed by run and view: the steps (and their durations) are those of this view
     window = widgets.step_picker(
         steps,
         key=widgets.scoped("cp_step", tag),
         allow_all=False,
         label="Step" if tag == loaded.tag else "Step (predicted times)",
+        scope=loaded.ref.name,
     )
     assert window is not None
     figures.show(figures.steps(tag, window, a), "cp_steps")
@@ -93,12 +97,12 @@ def render_run(s: Settings, loaded: data.Loaded) -> None:
     )
     left, right = st.columns([2, 3])
     with left:
-        st.markdown(f"**Bound by, {tl.label}**")
+        st.markdown(f"**Bound by, {widgets.md(tl.label)}**")
         st.plotly_chart(
             figures.breakdown(tag, (window,), a), width="stretch", key="cp_breakdown", config=figures.CONFIG
         )
     with right:
-        st.markdown(f"**Path stretches of {tl.label}** (first {PATH_ROWS}, in order)")
+        st.markdown(f"**Path stretches of {widgets.md(tl.label)}** (first {PATH_ROWS}, in order)")
         st.dataframe(_listing(tag, window, a), hide_index=True, width="stretch", height=360)
 
 

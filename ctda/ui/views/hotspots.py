@@ -70,7 +70,8 @@ def drill_event(a: Analysis, loaded: data.Loaded, event: int) -> None:
     names = data.names(loaded.tag, a)
     facts = frames.event_facts(a, names, event)
     st.markdown(
-        f"**{facts['name']}** · {facts['category']} · class `{facts['class']}` · {facts['lane']} · "
+        f"**{widgets.md(facts['name'])}** · {facts['category']} · class `{facts['class']}` · "
+        f"{facts['lane']} · "
         f"starts {facts['start_ms']:.3f} ms, lasts {facts['dur_ms']:.3f} ms, "
         f"slack {facts['slack_ms']:.3f} ms (event {facts['event']}, trace uid {facts['uid']})"
     )
@@ -101,7 +102,10 @@ def drill(loaded: data.Loaded, hot: pd.DataFrame, sel: list[int], picked: str | 
         return
     if pick in frames.GAP_CLASS or pick.startswith("("):
         waits = frames.gap_instances(a, names, pick, sel)
-        st.markdown(f"**{pick}**: the {len(waits):,} longest stretches, the edge each lies on and who waited")
+        st.markdown(
+            f"**{widgets.md(pick)}**: the {len(waits):,} longest stretches, the edge each lies on "
+            "and who waited"
+        )
         st.dataframe(waits, hide_index=True, width="stretch")
         if len(waits):
             why(waits.rule)
@@ -166,12 +170,14 @@ def render() -> None:
     steps = data.steps(loaded.tag, a)
     c1, c2, c3 = st.columns([3, 2, 1])
     with c1:
-        window = widgets.step_picker(steps, key=widgets.scoped("hs_step", loaded.tag), allow_all=True)
+        window = widgets.step_picker(
+            steps, key=widgets.scoped("hs_step", loaded.tag), allow_all=True, scope=loaded.ref.name
+        )
     sel = list(range(len(a.windows))) if window is None else [window]
     step = "all" if window is None else _step_arg(a, window)
     if step == "all" and len(sel) == 1 and len(a.windows) > 1:
         # the report selects windows by step number; this window has none (or shares it)
-        st.caption(f"{a.windows[sel[0]].label} has no unique step number: showing every window.")
+        st.caption(f"{widgets.md(a.windows[sel[0]].label)} has no unique step number: showing every window.")
         sel = list(range(len(a.windows)))
     sort = widgets.choice("Sort by", list(SORTS), key="hs_sort", where=c2)
     top = c3.number_input("Rows", 5, 5000, 50, step=25, key="hs_top")

@@ -11,7 +11,7 @@ from typing import Any
 import streamlit as st
 
 from ctda.api import StoreError
-from ctda.ui import canvas, data, figures, jobdata, jobframes, widgets
+from ctda.ui import canvas, data, figures, jobdata, jobframes, share, widgets
 from ctda.ui.settings import Settings
 
 HOW_TO_STORE = (
@@ -68,13 +68,17 @@ def step_timeline(s: Settings, job: jobdata.StoredJobs, key: str, t: jobframes.J
     if not steps:
         st.info("The job has no steps to draw.")
         return
+    wkey = widgets.scoped("job_step", s.location, t.name)
+    scope = share.job_scope(t.name)
+    share.seed(wkey, steps, next((x for x in steps if str(x) == share.kept_step(scope)), None))
     step = widgets.choice(
         "Step",
         steps,
-        key=widgets.scoped("job_step", s.location, t.name),
+        key=wkey,
         format_func=t.step_labels.get,
         help="The job step whose path the timeline draws across the ranks.",
     )
+    share.keep_step(scope, str(step))  # kept for the job across pages, and in the URL
     tl, chart = jobdata.timeline(s, job, key, t, step)
     figures.show(chart, "job_timeline")
     stored = f"the own events of {tl.ranks_drawn} of {len(tl.bands)} ranks (from their stored runs)"
@@ -129,7 +133,9 @@ def render() -> None:
     if not jobs.names:
         st.info(HOW_TO_STORE)
         return
+    share.seed("job_name", jobs.names, share.wanted("job"))  # a shared link's job
     name = widgets.choice("Job", jobs.names, key="job_name", help="A stored multi-rank job.")
+    share.put("job", name)
     key = jobdata.job_key(s, jobs, name)
     try:
         job = jobdata.stored(s.db, key, name)

@@ -13,19 +13,25 @@ from ctda.ui.settings import Settings
 UPLOAD_TYPES = ["json", "gz", "parquet"]
 
 
+#: the critical path per step, the mean over the run's steps, like "mean step (ms)"
+CP_COLUMN = "mean critical path (ms)"
+
+
 def table(s: Settings, runs: list[RunInfo]) -> pd.DataFrame:
     """One row per run: what it is, its step time and what bounds its critical path."""
     rows = []
     for r in runs:
         ref = data.RunRef.of(s.location, r)
         step_ms = float(np.mean(r.step_ns)) / 1e6 if r.step_ns else float("nan")
+        # per step like the step time beside it (the run holds the sum over its steps)
+        cp_ms = r.cp_ns / 1e6 / r.steps if r.steps else float("nan")
         rows.append(
             {
                 "run": r.name,
                 "source file": r.file,
                 "steps": r.steps,
                 "mean step (ms)": step_ms,
-                "critical path (ms)": r.cp_ns / 1e6,
+                CP_COLUMN: cp_ms,
                 "CP breakdown": data.run_breakdown(s.db, ref.tag, r.name),
                 "events": r.events,
                 "ingested at": r.ingested_at,
@@ -64,11 +70,11 @@ def ingest_form(s: Settings) -> None:
     if out.stored:
         widgets.flash(
             "success",
-            f"Stored run **{info.name}**: {info.events:,} events, {info.steps} step(s), "
+            f"Stored run **{widgets.md(info.name)}**: {info.events:,} events, {info.steps} step(s), "
             f"critical path {info.cp_ns / 1e6:,.3f} ms.",
         )
     else:
-        widgets.flash("info", f"Already stored as run **{info.name}** (same file and options).")
+        widgets.flash("info", f"Already stored as run **{widgets.md(info.name)}** (same file and options).")
     widgets.select_run(info.name)
     st.rerun()
 
@@ -91,7 +97,7 @@ def delete_form(s: Settings, runs: list[RunInfo]) -> None:
             return
         widgets.forget_runs()
         if gone:
-            widgets.flash("success", f"Deleted run **{name}**.")
+            widgets.flash("success", f"Deleted run **{widgets.md(name)}**.")
         else:
             widgets.flash("warning", f"No run {name!r} (already deleted?).")
         st.session_state["_delete_done"] = True
@@ -111,7 +117,9 @@ def render() -> None:
             column_config={
                 "run": st.column_config.TextColumn(width="medium", pinned=True),
                 "mean step (ms)": st.column_config.NumberColumn(format="%.3f", width="small"),
-                "critical path (ms)": st.column_config.NumberColumn(format="%.3f", width="small"),
+                CP_COLUMN: st.column_config.NumberColumn(
+                    format="%.3f", width="small", help="critical-path time of a step, the mean over the steps"
+                ),
                 "steps": st.column_config.NumberColumn(width="small"),
                 "events": st.column_config.NumberColumn(width="small"),
                 "CP breakdown": st.column_config.TextColumn(width="medium"),
@@ -125,7 +133,7 @@ def render() -> None:
                 "run",
                 "steps",
                 "mean step (ms)",
-                "critical path (ms)",
+                CP_COLUMN,
                 "CP breakdown",
                 "events",
                 "ingested at",

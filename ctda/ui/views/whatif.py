@@ -159,7 +159,7 @@ def outcome(loaded: data.Loaded, sc: Scenario, tag: str) -> None:
         figures.show(canvas.step_compare(per, "observed", "predicted", "Step time"), "wi_steps")
 
 
-def predicted_path(s: Settings, sc: Scenario, tag: str) -> None:
+def predicted_path(s: Settings, loaded: data.Loaded, sc: Scenario, tag: str) -> None:
     a = sc.analysis
     # labelled from the step times the page already has: a per-class table of every
     # predicted window would cost a pass over all charges on each slider move
@@ -168,13 +168,17 @@ def predicted_path(s: Settings, sc: Scenario, tag: str) -> None:
         i: f"{w} · {p / 1e6:.3f} ms predicted (observed {b / 1e6:.3f} ms)"
         for i, (w, p, b) in enumerate(zip(stt.window, stt.predicted_ns, stt.base_ns))
     }
-    # keyed by the scenario: its steps and their predicted times are this scenario's
-    window = widgets.choice(
-        "Predicted path of step",
-        list(labels),
+    # keyed by the scenario: its steps and their predicted times are this scenario's; it
+    # opens on the run's step (the one picked on any page, else the median observed one)
+    window = widgets.step_picker(
+        data.steps(loaded.tag, loaded.analysis),
         key=widgets.scoped("wi_step", tag),
-        format_func=lambda i: labels[i],
+        allow_all=False,
+        label="Predicted path of step",
+        scope=loaded.ref.name,
+        labels=labels,
     )
+    assert window is not None
     figures.show(figures.timeline(tag, window, s.max_events, a), "wi_timeline")
     st.caption(figures.TIMELINE_HELP)
 
@@ -196,8 +200,8 @@ def save_and_export(loaded: data.Loaded, sc: Scenario, tag: str) -> None:
         st.session_state["wi_replace"] = False  # ask again for the next save
     if sc.name in taken:
         replace = st.checkbox(
-            f"Replace the saved scenario **{sc.name}** (otherwise it is saved as "
-            f"**{free_name(sc.name, taken)}**)",
+            f"Replace the saved scenario **{widgets.md(sc.name)}** (otherwise it is saved as "
+            f"**{widgets.md(free_name(sc.name, taken))}**)",
             key="wi_replace",
         )
     c1, c2 = st.columns(2)
@@ -215,7 +219,10 @@ def save_and_export(loaded: data.Loaded, sc: Scenario, tag: str) -> None:
             else:
                 verb = "Replaced" if name in taken else "Saved"
                 st.session_state["_wi_saved"] = True
-                widgets.flash("success", f"{verb} scenario **{name}** with run {loaded.ref.name}.")
+                widgets.flash(
+                    "success",
+                    f"{verb} scenario **{widgets.md(name)}** with run {widgets.md(loaded.ref.name)}.",
+                )
                 # rerun so the saved list above (drawn before this click) counts it at once
                 st.rerun()
     with c2:
@@ -292,7 +299,7 @@ def saved_scenarios(loaded: data.Loaded) -> None:
                 return
             widgets.flash(
                 "success" if gone else "warning",
-                f"Deleted scenario **{name}**." if gone else f"No scenario {name!r}.",
+                f"Deleted scenario **{widgets.md(name)}**." if gone else f"No scenario {name!r}.",
             )
             st.rerun()
 
@@ -319,6 +326,7 @@ NOT_KEPT = (
     "wi_qrun_",
     "wi_current",
     "wi_rank_opt",
+    "wi_step@",  # the step is the run's, kept across pages by widgets.step_picker
 )
 
 
@@ -387,7 +395,7 @@ def page() -> None:
     for line in sc.assumptions:
         st.caption(f"Assumed: {line}")
     outcome(loaded, sc, tag)
-    predicted_path(s, sc, tag)
+    predicted_path(s, loaded, sc, tag)
     save_and_export(loaded, sc, tag)
 
 
