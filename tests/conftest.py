@@ -194,10 +194,25 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         tiers = tiers_of(item)
         for tier in sorted(tiers):
             item.add_marker(getattr(pytest.mark, tier))
-        # Under ``pytest-xdist --dist loadgroup`` a group runs on one worker: a module keeps its
-        # module-scoped fixtures on one worker (computed once), and every Neo4j test shares the
-        # one worker, so the session starts one server, not one per worker.
-        item.add_marker(pytest.mark.xdist_group("neo4j" if "neo4j" in tiers else item.nodeid.split("::")[0]))
+        # Under ``pytest-xdist --dist loadgroup`` a group runs on one worker: every Neo4j test
+        # shares one worker, so the session starts one server, not one per worker; a module
+        # whose tests share a module-scoped fixture keeps it on one worker (computed once).
+        # Every other test is free to run wherever a worker is idle, which balances the tiers.
+        if "neo4j" in tiers:
+            item.add_marker(pytest.mark.xdist_group("neo4j"))
+        elif shares_a_fixture(item):
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+
+
+def shares_a_fixture(item: pytest.Item) -> bool:
+    """Whether ``item`` uses a fixture computed once per module, class or package (one a
+    worker would compute again if the module's tests were spread over workers)."""
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return False
+    return any(
+        defs and defs[-1].scope in ("class", "module", "package") for defs in info.name2fixturedefs.values()
+    )
 
 
 def xdist_group_suffix(item: pytest.Item) -> str:
