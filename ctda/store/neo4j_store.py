@@ -7,9 +7,13 @@ endpoints by internal node id (returned when the nodes were created) instead of 
 seek. A run of millions of rows cannot be one transaction (the server holds a
 transaction's state in memory), so a run is written as ``status: 'pending'``, refreshed
 by a heartbeat while it is written, and made visible by a last transaction that flips it
-to ``'complete'`` (and marks a run it replaces ``'deleting'``). Readers only see complete
-runs. A writer that dies leaves a pending run whose heartbeat stops; the next writer
-removes it once it is older than ``CTDA_STALE_S`` seconds.
+to ``'complete'`` (and marks a run it replaces ``'deleting'``). While it is written its
+nodes carry staging labels (``PendingEvent``, ... :func:`ctda.store.schema.staged`); the
+flip gives them their labels, in batches inside its one transaction. A raw query never
+sees them: the query gate refuses plans that name a staging label or read nodes or
+relationships without a label (docs/security.md). A writer that dies leaves a pending run
+whose heartbeat stops; the next writer removes it once it is older than ``CTDA_STALE_S``
+seconds.
 """
 
 from __future__ import annotations
@@ -49,49 +53,73 @@ WRITERS = int(os.environ.get("CTDA_NEO4J_WRITERS", "3"))
 NODE_BATCH = int(os.environ.get("CTDA_NEO4J_NODE_BATCH", "1500"))
 REL_BATCH = int(os.environ.get("CTDA_NEO4J_REL_BATCH", "3000"))
 DELETE_BATCH = 5000
-#: what a run still owns after the parallel delete pass, removed a batch at a time
-_DELETE_STEPS = (
-    "MATCH (g:Segment)-[c:CP]->() WHERE g.run_id = $rid WITH c LIMIT $n DELETE c RETURN count(*) AS n",
-    "MATCH (g:Segment) WHERE g.run_id = $rid WITH g LIMIT $n DETACH DELETE g RETURN count(*) AS n",
-    "MATCH (e:Event) WHERE e.run_id = $rid WITH e LIMIT $n DETACH DELETE e RETURN count(*) AS n",
-    "MATCH (w:Window) WHERE w.run_id = $rid WITH w LIMIT $n DETACH DELETE w RETURN count(*) AS n",
-    "MATCH (s:Scenario) WHERE s.run_id = $rid WITH s LIMIT $n DETACH DELETE s RETURN count(*) AS n",
-    "MATCH (b:Blob) WHERE b.run_id = $rid WITH b LIMIT 4 DELETE b RETURN count(*) AS n",
-    *(
-        f"MATCH (x:{label.name}) WHERE x.run_id = $rid WITH x LIMIT $n DELETE x RETURN count(*) AS n"
-        for label in schema.BREAKDOWN_LABELS.values()
-    ),
-)
+#: nodes the flip relabels per statement (all statements in its one transaction)
+PUBLISH_BATCH = 20000
+
+
+def _delete_steps(at: Callable[[str], str]) -> tuple[str, ...]:
+    """What a run still owns after the parallel delete pass, removed a batch at a time;
+    ``at`` maps a label to the one its nodes carry (visible or staged)."""
+    batch = "MATCH (x:{}) WHERE x.run_id = $rid WITH x LIMIT {} DETACH DELETE x RETURN count(*) AS n"
+    return (
+        f"MATCH (g:{at('Segment')})-[c:CP]->() WHERE g.run_id = $rid WITH c LIMIT $n DELETE c "
+        "RETURN count(*) AS n",
+        *(batch.format(at(name), "$n") for name in ("Segment", "Event", "Window", "Scenario")),
+        batch.format(at("Blob"), 4),
+        *(batch.format(at(label.name), "$n") for label in schema.BREAKDOWN_LABELS.values()),
+    )
+
+
+def _publish_steps() -> list[tuple[str, str]]:
+    """(owner key, statement) pairs giving a batch of a flipped run's (``run_id``) or job's
+    (``job_id``) staged nodes their labels; each returns how many it relabelled."""
+    out = []
+    for label in schema.OWNED:
+        key = {"Run": "id", "Job": "id"}.get(label.name) or (
+            "job_id" if "job_id" in label.columns else "run_id"
+        )
+        owner = "job" if label.name == "Job" or key == "job_id" else "run"
+        out.append(
+            (
+                owner,
+                f"MATCH (n:{schema.staged(label.name)}) WHERE n.{key} IN $ids WITH n LIMIT $n "
+                f"SET n:{label.name} REMOVE n:{schema.staged(label.name)} RETURN count(*) AS n",
+            )
+        )
+    return out
 
 
 def schema_statements() -> list[str]:
     """Constraints and indexes, from :mod:`ctda.store.schema`: a uniqueness constraint on
-    each node label's key (Ladybug's primary key) and an index on its ``indexed`` properties."""
+    each node label's key (Ladybug's primary key) and an index on its ``indexed`` properties;
+    the same for the staging label of each label a run owns, plus an index on the owner's
+    id the flip finds them by."""
     out = []
-    for label in schema.NODES:
+    staged = [(schema.staged(x.name), x) for x in schema.OWNED]
+    for name, label in [(x.name, x) for x in schema.NODES] + staged:
         key = label.key
-        out.append(
-            f"CREATE CONSTRAINT {_index_name(label, key)} IF NOT EXISTS "
-            f"FOR (n:{label.name}) REQUIRE n.{key} IS UNIQUE"
-        )
+        owner = [p for p in ("run_id", "job_id") if p in label.columns and p not in label.indexed]
+        unique = f"FOR (n:{name}) REQUIRE n.{key} IS UNIQUE"
+        out.append(f"CREATE CONSTRAINT {_index_name(name, key)} IF NOT EXISTS {unique}")
         out += [
-            f"CREATE INDEX {_index_name(label, p)} IF NOT EXISTS FOR (n:{label.name}) ON (n.{p})"
-            for p in label.indexed
+            f"CREATE INDEX {_index_name(name, p)} IF NOT EXISTS FOR (n:{name}) ON (n.{p})"
+            for p in (*label.indexed, *(owner if name != label.name else ()))
         ]
     return out
 
 
-def _index_name(label: schema.Label, prop: str) -> str:
+def _index_name(label: str, prop: str) -> str:
     """``ctda_<label>_<property without _id>`` (``ctda_event_run``): the names stores have."""
     short = prop[: -len("_id")] if prop.endswith("_id") else prop
-    return f"ctda_{label.name.lower()}_{short}"
+    return f"ctda_{label.lower()}_{short}"
 
 
-def _create_nodes(label: schema.Label, const: dict[str, str]) -> str:
-    """Columnar UNWIND creating ``label`` nodes; ``const`` maps properties to scalar params."""
+def _create_nodes(label: schema.Label, const: dict[str, str], name: str) -> str:
+    """Columnar UNWIND creating ``label`` nodes labelled ``name``; ``const`` maps properties
+    to scalar params."""
     props = [f"{p}: ${const[p]}" if p in const else f"{p}: $p{k}[i]" for k, p in enumerate(label.columns)]
     return (
-        f"UNWIND range(0, size($p0) - 1) AS i CREATE (n:{label.name} {{{', '.join(props)}}}) "
+        f"UNWIND range(0, size($p0) - 1) AS i CREATE (n:{name} {{{', '.join(props)}}}) "
         "RETURN collect(id(n)) AS ids"
     )
 
@@ -151,6 +179,7 @@ class Neo4jStore(Store):
     dialect = "neo4j"
     schemes = ("bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc")
     extra = "neo4j"
+    stages_labels = True
 
     def __init__(
         self,
@@ -265,7 +294,7 @@ class Neo4jStore(Store):
         with self._session(write=write) as s:
             qtype, tree = self._guard(lambda: (s.execute_write if write else s.execute_read)(explain))
         builtins, known = self._functions()
-        plan.check_neo4j(qtype, tree, level, builtins, known)
+        plan.check_neo4j(qtype, tree, level, builtins, known, hidden=schema.STAGED_LABELS)
 
     def _functions(self) -> tuple[frozenset[str], frozenset[str]]:
         """The server's built-in function names and all its function names, lower case
@@ -328,7 +357,7 @@ class Neo4jStore(Store):
             if progress:
                 progress(done, total)
 
-        ev_ids = self._nodes(schema.EVENT, tables["Event"], tick, {"run_id": rid})
+        ev_ids = self._nodes(schema.EVENT, tables["Event"], tick, {"run_id": rid}, staged=True)
         self._rels(
             schema.DEP,
             tables["DEP"],
@@ -350,19 +379,27 @@ class Neo4jStore(Store):
         self._rels(schema.CP, tables["CP"], seg_ids[segs.of_cp], ev_ids[int_column(data.cp, "target")], tick)
         for label in schema.BREAKDOWN_LABELS.values():
             if label.name in tables:
-                self._add_nodes(label, tables[label.name])
+                self._add_nodes(label, tables[label.name], staged=True)
 
-    def _add_nodes(self, label: schema.Label, rows: pa.Table) -> None:
-        self._nodes(label, rows, lambda _rows: None)
+    def _publish(self, run: Run, run_ids: list[int], job_ids: list[int]) -> None:
+        # inside the flip's transaction: all of it becomes visible at its commit, or none
+        ids = {"run": run_ids or [-1], "job": job_ids or [-1]}
+        for owner, q in _publish_steps():
+            while int(run(q, {"ids": ids[owner], "n": PUBLISH_BATCH})[0]["n"]):
+                pass
 
-    def _add_rels(self, label: schema.Label, rows: pa.Table) -> None:
+    def _add_nodes(self, label: schema.Label, rows: pa.Table, *, staged: bool = False) -> None:
+        self._nodes(label, rows, lambda _rows: None, staged=staged)
+
+    def _add_rels(self, label: schema.Label, rows: pa.Table, *, staged: bool = False) -> None:
         # endpoints by their unique keys (a job's tables are small: index seeks suffice)
         assert label.ends is not None
         src, dst = (next(n for n in schema.NODES if n.name == end) for end in label.ends)
+        at = self._at if staged else str
         props = ", ".join(f"{p}: r.p{k}" for k, p in enumerate(label.columns))
         q = (
-            f"UNWIND $rows AS r MATCH (a:{src.name} {{{src.key}: r.f}}) "
-            f"MATCH (b:{dst.name} {{{dst.key}: r.t}}) "
+            f"UNWIND $rows AS r MATCH (a:{at(src.name)} {{{src.key}: r.f}}) "
+            f"MATCH (b:{at(dst.name)} {{{dst.key}: r.t}}) "
             f"CREATE (a)-[:{label.name}{f' {{{props}}}' if props else ''}]->(b)"
         )
         recs = rows.to_pylist()
@@ -380,8 +417,9 @@ class Neo4jStore(Store):
         for lo in range(0, len(rows), NODE_BATCH):
             hi = min(lo + NODE_BATCH, len(rows))
             got = self._write(
-                "UNWIND $segs AS g MATCH (w:Window) WHERE id(w) = g.w "
-                "CREATE (w)-[:HAS_SEGMENT]->(x:Segment) SET x = g.p RETURN collect(id(x)) AS ids",
+                "UNWIND $segs AS g MATCH (w) WHERE id(w) = g.w "
+                f"CREATE (w)-[:HAS_SEGMENT]->(x:{self._at('Segment')}) SET x = g.p "
+                "RETURN collect(id(x)) AS ids",
                 {"segs": [{"w": int(win_ids[segs.window[i]]), "p": rows[i]} for i in range(lo, hi)]},
             )[0]["ids"]
             if len(got) != hi - lo:  # pragma: no cover - would mean a window vanished mid-write
@@ -395,13 +433,16 @@ class Neo4jStore(Store):
         table: pa.Table,
         tick: Callable[[int], None],
         same: dict[str, Any] | None = None,
+        *,
+        staged: bool = False,
     ) -> np.ndarray:
         """Create ``label`` nodes from ``table`` in parallel batches; their internal ids, in row order.
 
-        ``same`` holds properties with one value for every node (sent once per batch).
+        ``same`` holds properties with one value for every node (sent once per batch);
+        ``staged``: under the staging label (a run being written).
         """
         same = same or {}
-        query = _create_nodes(label, {p: p for p in same})
+        query = _create_nodes(label, {p: p for p in same}, self._at(label.name) if staged else label.name)
         ids = np.zeros(table.num_rows, dtype=np.int64)
 
         def batch(lo: int, hi: int) -> tuple[int, Callable[[], None]]:
@@ -466,8 +507,9 @@ class Neo4jStore(Store):
         """Scenario, its windows and links in one transaction; returns window node ids."""
         scen = dict(data.scenario, run_id=rid, key=schema.scenario_key(rid, data.scenario["name"]))
         rows = self._write(
-            "MATCH (r:Run {id: $rid}) CREATE (r)-[:HAS_SCENARIO]->(s:Scenario) SET s = $scen "
-            "WITH s UNWIND $windows AS w CREATE (s)-[:HAS_WINDOW]->(x:Window) SET x = w "
+            f"MATCH (r:{self._at('Run')} {{id: $rid}}) "
+            f"CREATE (r)-[:HAS_SCENARIO]->(s:{self._at('Scenario')}) SET s = $scen "
+            f"WITH s UNWIND $windows AS w CREATE (s)-[:HAS_WINDOW]->(x:{self._at('Window')}) SET x = w "
             "RETURN collect(id(x)) AS ids",
             {"rid": rid, "scen": scen, "windows": windows.to_pylist()},
         )
@@ -481,10 +523,12 @@ class Neo4jStore(Store):
     def _delete_ids(self, ids: list[int]) -> None:
         for rid in ids:
             self._delete_parallel(rid)
-            # whatever the parallel pass missed (an unknown event count): one batch at a time
-            for q in _DELETE_STEPS:
+            # whatever the parallel pass missed (an unknown event count): one batch at a time;
+            # a pending run's nodes are staged, a replaced or deleted one's are not
+            for q in _delete_steps(str) + _delete_steps(self._at):
                 self._until_empty(q, {"rid": rid, "n": DELETE_BATCH})
-            self._write("MATCH (r:Run {id: $rid}) DETACH DELETE r", {"rid": rid})
+            for lab in self._both("Run"):
+                self._write(f"MATCH (r:{lab} {{id: $rid}}) DETACH DELETE r", {"rid": rid})
 
     def _delete_parallel(self, rid: int) -> None:
         """Delete a run's paths and events on several sessions, in disjoint batches.
@@ -493,26 +537,31 @@ class Neo4jStore(Store):
         go by ranges of ``Event.key``, which its unique index seeks. Batches
         that meet on an edge between two ranges may deadlock: the driver retries them.
         """
-        segments = [
-            r["k"]
-            for r in self._read("MATCH (g:Segment) WHERE g.run_id = $rid RETURN g.key AS k", {"rid": rid})
+        found = [
+            r
+            for lab in self._both("Run")
+            for r in self._read(f"MATCH (r:{lab} {{id: $rid}}) RETURN r.events AS n", {"rid": rid})
         ]
-        found = self._read("MATCH (r:Run {id: $rid}) RETURN r.events AS n", {"rid": rid})
         n = int(found[0]["n"] or 0) + 2 if found else 0  # + SOURCE and SINK
         base = rid * schema.KEY_SPAN
+        for seg, event in zip(self._both("Segment"), self._both("Event")):
+            segments = [
+                r["k"]
+                for r in self._read(f"MATCH (g:{seg}) WHERE g.run_id = $rid RETURN g.key AS k", {"rid": rid})
+            ]
 
-        def segment_paths(key: str) -> Callable[[], None]:
-            q = "MATCH (g:Segment {key: $k}) DETACH DELETE g"
-            return functools.partial(self._write_none, q, {"k": key})
+            def segment_paths(key: str, seg: str = seg) -> Callable[[], None]:
+                q = f"MATCH (g:{seg} {{key: $k}}) DETACH DELETE g"
+                return functools.partial(self._write_none, q, {"k": key})
 
-        def events(lo: int) -> Callable[[], None]:
-            q = "MATCH (e:Event) WHERE e.key >= $lo AND e.key < $hi DETACH DELETE e"
-            return functools.partial(
-                self._write_none, q, {"lo": base + lo, "hi": base + min(lo + NODE_BATCH, n)}
-            )
+            def events(lo: int, event: str = event) -> Callable[[], None]:
+                q = f"MATCH (e:{event}) WHERE e.key >= $lo AND e.key < $hi DETACH DELETE e"
+                return functools.partial(
+                    self._write_none, q, {"lo": base + lo, "hi": base + min(lo + NODE_BATCH, n)}
+                )
 
-        self._parallel(((0, segment_paths(k)) for k in segments), lambda rows: None)
-        self._parallel(((0, events(lo)) for lo in range(0, n, NODE_BATCH)), lambda rows: None)
+            self._parallel(((0, segment_paths(k)) for k in segments), lambda rows: None)
+            self._parallel(((0, events(lo)) for lo in range(0, n, NODE_BATCH)), lambda rows: None)
 
     def _until_empty(self, query: str, params: dict[str, Any]) -> None:
         """Run a batched delete (it returns how many it removed) until it removes nothing."""
@@ -538,7 +587,8 @@ class _Heartbeat:
         with self.lock:
             self.last = now
             self.store._write(
-                "MATCH (r:Run {id: $rid}) SET r.heartbeat = $t", {"rid": self.rid, "t": int(time.time())}
+                f"MATCH (r:{self.store._at('Run')} {{id: $rid}}) SET r.heartbeat = $t",
+                {"rid": self.rid, "t": int(time.time())},
             )
 
 
