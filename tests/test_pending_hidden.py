@@ -10,6 +10,7 @@ relationships without a label.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -58,7 +59,8 @@ def _writer(t: Target) -> subprocess.Popen[str]:
         "import sys; from pathlib import Path; from ctda.analysis.engine import AnalysisOptions\n"
         "from ctda.store.config import Target; from ctda.store.ingest import ingest\n"
         "auth = tuple(sys.argv[4:6]) or None\n"
-        "ingest(Path(sys.argv[1]), Target(sys.argv[2], sys.argv[3], auth), AnalysisOptions(), name='victim')\n"
+        "t = Target(sys.argv[2], sys.argv[3], auth)\n"
+        "ingest(Path(sys.argv[1]), t, AnalysisOptions(), name='victim')\n"
     )
     auth = list(t.auth) if t.auth else []
     env = dict(os.environ, **{STALL_AFTER_ENV: "4"})
@@ -127,7 +129,7 @@ def test_a_pending_run_is_invisible_to_raw_queries(stalled: Target, monkeypatch:
             by_ui = data.run_query(t.location, text, {}).rows
             res = runner.invoke(app, ["query", text, "--db", t.location, "--format", "json"])
             assert res.exit_code == 0, res.output
-            by_cli = [[r["n"]] for r in __import__("json").loads(res.output)]
+            by_cli = [[r["n"]] for r in json.loads(res.output)]
             assert by_api == by_ui == by_cli, name
             if want[name] is not None:
                 assert by_api == [[want[name]]], (name, by_api)

@@ -91,19 +91,18 @@ def _publish_steps() -> list[tuple[str, str]]:
 
 def schema_statements() -> list[str]:
     """Constraints and indexes, from :mod:`ctda.store.schema`: a uniqueness constraint on
-    each node label's key (Ladybug's primary key) and an index on its ``indexed`` properties;
-    the same for the staging label of each label a run owns, plus an index on the owner's
-    id the flip finds them by."""
+    each node label's key (Ladybug's primary key) and an index on its ``indexed`` properties
+    (``run_id``, ``job_id``: what the flip and deletes find a run's nodes by); the same for
+    the staging label of each label a run owns."""
     out = []
     staged = [(schema.staged(x.name), x) for x in schema.OWNED]
     for name, label in [(x.name, x) for x in schema.NODES] + staged:
         key = label.key
-        owner = [p for p in ("run_id", "job_id") if p in label.columns and p not in label.indexed]
         unique = f"FOR (n:{name}) REQUIRE n.{key} IS UNIQUE"
         out.append(f"CREATE CONSTRAINT {_index_name(name, key)} IF NOT EXISTS {unique}")
         out += [
             f"CREATE INDEX {_index_name(name, p)} IF NOT EXISTS FOR (n:{name}) ON (n.{p})"
-            for p in (*label.indexed, *(owner if name != label.name else ()))
+            for p in label.indexed
         ]
     return out
 
