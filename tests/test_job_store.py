@@ -94,7 +94,7 @@ def counts(target: Target) -> dict[str, int]:
         return dict.fromkeys(LABELS + RELS, 0)
     with open_store(target, read_only=True) as s:
         out = {x: int(s.query(f"MATCH (n:{x}) RETURN count(n) AS n").rows[0][0]) for x in LABELS}
-        return out | {x: int(s.query(f"MATCH ()-[r:{x}]->() RETURN count(r) AS n").rows[0][0]) for x in RELS}
+        return out | {x: int(s._read(f"MATCH ()-[r:{x}]->() RETURN count(r) AS n")[0]["n"]) for x in RELS}
 
 
 def assert_same_report(got: JobReport, want: JobReport) -> None:

@@ -141,7 +141,8 @@ def _event_count(uri: str, auth: tuple[str, str]) -> int:
 
     try:
         with neo4j.GraphDatabase.driver(uri, auth=auth) as d:
-            records, _, _ = d.execute_query("MATCH (e:Event) RETURN count(e) AS n")
+            # a run being written holds its events under a staging label
+            records, _, _ = d.execute_query("MATCH (e) WHERE e:Event OR e:PendingEvent RETURN count(e) AS n")
             return int(records[0]["n"])
     except Exception:
         return -1
