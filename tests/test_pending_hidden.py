@@ -146,3 +146,40 @@ def test_a_pending_run_is_invisible_to_raw_queries(stalled: Target, monkeypatch:
                 data.run_query(t.location, text, {})
             res = runner.invoke(app, ["query", text, "--db", t.location])
             assert res.exit_code == 2 and "runs still being written" in res.output, res.output
+
+
+def test_plan_gate_hides_staged_labels_and_unanchored_reads() -> None:
+    """The anchoring rule on plans as Neo4j 5.26 reports them (shapes taken from the server)."""
+    from ctda.queries import gate, plan
+
+    def op(kind: str, details: str = "", *children: dict[str, object]) -> dict[str, object]:
+        return {"operatorType": f"{kind}@neo4j", "args": {"Details": details}, "children": list(children)}
+
+    def check(tree: dict[str, object]) -> None:
+        plan.check_neo4j("r", tree, gate.Level.READ, frozenset({"count"}), frozenset(), schema.STAGED_LABELS)
+
+    top = "ProduceResults"
+    check(op(top, "n", op("NodeCountFromCountStore", "count( (:Event) ) AS `count(n)`")))
+    check(op(top, "n", op("RelationshipCountFromCountStore", "count( (:Event)-[:DEP]->() ) AS n")))
+    check(
+        op(
+            top,
+            "a",
+            op("Filter", "a:Event", op("Expand(All)", "(b)<-[r:DEP]-(a)", op("NodeByLabelScan", "b:Event"))),
+        )
+    )
+    refused = {
+        "AllNodesScan": op(top, "n", op("AllNodesScan", "n")),
+        "count of all nodes": op(top, "n", op("NodeCountFromCountStore", "count( () ) AS `count(n)`")),
+        "count of a type": op(top, "n", op("RelationshipCountFromCountStore", "count( ()-[:DEP]->() ) AS n")),
+        "type scan": op(top, "w", op("DirectedRelationshipTypeScan", "(a)-[r:CP]->(b)")),
+        "id seek": op(top, "n", op("NodeByIdSeek", "n WHERE id(n) = $autoint_0")),
+        "staged label": op(top, "n", op("NodeByLabelScan", "n:PendingEvent")),
+        "staged union": op(top, "n", op("UnionNodeByLabelsScan", "n:Event|PendingEvent")),
+    }
+    for name, tree in refused.items():
+        with pytest.raises(gate.GateError, match=r"anchor the query|runs still being written"):
+            check(tree)
+            pytest.fail(f"{name} passed")
+        # without hidden labels (a caller that stages nothing) the same plans pass
+        plan.check_neo4j("r", tree, gate.Level.READ, frozenset({"count", "id"}), frozenset())
