@@ -126,11 +126,12 @@ def test_a_pending_run_is_invisible_to_raw_queries(stalled: Target, monkeypatch:
     with api.open_store(t) as session:
         for name, text in COUNTS.items():
             by_api = session.query(text).rows
-            by_ui = data.run_query(t.location, text, {}).rows
-            res = runner.invoke(app, ["query", text, "--db", t.location, "--format", "json"])
-            assert res.exit_code == 0, res.output
-            by_cli = [[r["n"]] for r in json.loads(res.output)]
-            assert by_api == by_ui == by_cli, name
+            if name in ("events", "paths"):  # each door runs a worker process: two suffice
+                by_ui = data.run_query(t.location, text, {}).rows
+                res = runner.invoke(app, ["query", text, "--db", t.location, "--format", "json"])
+                assert res.exit_code == 0, res.output
+                by_cli = [[r["n"]] for r in json.loads(res.output)]
+                assert by_api == by_ui == by_cli, name
             if want[name] is not None:
                 assert by_api == [[want[name]]], (name, by_api)
         # the named queries read only complete runs, as before
@@ -142,6 +143,7 @@ def test_a_pending_run_is_invisible_to_raw_queries(stalled: Target, monkeypatch:
         for text in UNANCHORED:
             with pytest.raises(QueryError, match=r"anchor the query|runs still being written"):
                 session.query(text)
+        for text in UNANCHORED[:2]:  # the UI console and the CLI go through the same gate
             with pytest.raises(data.UIError, match=r"anchor the query|runs still being written"):
                 data.run_query(t.location, text, {})
             res = runner.invoke(app, ["query", text, "--db", t.location])
