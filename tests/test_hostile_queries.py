@@ -505,6 +505,7 @@ def test_neo4j_server_refuses_files_procedures_and_outbound(
         f"LOAD CSV FROM '{probe}' AS l RETURN l",  # internal.dbms.cypher_ip_blocklist
         f"LOAD CSV FROM 'file://{sentinel}' AS l RETURN l",  # allow_csv_import_from_file_urls
         f"CALL apoc.load.json('{probe}') YIELD value RETURN value",  # not on the allow-list
+        f"CALL apoc.load.json('file://{sentinel}') YIELD value RETURN value",  # nor files
         "RETURN apoc.cypher.runFirstColumnSingle('RETURN 1', {}) AS x",
         "CALL apoc.periodic.repeat('x', 'RETURN 1', 1000)",
         "CALL gds.graph.list()",

@@ -58,7 +58,12 @@ def test_ddl_of_both_backends_comes_from_the_schema() -> None:
         assert f"FOR (n:{label.name}) REQUIRE n.{label.key} IS UNIQUE" in " ".join(neo)
         for prop in label.indexed:
             assert any(re.search(rf"FOR \(n:{label.name}\) ON \(n\.{prop}\)", s) for s in neo)
-    # one statement per constraint and index, with the names existing stores already have
-    assert len(neo) == len(schema.NODES) + sum(len(label.indexed) for label in schema.NODES)
+    # one statement per constraint and index, with the names existing stores already have,
+    # and the same for the staging label of each label a run or job owns
+    for label in schema.OWNED:
+        staged = schema.staged(label.name)
+        assert f"FOR (n:{staged}) REQUIRE n.{label.key} IS UNIQUE" in " ".join(neo)
+    per = [*schema.NODES, *schema.OWNED]
+    assert len(neo) == len(per) + sum(len(label.indexed) for label in per)
     assert "CREATE INDEX ctda_event_run IF NOT EXISTS FOR (n:Event) ON (n.run_id)" in neo
     assert "CREATE CONSTRAINT ctda_run_id IF NOT EXISTS FOR (n:Run) REQUIRE n.id IS UNIQUE" in neo

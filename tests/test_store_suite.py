@@ -72,12 +72,15 @@ def counts(target: Target) -> dict[str, int]:
     rels = ("DEP", "CP", "HAS_WINDOW", "HAS_SEGMENT", "HAS_SCENARIO")
     if target.kind == "ladybug" and not Path(target.location).exists():
         return dict.fromkeys(labels + rels, 0)
+    if target.kind == "neo4j":  # a run being written holds its nodes under staging labels
+        labels += tuple(schema.staged(x) for x in labels)
     with open_store(target, read_only=True) as s:
+        # the store's own reads: every node and relationship, whatever a user's query may see
         out = {}
         for label in labels:
-            out[label] = int(s.query(f"MATCH (n:{label}) RETURN count(n) AS n").rows[0][0])
+            out[label] = int(s._read(f"MATCH (n:{label}) RETURN count(n) AS n")[0]["n"])
         for rel in rels:
-            out[rel] = int(s.query(f"MATCH ()-[r:{rel}]->() RETURN count(r) AS n").rows[0][0])
+            out[rel] = int(s._read(f"MATCH ()-[r:{rel}]->() RETURN count(r) AS n")[0]["n"])
         return out
 
 

@@ -17,6 +17,14 @@ and use :data:`NEO4J_WRITE_OPERATORS`; its procedures and functions are held to 
 lists (no ``dbms.*``, ``apoc.periodic.*``, ``apoc.load.*``, ``gds.*``). Anything unknown
 is refused.
 
+Neo4j also hides the runs being written (``hidden``: the staging labels their nodes carry
+until the flip, :func:`ctda.store.schema.staged`): a plan that names a staging label, or
+that reads nodes or relationships whatever their label (:data:`NEO4J_UNANCHORED`: a scan
+of all nodes, of a relationship type, a seek by internal id, a count of unlabelled nodes or
+relationships) is refused, since it would see them. A query anchored on a label (``MATCH
+(e:Event)``, ``MATCH (:Event)-[r:DEP]->()``) reaches only visible runs: a pending run's
+nodes hold no visible label and no relationship links them to a visible node.
+
 The embedded store (:func:`check_ladybug`): ``EXPLAIN`` prints its physical plan; each
 operator must be on :data:`LADYBUG_READ_OPERATORS` (or, for a write,
 :data:`LADYBUG_WRITE_OPERATORS`). Read queries also run on a store opened read-only, so
@@ -79,6 +87,30 @@ NEO4J_WRITE_OPERATORS = NEO4J_READ_OPERATORS | frozenset(
         "DoNothingIfExists(INDEX)", "DoNothingIfExists(CONSTRAINT)",
     }
 )  # fmt: skip
+#: leaf operators that read nodes or relationships whatever their label: they would see
+#: the nodes of runs being written (staged labels), so a user's plan may not hold them
+NEO4J_UNANCHORED = frozenset(
+    {
+        "AllNodesScan", "NodeByIdSeek", "NodeByElementIdSeek", "DirectedRelationshipTypeScan",
+        "UndirectedRelationshipTypeScan", "DirectedAllRelationshipsScan", "UndirectedAllRelationshipsScan",
+        "DirectedUnionRelationshipTypesScan", "UndirectedUnionRelationshipTypesScan",
+        "DirectedRelationshipByIdSeek", "UndirectedRelationshipByIdSeek",
+        "DirectedRelationshipByElementIdSeek", "UndirectedRelationshipByElementIdSeek",
+        "DirectedRelationshipIndexSeek", "UndirectedRelationshipIndexSeek", "DirectedRelationshipIndexScan",
+        "UndirectedRelationshipIndexScan", "DirectedRelationshipIndexSeekByRange",
+        "UndirectedRelationshipIndexSeekByRange", "DirectedRelationshipIndexContainsScan",
+        "UndirectedRelationshipIndexContainsScan", "DirectedRelationshipIndexEndsWithScan",
+        "UndirectedRelationshipIndexEndsWithScan",
+    }
+)  # fmt: skip
+#: counts read from the count store: allowed only with a node label (``count( (:Event) )``)
+_COUNTS = frozenset({"NodeCountFromCountStore", "RelationshipCountFromCountStore"})
+_LABELLED_COUNT = re.compile(r"\(\s*:\s*`?[A-Za-z_]")
+_ANCHOR = (
+    "anchor the query on a node label, e.g. MATCH (e:Event) or MATCH (:Event)-[r:DEP]->(): "
+    "a scan of every node or relationship would also see runs still being written"
+)
+
 #: query types a level accepts (``s`` only when every operator is index/constraint DDL)
 _TYPES = {Level.READ: frozenset({"r"}), Level.WRITE: frozenset({"r", "rw", "w", "s"})}
 _DDL = frozenset(
@@ -143,6 +175,7 @@ def check_neo4j(
     known: frozenset[str],
     *,
     procedures: frozenset[str],
+    hidden: frozenset[str] = frozenset(),
 ) -> None:
     """Raise :class:`GateError` unless Neo4j's plan of a query is allowed at ``level``.
 
@@ -153,6 +186,9 @@ def check_neo4j(
     query cannot call a function the server lacks, planning would have failed. Any other
     name is refused, and so is a procedure not in ``procedures`` (the backend's
     ``read_procedures``).
+
+    ``hidden``: labels no query may read (the staging labels of runs being written); with
+    them, plans that read nodes or relationships without a label are refused too.
     """
     if plan is None:
         raise _refuse("the server gave no plan")
@@ -168,6 +204,8 @@ def check_neo4j(
         if kind not in ops:
             raise _refuse(f"plan operator {kind!r}")
         details = str((op.get("args") or {}).get("Details", ""))
+        if hidden:
+            _check_anchored(kind, details, hidden)
         if kind == "ProcedureCall":
             m = _CALL.match(details.strip())
             proc = _name(m.group(1)) if m else ""
@@ -182,6 +220,15 @@ def check_neo4j(
                 raise _refuse(f"function {name[:60]!r}")
     if query_type == "s" and not seen <= _DDL:
         raise _refuse("a schema or system command other than index and constraint DDL")
+
+
+def _check_anchored(kind: str, details: str, hidden: frozenset[str]) -> None:
+    """Refuse an operator that could see a run being written (see the module doc)."""
+    if kind in NEO4J_UNANCHORED or (kind in _COUNTS and not _LABELLED_COUNT.search(details)):
+        raise GateError(f"refused: plan operator {kind!r}: {_ANCHOR}")
+    named = sorted(set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", details)) & hidden)
+    if named:
+        raise GateError(f"refused: label {named[0]!r} holds runs still being written, which no query reads")
 
 
 def check_ladybug(plan_text: str, level: Level) -> None:

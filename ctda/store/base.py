@@ -2,10 +2,12 @@
 implement is :mod:`ctda.store.contract` (whose types are re-exported here).
 
 A run becomes visible atomically: readers only ever see runs whose status is
-``complete``. Both backends get there the same way (:meth:`Store.write_run`): a
-``pending`` run written in many transactions (Ladybug: one COPY per table; Neo4j: many
-parallel batches) and flipped to ``complete`` in a last one. After a failure no partial
-run is visible, and the next writer removes what was left behind.
+``complete``. Every backend gets there the same way (:meth:`Store.write_run`): a
+``pending`` run is written and flipped to ``complete`` in a last transaction. After a
+failure no partial run is visible, and the next writer removes what was left behind.
+Raw queries must not see a pending run either (:meth:`Store._whole_write`): Ladybug
+writes the whole run in one transaction, Neo4j keeps its nodes under staging labels
+until the flip (:attr:`Engine.stages_labels`).
 """
 
 from __future__ import annotations
@@ -74,13 +76,30 @@ class Store(JobFlows, Engine):
                 raise RefusedQuery(str(exc)) from None
         return self._query(text, bound, write, limits)
 
+    def _at(self, name: str) -> str:
+        """The label ``name`` nodes of a run being written carry: :func:`schema.staged` on a
+        store that :attr:`stages_labels`, else ``name`` itself."""
+        return schema.staged(name) if self.stages_labels else name
+
+    def _both(self, name: str) -> list[str]:
+        """The labels ``name`` nodes may carry: visible, and staged where the store stages."""
+        return [name, schema.staged(name)] if self.stages_labels else [name]
+
+    def _add_owned(self, label: schema.Label, rows: Any) -> None:
+        """Nodes or relationships (by ``label.ends``) of a run or job being written, from
+        ``rows`` as :meth:`_add_nodes` and :meth:`_add_rels` take them. A backend that
+        :attr:`stages_labels` puts them under the staging labels; the default, for one
+        that does not, is the plain insert."""
+        (self._add_nodes if label.ends is None else self._add_rels)(label, rows)
+
     # --- reads --------------------------------------------------------------------------
     def runs(self, include_incomplete: bool = False) -> list[RunInfo]:
         """Runs by name; only complete ones unless asked."""
         if self._absent():
             return []
-        rows = self._read("MATCH (r:Run) RETURN properties(r) AS p ORDER BY r.name, r.id")
-        out = [RunInfo.from_props(r["p"]) for r in rows]
+        labels = self._both("Run") if include_incomplete else ["Run"]
+        rows = [r for lab in labels for r in self._read(f"MATCH (r:{lab}) RETURN properties(r) AS p")]
+        out = sorted((RunInfo.from_props(r["p"]) for r in rows), key=lambda r: (r.name, r.id))
         return [r for r in out if include_incomplete or r.status == COMPLETE]
 
     def find_run(self, name: str) -> RunInfo | None:
@@ -128,7 +147,7 @@ class Store(JobFlows, Engine):
         total = data.n_rows
 
         def put(label: schema.Label, rows: Any) -> None:
-            (self._add_nodes if label.ends is None else self._add_rels)(label, rows)
+            self._add_owned(label, rows)
             faults.tick()
 
         put(schema.EVENT, tables["Event"])
@@ -192,6 +211,8 @@ class Store(JobFlows, Engine):
             self._upgrade(version)
             if version < 2:  # the breakdown tables arrived with schema 2
                 migrate.backfill_breakdowns(self)
+            if version < 4:  # unfinished runs of the old layout were visible: remove the dead
+                self.gc()
             self._write(
                 "MATCH (m:Meta {key: $k}) SET m.schema_version = $v",
                 {"k": META_KEY, "v": schema.SCHEMA_VERSION},
@@ -223,19 +244,30 @@ class Store(JobFlows, Engine):
         self.gc()  # what failed writers left behind
         if not replace and self.find_run(data.name) is not None:
             raise StoreError(f"run {data.name!r} already exists")
-        rid = self._allocate(data)
+        rid = -1
         try:
-            self._load(rid, data, faults, progress)
-            self._write_extras(rid, data, faults)
-            self._flip(rid, data.name, replace)
+            with self._whole_write():
+                rid = self._allocate(data)
+                self._load(rid, data, faults, progress)
+                self._write_extras(rid, data, faults)
+                self._flip(rid, data.name, replace)
         except BaseException:
-            self._forget(rid)
+            if rid >= 0:
+                self._forget(rid)
             raise
         self._purge_deleting()
         info = next((r for r in self.runs() if r.id == rid), None)
         if info is None:  # pragma: no cover - flipped but not readable: a store bug
             raise StoreError(f"run {data.name!r} was not stored")
         return info
+
+    def _whole_write(self) -> contextlib.AbstractContextManager[None]:
+        """The scope of one run's (or job's) whole write. By default none: each step commits
+        on its own and the run stays ``pending`` until :meth:`_flip`, so readers that skip
+        pending runs never see it. A backend whose raw queries could see those rows writes
+        the whole run in one transaction instead (Ladybug), or keeps them under staging
+        labels until the flip (Neo4j)."""
+        return contextlib.nullcontext()
 
     def _allocate(self, data: RunData) -> int:
         """Create the run's node as ``pending`` (invisible to readers); returns its new id."""
@@ -257,7 +289,7 @@ class Store(JobFlows, Engine):
             )
             row = dict(props, id=nid, status=PENDING, heartbeat=int(time.time()))
             sets = ", ".join(f"{k}: ${k}" for k in label.columns)
-            run(f"CREATE (:{label.name} {{{sets}}})", {k: row[k] for k in label.columns})
+            run(f"CREATE (:{self._at(label.name)} {{{sets}}})", {k: row[k] for k in label.columns})
             return nid
 
         return self._transaction(work)
@@ -269,7 +301,7 @@ class Store(JobFlows, Engine):
         props = ", ".join(f"{k}: ${k}" for k in schema.BLOB.columns)
         for name, blob in data.blobs.items():
             for chunk in schema.blob_chunks(rid, name, blob):
-                self._write(f"CREATE (:Blob {{{props}}})", chunk)
+                self._write(f"CREATE (:{self._at('Blob')} {{{props}}})", chunk)
                 faults.tick()
 
     def _flip(self, rid: int, name: str, replace: bool) -> None:
@@ -290,13 +322,19 @@ class Store(JobFlows, Engine):
             # (a list parameter never empty: Ladybug cannot type an empty list)
             run("MATCH (r:Run) WHERE r.id IN $ids SET r.status = $d", {"ids": olds or [-1], "d": DELETING})
             flipped = run(
-                "MATCH (r:Run) WHERE r.id = $rid AND r.status = $p SET r.status = $c RETURN count(r) AS n",
+                f"MATCH (r:{self._at('Run')}) WHERE r.id = $rid AND r.status = $p "
+                "SET r.status = $c RETURN count(r) AS n",
                 {"rid": rid, "p": PENDING, "c": COMPLETE},
             )
             if not flipped or int(flipped[0]["n"]) != 1:
                 raise StoreError(f"run {name!r} was removed while it was written (stale heartbeat?)")
+            self._publish(run, [rid], [])
 
         self._transaction(work)
+
+    def _publish(self, run: Run, run_ids: list[int], job_ids: list[int]) -> None:
+        """Inside the flip's transaction: give the nodes of runs ``run_ids`` and jobs
+        ``job_ids`` their visible labels. Nothing to do where runs are not staged."""
 
     def _forget(self, rid: int) -> None:
         """Best-effort removal of a failed run; what is left, a later writer removes."""
@@ -316,7 +354,8 @@ class Store(JobFlows, Engine):
         if not ids:
             return False
         # hidden first (one statement), so a delete cut short never shows half a run
-        self._write("MATCH (r:Run) WHERE r.id IN $ids SET r.status = $d", {"ids": ids, "d": DELETING})
+        for lab in self._both("Run"):
+            self._write(f"MATCH (r:{lab}) WHERE r.id IN $ids SET r.status = $d", {"ids": ids, "d": DELETING})
         self._delete_ids(ids)
         return True
 

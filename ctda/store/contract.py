@@ -129,6 +129,10 @@ class Engine(ABC):
     #: data lives only in the calling process (nothing another process could open) says
     #: False: its queries run in-process, under the same limits
     isolated_queries: ClassVar[bool] = True
+    #: whether the nodes of a run being written carry staging labels until the flip
+    #: (:func:`ctda.store.schema.staged`), so raw queries cannot see them; a backend that
+    #: says True puts them there (``Store._add_owned``) and relabels them (``Store._publish``)
+    stages_labels: ClassVar[bool] = False
 
     read_only: bool = False
 

@@ -52,7 +52,11 @@ class JobFlows:
     _create_pending: Callable[[schema.Label, dict[str, Any]], int]
     _load: Callable[[int, Any, FaultCounter, Any], None]
     _write_extras: Callable[[int, Any, FaultCounter], None]
-    _add_nodes: Callable[[schema.Label, Any], None]
+    _add_owned: Callable[[schema.Label, Any], None]
+    _at: Callable[[str], str]
+    _both: Callable[[str], list[str]]
+    _publish: Callable[[Any, list[int], list[int]], None]
+    _whole_write: Callable[[], contextlib.AbstractContextManager[None]]
     _delete_ids: Callable[[list[int]], None]
     _purge_deleting: Callable[[], None]
     _dead: Callable[[Any, float | None], bool]
@@ -64,8 +68,9 @@ class JobFlows:
         """Jobs by name; only complete ones unless asked."""
         if self._absent():
             return []
-        rows = self._read("MATCH (j:Job) RETURN properties(j) AS p ORDER BY j.name, j.id")
-        out = [JobInfo.from_props(r["p"]) for r in rows]
+        labels = self._both("Job") if include_incomplete else ["Job"]
+        rows = [r for lab in labels for r in self._read(f"MATCH (j:{lab}) RETURN properties(j) AS p")]
+        out = sorted((JobInfo.from_props(r["p"]) for r in rows), key=lambda j: (j.name, j.id))
         return [j for j in out if include_incomplete or j.status == COMPLETE]
 
     def find_job(self, name: str) -> JobInfo | None:
@@ -95,10 +100,14 @@ class JobFlows:
         return out
 
     def _job_run_ids(self, job_ids: list[int]) -> list[int]:
-        rows = self._read(
-            "MATCH (j:Job)-[:HAS_RANK]->(r:Run) WHERE j.id IN $ids RETURN r.id AS id",
-            {"ids": job_ids or [-1]},
-        )
+        rows = [
+            r
+            for job in self._both("Job")
+            for r in self._read(
+                f"MATCH (j:{job})-[:HAS_RANK]->(r) WHERE j.id IN $ids RETURN r.id AS id",
+                {"ids": job_ids or [-1]},
+            )
+        ]
         return sorted({int(r["id"]) for r in rows})
 
     # --- writes -------------------------------------------------------------------------
@@ -122,36 +131,17 @@ class JobFlows:
             taken = sorted(r.name for r in self.runs() if r.name in names)
             if taken:
                 raise StoreError(f"run {taken[0]!r} already exists; use --force to replace it")
-        jid = self._allocate_job(data)
-        run_ids: dict[int, int] = {}
-        total, done = data.n_rows, 0
+        written: dict[int, int] = {}  # -1: the job's id, rank: its run's id
         try:
-            for rank, run in sorted(data.runs.items()):
-                rid = self._allocate(run)
-                run_ids[rank] = rid
-                self._write(
-                    "MATCH (j:Job), (r:Run) WHERE j.id = $j AND r.id = $r "
-                    "CREATE (j)-[:HAS_RANK {rank: $k}]->(r)",
-                    {"j": jid, "r": rid, "k": rank},
-                )
-                base = done
-                tick = None if progress is None else (lambda d, _t, b=base: progress(b + d, total))
-                self._load(rid, run, faults, tick)
-                self._write_extras(rid, run, faults)
-                done += run.n_rows
-                self._beat_job(jid, list(run_ids.values()))
-            rows = job_rows(data, jid, run_ids)
-            for label in schema.JOB_TABLES:
-                self._add_nodes(label, rows[label.name])
-                faults.tick()
-            self._add_rels(schema.HAS_STEP, rows["HAS_STEP"])
-            self._add_rels(schema.JOB_CP, rows["JOB_CP"])
-            faults.tick()
-            self._flip_job(jid, sorted(run_ids.values()), data.name, names, replace)
+            with self._whole_write():
+                self._write_job_rows(data, written, faults, progress, replace)
         except BaseException:
-            with contextlib.suppress(Exception):  # the original error is the one to report
-                self._delete_job_ids([jid], extra_runs=list(run_ids.values()))
+            if -1 in written:
+                with contextlib.suppress(Exception):  # the original error is the one to report
+                    runs = [rid for rank, rid in written.items() if rank >= 0]
+                    self._delete_job_ids([written[-1]], extra_runs=runs)
             raise
+        jid = written[-1]
         self._purge_deleting()
         self._purge_deleting_jobs()
         info = next((j for j in self.jobs() if j.id == jid), None)
@@ -159,10 +149,42 @@ class JobFlows:
             raise StoreError(f"job {data.name!r} was not stored")
         return info
 
-    def _add_rels(self, label: schema.Label, rows: Any) -> None:
-        """Create ``label`` relationships from ``rows`` (Arrow: ``from``/``to`` keys of the
-        end labels, then the label's columns)."""
-        raise NotImplementedError
+    def _write_job_rows(
+        self,
+        data: JobData,
+        written: dict[int, int],
+        faults: FaultCounter,
+        progress: Progress | None,
+        replace: bool,
+    ) -> None:
+        """Write the job pending, its runs and tables, then flip it; ``written`` receives
+        the ids as they are allocated (-1: the job, each rank: its run), so a failure
+        anywhere knows what to remove."""
+        jid = written[-1] = self._allocate_job(data)
+        run_ids: dict[int, int] = {}
+        total, done = data.n_rows, 0
+        for rank, run in sorted(data.runs.items()):
+            rid = written[rank] = run_ids[rank] = self._allocate(run)
+            self._write(
+                f"MATCH (j:{self._at('Job')}), (r:{self._at('Run')}) WHERE j.id = $j AND r.id = $r "
+                "CREATE (j)-[:HAS_RANK {rank: $k}]->(r)",
+                {"j": jid, "r": rid, "k": rank},
+            )
+            base = done
+            tick = None if progress is None else (lambda d, _t, b=base: progress(b + d, total))
+            self._load(rid, run, faults, tick)
+            self._write_extras(rid, run, faults)
+            done += run.n_rows
+            self._beat_job(jid, list(run_ids.values()))
+        rows = job_rows(data, jid, run_ids)
+        for label in schema.JOB_TABLES:
+            self._add_owned(label, rows[label.name])
+            faults.tick()
+        self._add_owned(schema.HAS_STEP, rows["HAS_STEP"])
+        self._add_owned(schema.JOB_CP, rows["JOB_CP"])
+        faults.tick()
+        names = {r.name for r in data.runs.values()}
+        self._flip_job(jid, sorted(run_ids.values()), data.name, names, replace)
 
     def _allocate_job(self, data: JobData) -> int:
         """The Job node, ``pending``, with an id from the run id sequence."""
@@ -171,9 +193,10 @@ class JobFlows:
     def _beat_job(self, jid: int, run_ids: list[int]) -> None:
         """Keep a job being written, and its runs written so far, from looking abandoned."""
         now = int(time.time())
-        self._write("MATCH (j:Job) WHERE j.id = $j SET j.heartbeat = $t", {"j": jid, "t": now})
+        self._write(f"MATCH (j:{self._at('Job')}) WHERE j.id = $j SET j.heartbeat = $t", {"j": jid, "t": now})
         self._write(
-            "MATCH (r:Run) WHERE r.id IN $ids SET r.heartbeat = $t", {"ids": run_ids or [-1], "t": now}
+            f"MATCH (r:{self._at('Run')}) WHERE r.id IN $ids SET r.heartbeat = $t",
+            {"ids": run_ids or [-1], "t": now},
         )
 
     def _flip_job(self, jid: int, run_ids: list[int], name: str, run_names: set[str], replace: bool) -> None:
@@ -202,15 +225,18 @@ class JobFlows:
             run("MATCH (r:Run) WHERE r.id IN $ids SET r.status = $d", {"ids": gone, "d": DELETING})
             run("MATCH (j:Job) WHERE j.id IN $ids SET j.status = $d", {"ids": olds or [-1], "d": DELETING})
             flipped = run(
-                "MATCH (j:Job) WHERE j.id = $j AND j.status = $p SET j.status = $c RETURN count(j) AS n",
+                f"MATCH (j:{self._at('Job')}) WHERE j.id = $j AND j.status = $p "
+                "SET j.status = $c RETURN count(j) AS n",
                 {"j": jid, "p": PENDING, "c": COMPLETE},
             )
             runs = run(
-                "MATCH (r:Run) WHERE r.id IN $ids AND r.status = $p SET r.status = $c RETURN count(r) AS n",
+                f"MATCH (r:{self._at('Run')}) WHERE r.id IN $ids AND r.status = $p "
+                "SET r.status = $c RETURN count(r) AS n",
                 {"ids": run_ids or [-1], "p": PENDING, "c": COMPLETE},
             )
             if int(flipped[0]["n"]) != 1 or int(runs[0]["n"]) != len(run_ids):
                 raise StoreError(f"job {name!r} was removed while it was written (stale heartbeat?)")
+            self._publish(run, run_ids, [jid])
 
         self._transaction(work)
 
@@ -223,11 +249,12 @@ class JobFlows:
 
         def hide(run: Any) -> None:
             # hidden first (one transaction), so a delete cut short never shows half a job
-            run("MATCH (j:Job) WHERE j.id IN $ids SET j.status = $d", {"ids": ids, "d": DELETING})
-            run(
-                "MATCH (j:Job)-[:HAS_RANK]->(r:Run) WHERE j.id IN $ids SET r.status = $d",
-                {"ids": ids, "d": DELETING},
-            )
+            for job in self._both("Job"):
+                run(f"MATCH (j:{job}) WHERE j.id IN $ids SET j.status = $d", {"ids": ids, "d": DELETING})
+                run(
+                    f"MATCH (j:{job})-[:HAS_RANK]->(r) WHERE j.id IN $ids SET r.status = $d",
+                    {"ids": ids, "d": DELETING},
+                )
 
         self._transaction(hide)
         self._delete_job_ids(ids)
@@ -237,13 +264,16 @@ class JobFlows:
         """Remove jobs ``ids`` with their runs (and ``extra_runs``, not linked yet)."""
         runs = sorted(set(self._job_run_ids(ids)) | set(extra_runs))
         for jid in ids:
-            self._write("MATCH (s:JobStep) WHERE s.job_id = $j DETACH DELETE s", {"j": jid})
+            for step in self._both("JobStep"):
+                self._write(f"MATCH (s:{step}) WHERE s.job_id = $j DETACH DELETE s", {"j": jid})
             for label in schema.JOB_TABLES[1:]:
-                self._write(f"MATCH (x:{label.name}) WHERE x.job_id = $j DELETE x", {"j": jid})
+                for lab in self._both(label.name):
+                    self._write(f"MATCH (x:{lab}) WHERE x.job_id = $j DELETE x", {"j": jid})
         if runs:
             self._delete_ids(runs)
         for jid in ids:
-            self._write("MATCH (j:Job) WHERE j.id = $j DETACH DELETE j", {"j": jid})
+            for job in self._both("Job"):
+                self._write(f"MATCH (j:{job}) WHERE j.id = $j DETACH DELETE j", {"j": jid})
 
     def _purge_deleting_jobs(self) -> None:
         """Remove jobs marked ``deleting`` (replaced ones) with whatever they still hold."""

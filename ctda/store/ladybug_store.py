@@ -1,12 +1,14 @@
 """Embedded store: LadybugDB (a Kùzu-derived graph database in one file, no server).
 
 Why it is fast: each table of a run is bulk-loaded from an Arrow table with one
-``COPY ... FROM $t`` (columnar end to end), each COPY committing on its own; one big
-transaction around them measured 30% more CPU (the WAL is written again at commit).
-Why it is atomic all the same: the run is created ``pending`` and made ``complete``
-(replacing an older run of the same name) in one last transaction; readers only see
-complete runs. Ladybug lets one process write and several read, so a store opened for
-writing removes every unfinished run it finds: no other writer can be alive.
+``COPY ... FROM $t`` (columnar end to end). Why it is atomic: the whole run (its Run
+node, every COPY, the flip to ``complete``) is one transaction, so no reader, not even a
+raw query scanning every table, ever sees a run being written, and a writer killed half
+way leaves nothing behind (recovery drops a transaction that never committed). Writing
+each COPY in its own transaction was cheaper (docs/security.md gives the measured cost)
+but let a raw query count a pending run's rows. Ladybug lets one process write and
+several read, so a store opened for writing removes every unfinished run it finds (only
+a store written by an older release, which committed each COPY, can hold one).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import contextlib
 import os
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from decimal import Decimal
 from pathlib import Path
 from typing import Any, TypeVar
@@ -121,6 +123,7 @@ class LadybugStore(Store):
         self.read_only = read_only
         self._db: Any = None
         self._conn: Any = None
+        self._in_write = False  # inside _whole_write: transactions join it
         if read_only and not self.path.exists():
             return  # an empty store: nothing ingested yet
         if not read_only:
@@ -190,6 +193,8 @@ class LadybugStore(Store):
         return self._rows(text, params).records()
 
     def _transaction(self, work: Callable[[Run], T]) -> T:
+        if self._in_write:  # part of the run's one transaction (see _whole_write)
+            return work(self._write)
         self._exec("BEGIN TRANSACTION")
         try:
             out = work(self._write)
@@ -199,6 +204,22 @@ class LadybugStore(Store):
                 self._exec("ROLLBACK")
             raise
         return out
+
+    @contextlib.contextmanager
+    def _whole_write(self) -> Iterator[None]:
+        """One transaction around a run's (or job's) whole write: committed at the end,
+        rolled back on any error; the flows' own transactions join it."""
+        self._exec("BEGIN TRANSACTION")
+        self._in_write = True
+        try:
+            yield
+            self._in_write = False
+            self._exec("COMMIT")
+        except BaseException:
+            self._in_write = False
+            with contextlib.suppress(StoreError):
+                self._exec("ROLLBACK")
+            raise
 
     def _ddl(self) -> list[str]:
         tables = [ddl(label) for label in schema.NODES + schema.RELS]

@@ -1,9 +1,10 @@
 """The Cypher a Neo4j store sends, and the driver's values made plain: DDL from the schema,
-columnar ``UNWIND`` batches, row conversion (kept apart from the store's flows in
-:mod:`ctda.store.neo4j_store`)."""
+columnar ``UNWIND`` batches, the batched deletes and the flip's relabelling, row
+conversion (kept apart from the store's flows in :mod:`ctda.store.neo4j_store`)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pyarrow as pa
@@ -13,32 +14,35 @@ from ctda.store import schema
 
 def schema_statements() -> list[str]:
     """Constraints and indexes, from :mod:`ctda.store.schema`: a uniqueness constraint on
-    each node label's key (Ladybug's primary key) and an index on its ``indexed`` properties."""
+    each node label's key (Ladybug's primary key) and an index on its ``indexed`` properties
+    (``run_id``, ``job_id``: what the flip and deletes find a run's nodes by); the same for
+    the staging label of each label a run or job owns."""
     out = []
-    for label in schema.NODES:
+    staged = [(schema.staged(x.name), x) for x in schema.OWNED]
+    for name, label in [(x.name, x) for x in schema.NODES] + staged:
         key = label.key
-        out.append(
-            f"CREATE CONSTRAINT {_index_name(label, key)} IF NOT EXISTS "
-            f"FOR (n:{label.name}) REQUIRE n.{key} IS UNIQUE"
-        )
+        unique = f"FOR (n:{name}) REQUIRE n.{key} IS UNIQUE"
+        out.append(f"CREATE CONSTRAINT {_index_name(name, key)} IF NOT EXISTS {unique}")
         out += [
-            f"CREATE INDEX {_index_name(label, p)} IF NOT EXISTS FOR (n:{label.name}) ON (n.{p})"
+            f"CREATE INDEX {_index_name(name, p)} IF NOT EXISTS FOR (n:{name}) ON (n.{p})"
             for p in label.indexed
         ]
     return out
 
 
-def _index_name(label: schema.Label, prop: str) -> str:
+def _index_name(label: str, prop: str) -> str:
     """``ctda_<label>_<property without _id>`` (``ctda_event_run``): the names stores have."""
     short = prop[: -len("_id")] if prop.endswith("_id") else prop
-    return f"ctda_{label.name.lower()}_{short}"
+    return f"ctda_{label.lower()}_{short}"
 
 
-def create_nodes(label: schema.Label, const: dict[str, str]) -> str:
-    """Columnar UNWIND creating ``label`` nodes; ``const`` maps properties to scalar params."""
+def create_nodes(label: schema.Label, const: dict[str, str], name: str | None = None) -> str:
+    """Columnar UNWIND creating ``label`` nodes labelled ``name`` (by default the label's
+    own; a staging label for a run being written); ``const`` maps properties to scalar
+    params."""
     props = [f"{p}: ${const[p]}" if p in const else f"{p}: $p{k}[i]" for k, p in enumerate(label.columns)]
     return (
-        f"UNWIND range(0, size($p0) - 1) AS i CREATE (n:{label.name} {{{', '.join(props)}}}) "
+        f"UNWIND range(0, size($p0) - 1) AS i CREATE (n:{name or label.name} {{{', '.join(props)}}}) "
         "RETURN collect(id(n)) AS ids"
     )
 
@@ -97,3 +101,35 @@ def records(tx: Any, text: str, params: dict[str, Any] | None) -> list[dict[str,
 def first_line(exc: BaseException) -> str:
     text = getattr(exc, "message", None) or str(exc) or type(exc).__name__
     return str(text).strip().splitlines()[0]
+
+
+def delete_steps(at: Callable[[str], str]) -> tuple[str, ...]:
+    """What a run still owns after the parallel delete pass, removed a batch at a time;
+    ``at`` maps a label to the one its nodes carry (visible or staged)."""
+    batch = "MATCH (x:{}) WHERE x.run_id = $rid WITH x LIMIT {} DETACH DELETE x RETURN count(*) AS n"
+    return (
+        f"MATCH (g:{at('Segment')})-[c:CP]->() WHERE g.run_id = $rid WITH c LIMIT $n DELETE c "
+        "RETURN count(*) AS n",
+        *(batch.format(at(name), "$n") for name in ("Segment", "Event", "Window", "Scenario")),
+        batch.format(at("Blob"), 4),
+        *(batch.format(at(label.name), "$n") for label in schema.BREAKDOWN_LABELS.values()),
+    )
+
+
+def publish_steps() -> list[tuple[str, str]]:
+    """(owner key, statement) pairs giving a batch of a flipped run's (``run_id``) or job's
+    (``job_id``) staged nodes their labels; each returns how many it relabelled."""
+    out = []
+    for label in schema.OWNED:
+        key = {"Run": "id", "Job": "id"}.get(label.name) or (
+            "job_id" if "job_id" in label.columns else "run_id"
+        )
+        owner = "job" if label.name == "Job" or key == "job_id" else "run"
+        out.append(
+            (
+                owner,
+                f"MATCH (n:{schema.staged(label.name)}) WHERE n.{key} IN $ids WITH n LIMIT $n "
+                f"SET n:{label.name} REMOVE n:{schema.staged(label.name)} RETURN count(*) AS n",
+            )
+        )
+    return out

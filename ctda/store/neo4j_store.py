@@ -7,9 +7,13 @@ endpoints by internal node id (returned when the nodes were created) instead of 
 seek. A run of millions of rows cannot be one transaction (the server holds a
 transaction's state in memory), so a run is written as ``status: 'pending'``, refreshed
 by a heartbeat while it is written, and made visible by a last transaction that flips it
-to ``'complete'`` (and marks a run it replaces ``'deleting'``). Readers only see complete
-runs. A writer that dies leaves a pending run whose heartbeat stops; the next writer
-removes it once it is older than ``CTDA_STALE_S`` seconds.
+to ``'complete'`` (and marks a run it replaces ``'deleting'``). While it is written its
+nodes carry staging labels (``PendingEvent``, ... :func:`ctda.store.schema.staged`); the
+flip gives them their labels, in batches inside its one transaction. A raw query never
+sees them: the query gate refuses plans that name a staging label or read nodes or
+relationships without a label (docs/security.md). A writer that dies leaves a pending run
+whose heartbeat stops; the next writer removes it once it is older than ``CTDA_STALE_S``
+seconds.
 """
 
 from __future__ import annotations
@@ -17,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
-import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -44,37 +47,23 @@ from ctda.store.neo4j_cypher import (
     records,
     schema_statements,
 )
+from ctda.store.neo4j_staging import DELETE_BATCH, Heartbeat, Staging
 from ctda.store.schema import DELETING, PENDING
 
 T = TypeVar("T")
 
 #: a pending run whose heartbeat is older than this ($CTDA_STALE_S) is a dead writer's leftover
 STALE_S = 600.0
-HEARTBEAT_S = 5.0
 # Measured on a 2-core machine: small transactions cost the server less per row (its
 # transaction state stays small: less garbage collection) and three sessions keep it busy
 # while the client packs the next batches; 10k-node batches ran at half the rate.
 WRITERS = int(os.environ.get("CTDA_NEO4J_WRITERS", "3"))
 NODE_BATCH = int(os.environ.get("CTDA_NEO4J_NODE_BATCH", "1500"))
 REL_BATCH = int(os.environ.get("CTDA_NEO4J_REL_BATCH", "3000"))
-DELETE_BATCH = 5000
-#: what a run still owns after the parallel delete pass, removed a batch at a time
-_DELETE_STEPS = (
-    "MATCH (g:Segment)-[c:CP]->() WHERE g.run_id = $rid WITH c LIMIT $n DELETE c RETURN count(*) AS n",
-    "MATCH (g:Segment) WHERE g.run_id = $rid WITH g LIMIT $n DETACH DELETE g RETURN count(*) AS n",
-    "MATCH (e:Event) WHERE e.run_id = $rid WITH e LIMIT $n DETACH DELETE e RETURN count(*) AS n",
-    "MATCH (w:Window) WHERE w.run_id = $rid WITH w LIMIT $n DETACH DELETE w RETURN count(*) AS n",
-    "MATCH (s:Scenario) WHERE s.run_id = $rid WITH s LIMIT $n DETACH DELETE s RETURN count(*) AS n",
-    "MATCH (b:Blob) WHERE b.run_id = $rid WITH b LIMIT 4 DELETE b RETURN count(*) AS n",
-    *(
-        f"MATCH (x:{label.name}) WHERE x.run_id = $rid WITH x LIMIT $n DELETE x RETURN count(*) AS n"
-        for label in schema.BREAKDOWN_LABELS.values()
-    ),
-)
 
 
 @register
-class Neo4jStore(Store):
+class Neo4jStore(Staging, Store):
     """Runs in a Neo4j database, written in parallel batches, made visible atomically."""
 
     kind = "neo4j"
@@ -96,6 +85,7 @@ class Neo4jStore(Store):
             "ctda.replaycache",  # counters of ctda.replay's run cache
         }
     )
+    stages_labels = True
 
     def __init__(
         self,
@@ -210,7 +200,9 @@ class Neo4jStore(Store):
         with self._session(write=write) as s:
             qtype, tree = self._guard(lambda: (s.execute_write if write else s.execute_read)(explain))
         builtins, known = self._functions()
-        plan.check_neo4j(qtype, tree, level, builtins, known, procedures=self.read_procedures)
+        plan.check_neo4j(
+            qtype, tree, level, builtins, known, procedures=self.read_procedures, hidden=schema.STAGED_LABELS
+        )
 
     def _functions(self) -> tuple[frozenset[str], frozenset[str]]:
         """The server's built-in function names and all its function names, lower case
@@ -262,7 +254,7 @@ class Neo4jStore(Store):
 
     def _load(self, rid: int, data: RunData, faults: FaultCounter, progress: Progress | None) -> None:
         tables = data.keyed(rid)
-        beat = _Heartbeat(self, rid)
+        beat = Heartbeat(self, rid)
         total, done = data.n_rows, 0
 
         def tick(rows: int) -> None:
@@ -273,7 +265,7 @@ class Neo4jStore(Store):
             if progress:
                 progress(done, total)
 
-        ev_ids = self._nodes(schema.EVENT, tables["Event"], tick, {"run_id": rid})
+        ev_ids = self._nodes(schema.EVENT, tables["Event"], tick, {"run_id": rid}, staged=True)
         self._rels(
             schema.DEP,
             tables["DEP"],
@@ -295,19 +287,20 @@ class Neo4jStore(Store):
         self._rels(schema.CP, tables["CP"], seg_ids[segs.of_cp], ev_ids[int_column(data.cp, "target")], tick)
         for label in schema.BREAKDOWN_LABELS.values():
             if label.name in tables:
-                self._add_nodes(label, tables[label.name])
+                self._add_nodes(label, tables[label.name], staged=True)
 
-    def _add_nodes(self, label: schema.Label, rows: pa.Table) -> None:
-        self._nodes(label, rows, lambda _rows: None)
+    def _add_nodes(self, label: schema.Label, rows: pa.Table, *, staged: bool = False) -> None:
+        self._nodes(label, rows, lambda _rows: None, staged=staged)
 
-    def _add_rels(self, label: schema.Label, rows: pa.Table) -> None:
+    def _add_rels(self, label: schema.Label, rows: pa.Table, *, staged: bool = False) -> None:
         # endpoints by their unique keys (a job's tables are small: index seeks suffice)
         assert label.ends is not None
         src, dst = (next(n for n in schema.NODES if n.name == end) for end in label.ends)
+        at = self._at if staged else str
         props = ", ".join(f"{p}: r.p{k}" for k, p in enumerate(label.columns))
         q = (
-            f"UNWIND $rows AS r MATCH (a:{src.name} {{{src.key}: r.f}}) "
-            f"MATCH (b:{dst.name} {{{dst.key}: r.t}}) "
+            f"UNWIND $rows AS r MATCH (a:{at(src.name)} {{{src.key}: r.f}}) "
+            f"MATCH (b:{at(dst.name)} {{{dst.key}: r.t}}) "
             f"CREATE (a)-[:{label.name}{f' {{{props}}}' if props else ''}]->(b)"
         )
         recs = rows.to_pylist()
@@ -325,8 +318,9 @@ class Neo4jStore(Store):
         for lo in range(0, len(rows), NODE_BATCH):
             hi = min(lo + NODE_BATCH, len(rows))
             got = self._write(
-                "UNWIND $segs AS g MATCH (w:Window) WHERE id(w) = g.w "
-                "CREATE (w)-[:HAS_SEGMENT]->(x:Segment) SET x = g.p RETURN collect(id(x)) AS ids",
+                "UNWIND $segs AS g MATCH (w) WHERE id(w) = g.w "
+                f"CREATE (w)-[:HAS_SEGMENT]->(x:{self._at('Segment')}) SET x = g.p "
+                "RETURN collect(id(x)) AS ids",
                 {"segs": [{"w": int(win_ids[segs.window[i]]), "p": rows[i]} for i in range(lo, hi)]},
             )[0]["ids"]
             if len(got) != hi - lo:  # pragma: no cover - would mean a window vanished mid-write
@@ -340,13 +334,16 @@ class Neo4jStore(Store):
         table: pa.Table,
         tick: Callable[[int], None],
         same: dict[str, Any] | None = None,
+        *,
+        staged: bool = False,
     ) -> np.ndarray:
         """Create ``label`` nodes from ``table`` in parallel batches; their internal ids, in row order.
 
-        ``same`` holds properties with one value for every node (sent once per batch).
+        ``same`` holds properties with one value for every node (sent once per batch);
+        ``staged``: under the staging label (a run being written).
         """
         same = same or {}
-        query = create_nodes(label, {p: p for p in same})
+        query = create_nodes(label, {p: p for p in same}, self._at(label.name) if staged else label.name)
         ids = np.zeros(table.num_rows, dtype=np.int64)
 
         def batch(lo: int, hi: int) -> tuple[int, Callable[[], None]]:
@@ -411,8 +408,9 @@ class Neo4jStore(Store):
         """Scenario, its windows and links in one transaction; returns window node ids."""
         scen = dict(data.scenario, run_id=rid, key=schema.scenario_key(rid, data.scenario["name"]))
         rows = self._write(
-            "MATCH (r:Run {id: $rid}) CREATE (r)-[:HAS_SCENARIO]->(s:Scenario) SET s = $scen "
-            "WITH s UNWIND $windows AS w CREATE (s)-[:HAS_WINDOW]->(x:Window) SET x = w "
+            f"MATCH (r:{self._at('Run')} {{id: $rid}}) "
+            f"CREATE (r)-[:HAS_SCENARIO]->(s:{self._at('Scenario')}) SET s = $scen "
+            f"WITH s UNWIND $windows AS w CREATE (s)-[:HAS_WINDOW]->(x:{self._at('Window')}) SET x = w "
             "RETURN collect(id(x)) AS ids",
             {"rid": rid, "scen": scen, "windows": windows.to_pylist()},
         )
@@ -423,14 +421,6 @@ class Neo4jStore(Store):
             self._driver.verify_connectivity()  # fails fast when the server is gone
             super()._forget(rid)
 
-    def _delete_ids(self, ids: list[int]) -> None:
-        for rid in ids:
-            self._delete_parallel(rid)
-            # whatever the parallel pass missed (an unknown event count): one batch at a time
-            for q in _DELETE_STEPS:
-                self._until_empty(q, {"rid": rid, "n": DELETE_BATCH})
-            self._write("MATCH (r:Run {id: $rid}) DETACH DELETE r", {"rid": rid})
-
     def _delete_parallel(self, rid: int) -> None:
         """Delete a run's paths and events on several sessions, in disjoint batches.
 
@@ -438,50 +428,31 @@ class Neo4jStore(Store):
         go by ranges of ``Event.key``, which its unique index seeks. Batches
         that meet on an edge between two ranges may deadlock: the driver retries them.
         """
-        segments = [
-            r["k"]
-            for r in self._read("MATCH (g:Segment) WHERE g.run_id = $rid RETURN g.key AS k", {"rid": rid})
+        found = [
+            r
+            for lab in self._both("Run")
+            for r in self._read(f"MATCH (r:{lab} {{id: $rid}}) RETURN r.events AS n", {"rid": rid})
         ]
-        found = self._read("MATCH (r:Run {id: $rid}) RETURN r.events AS n", {"rid": rid})
         n = int(found[0]["n"] or 0) + 2 if found else 0  # + SOURCE and SINK
         base = rid * schema.KEY_SPAN
+        for seg, event in zip(self._both("Segment"), self._both("Event")):
+            segments = [
+                r["k"]
+                for r in self._read(f"MATCH (g:{seg}) WHERE g.run_id = $rid RETURN g.key AS k", {"rid": rid})
+            ]
 
-        def segment_paths(key: str) -> Callable[[], None]:
-            q = "MATCH (g:Segment {key: $k}) DETACH DELETE g"
-            return functools.partial(self._write_none, q, {"k": key})
+            def segment_paths(key: str, seg: str = seg) -> Callable[[], None]:
+                q = f"MATCH (g:{seg} {{key: $k}}) DETACH DELETE g"
+                return functools.partial(self._write_none, q, {"k": key})
 
-        def events(lo: int) -> Callable[[], None]:
-            q = "MATCH (e:Event) WHERE e.key >= $lo AND e.key < $hi DETACH DELETE e"
-            return functools.partial(
-                self._write_none, q, {"lo": base + lo, "hi": base + min(lo + NODE_BATCH, n)}
-            )
+            def events(lo: int, event: str = event) -> Callable[[], None]:
+                q = f"MATCH (e:{event}) WHERE e.key >= $lo AND e.key < $hi DETACH DELETE e"
+                return functools.partial(
+                    self._write_none, q, {"lo": base + lo, "hi": base + min(lo + NODE_BATCH, n)}
+                )
 
-        self._parallel(((0, segment_paths(k)) for k in segments), lambda rows: None)
-        self._parallel(((0, events(lo)) for lo in range(0, n, NODE_BATCH)), lambda rows: None)
-
-    def _until_empty(self, query: str, params: dict[str, Any]) -> None:
-        """Run a batched delete (it returns how many it removed) until it removes nothing."""
-        while self._write(query, params)[0]["n"]:
-            pass
+            self._parallel(((0, segment_paths(k)) for k in segments), lambda rows: None)
+            self._parallel(((0, events(lo)) for lo in range(0, n, NODE_BATCH)), lambda rows: None)
 
     def close(self) -> None:
         self._driver.close()
-
-
-class _Heartbeat:
-    """Refreshes a pending run's heartbeat so other writers do not take it for dead."""
-
-    def __init__(self, store: Neo4jStore, rid: int) -> None:
-        self.store, self.rid = store, rid
-        self.last = time.monotonic()
-        self.lock = threading.Lock()
-
-    def maybe(self) -> None:
-        now = time.monotonic()
-        if now - self.last < HEARTBEAT_S:
-            return
-        with self.lock:
-            self.last = now
-            self.store._write(
-                "MATCH (r:Run {id: $rid}) SET r.heartbeat = $t", {"rid": self.rid, "t": int(time.time())}
-            )

@@ -44,9 +44,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-#: 3: distributed jobs (new tables only); 2: critical paths hang off Segment nodes (1: off
-#: the Window); older stores are migrated on first write
-SCHEMA_VERSION = 3
+#: 4: a run being written is invisible to raw queries (Neo4j: staging labels; Ladybug: one
+#: transaction); 3: distributed jobs (new tables only); 2: critical paths hang off Segment
+#: nodes (1: off the Window); older stores are migrated on first write
+SCHEMA_VERSION = 4
 #: CP relationships per Segment node
 SEGMENT_SIZE = 256
 #: analysed-event index space of one run inside ``Event.key``
@@ -430,6 +431,22 @@ NODES = (
     *JOB_TABLES,
 )
 RELS = (DEP, CP, HAS_SCENARIO, HAS_WINDOW, HAS_SEGMENT, HAS_RANK, HAS_STEP, JOB_CP)
+
+
+#: labels of the nodes a run or job owns; on Neo4j a pending run's nodes carry
+#: :func:`staged` labels instead, relabelled by the flip (docs/security.md)
+OWNED = tuple(label for label in NODES if label not in (RULE, META))
+STAGED_PREFIX = "Pending"
+
+
+def staged(name: str) -> str:
+    """The label ``name`` nodes carry on Neo4j while their run is written (``PendingEvent``):
+    no query a user types may read it, so no raw query sees a run before its flip."""
+    return STAGED_PREFIX + name
+
+
+#: every staging label (the query gate refuses a plan that names one)
+STAGED_LABELS = frozenset(staged(label.name) for label in OWNED)
 
 
 def event_key(run_id: int, idx: int) -> int:
