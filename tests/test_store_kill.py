@@ -3,7 +3,9 @@ cannot open: ``runs``, ``report`` and ``ingest`` work afterwards with no manual 
 
 The killer watches the store's files (the database, its WAL, the checkpoint's shadow file
 and lock files) and sends SIGKILL at the N-th change it sees, for N spread over the whole
-write; a few kills land before the store is touched at all. Kills that hit a checkpoint
+write (one ingest left to finish first counts the changes a write makes: the engine decides
+how often it touches its files, so the test measures rather than assumes); a few kills land
+before the store is touched at all. Kills that hit a checkpoint
 (a shadow file, a WAL being checkpointed, or a checkpoint lock present) are counted: at
 least some must, since those are the ones that used to leave "recovery pending".
 """
@@ -27,10 +29,14 @@ pytest.importorskip("ladybug")
 
 TRACE = Path(__file__).parent / "data" / "hta" / "rocm62_mi250_minitoy_train.json.gz"
 RUN = "victim"
-#: store-file changes to kill at (a small trace's write makes about 60 of them): every sixth,
-#: since neighbouring changes mostly land in the same stage of the write and each kill costs
-#: a process start; most fall during a checkpoint
-CHANGE_POINTS = list(range(3, 60, 6))
+#: kills at store-file changes, spread evenly from the third change to SPREAD of the changes
+#: a whole write makes (a small trace's write in one transaction makes 40-50: opening and
+#: checkpointing what the last writer left, the transaction's WAL, the commit's checkpoint;
+#: a write may make a few fewer than the one measured, hence not to the very end). Ten,
+#: since neighbouring changes mostly land in the same stage and each kill costs a process
+#: start; most fall during a checkpoint
+CHANGE_KILLS = 10
+SPREAD = 0.85
 #: seconds after the start, before the store is opened for writing
 EARLY_POINTS = [0.3, 1.5]
 CTDA = [sys.executable, "-c", "from ctda.cli.app import main; main()"]
@@ -51,8 +57,15 @@ def _in_checkpoint(state: tuple[tuple[str, int], ...]) -> bool:
     return any(n.endswith((".shadow", ".wal.checkpoint", ".checkpoint.intent.lock")) for n, _ in state)
 
 
-def _kill_ingest(db: Path, change: int | None, seconds: float | None) -> tuple[bool, bool]:
-    """Start an ingest and SIGKILL it; returns (killed before it ended, during a checkpoint)."""
+def _change_points(changes: int) -> list[int]:
+    """The store-file changes to kill at, for a write that makes ``changes`` of them."""
+    last = max(int(changes * SPREAD), 3 + CHANGE_KILLS)
+    return sorted({3 + round(i * (last - 3) / (CHANGE_KILLS - 1)) for i in range(CHANGE_KILLS)})
+
+
+def _kill_ingest(db: Path, change: int | None, seconds: float | None) -> tuple[bool, bool, int]:
+    """Start an ingest and SIGKILL it (neither ``change`` nor ``seconds``: let it finish);
+    returns (killed before it ended, during a checkpoint, store-file changes seen)."""
     cmd = [*CTDA, "ingest", str(TRACE), "--db", str(db), "--run", RUN, "--force"]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     t0 = time.monotonic()
@@ -80,7 +93,7 @@ def _kill_ingest(db: Path, change: int | None, seconds: float | None) -> tuple[b
             proc.wait()
     killed = proc.returncode == -signal.SIGKILL
     assert killed or proc.returncode == 0, err.decode(errors="replace")
-    return killed, killed and hit_checkpoint
+    return killed, killed and hit_checkpoint, changes
 
 
 def _cli(*args: str) -> str:
@@ -92,10 +105,16 @@ def _cli(*args: str) -> str:
 def test_kill_ingest_anywhere_leaves_an_openable_store(tmp_path: Path) -> None:
     db = tmp_path / "store.lbug"
     _cli("ingest", str(TRACE), "--db", str(db), "--run", RUN)
+    # a replacing write grows the file while the old run's pages are still held; once they
+    # are free the next writes reuse them: count the changes of such a steady write
+    _cli("ingest", str(TRACE), "--db", str(db), "--run", RUN, "--force")
+    finished, _, changes = _kill_ingest(db, None, None)
+    assert not finished and changes >= 20, f"an ingest made only {changes} store-file changes"
     killed = in_checkpoint = 0
-    points = [(None, s) for s in EARLY_POINTS] + [(c, None) for c in CHANGE_POINTS]
+    points = [(None, s) for s in EARLY_POINTS] + [(c, None) for c in _change_points(changes)]
+    assert len(points) == len(EARLY_POINTS) + CHANGE_KILLS
     for i, (change, seconds) in enumerate(points):
-        k, c = _kill_ingest(db, change, seconds)
+        k, c, _ = _kill_ingest(db, change, seconds)
         killed += k
         in_checkpoint += c
         # every command works afterwards, with nothing repaired by hand
@@ -108,5 +127,5 @@ def test_kill_ingest_anywhere_leaves_an_openable_store(tmp_path: Path) -> None:
             _cli("report", RUN, "--db", str(db))
         _cli("ingest", str(TRACE), "--db", str(db), "--run", RUN, "--force")
         assert RUN in _cli("runs", "--db", str(db), "--format", "json")
-    assert killed >= len(points) - 1, f"only {killed} ingests were killed before they finished"
+    assert killed >= len(points) - 1, f"only {killed} ingests were killed before they finished ({points})"
     assert in_checkpoint >= 3, f"only {in_checkpoint} kills landed during a checkpoint"
