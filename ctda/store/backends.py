@@ -72,9 +72,12 @@ def _load() -> None:
 
 
 def backends() -> dict[str, type[Store]]:
-    """Every registered backend, by kind (the built-in ones first)."""
+    """Every registered backend, by kind (the built-in ones first, in :data:`MODULES`
+    order, whichever module a caller happened to import first)."""
     _load()
-    return dict(_BACKENDS)
+    rank = {module: i for i, module in enumerate(MODULES)}
+    order = sorted(_BACKENDS, key=lambda kind: rank.get(_BACKENDS[kind].__module__, len(rank)))
+    return {kind: _BACKENDS[kind] for kind in order}
 
 
 def by_kind(kind: str) -> type[Store]:
