@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import functools
 import inspect
 import json
 import os
@@ -206,13 +207,24 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 def shares_a_fixture(item: pytest.Item) -> bool:
     """Whether ``item`` uses a fixture computed once per module, class or package (one a
-    worker would compute again if the module's tests were spread over workers)."""
+    worker would compute again if the module's tests were spread over workers): one in its
+    fixture closure, or one its module defines (a test may ask for it by name at run time,
+    ``request.getfixturevalue``, which no closure shows)."""
     info = getattr(item, "_fixtureinfo", None)
-    if info is None:
-        return False
-    return any(
+    if info is not None and any(
         defs and defs[-1].scope in ("class", "module", "package") for defs in info.name2fixturedefs.values()
-    )
+    ):
+        return True
+    return defines_a_shared_fixture(str(item.path))
+
+
+@functools.cache
+def defines_a_shared_fixture(path: str) -> bool:
+    """Whether the test module at ``path`` declares a module-, class- or package-scoped fixture."""
+    return SHARED_SCOPE.search(Path(path).read_text(encoding="utf-8")) is not None
+
+
+SHARED_SCOPE = re.compile(r"""scope\s*=\s*["'](?:module|class|package)["']""")
 
 
 def xdist_group_suffix(item: pytest.Item) -> str:

@@ -3,7 +3,6 @@ module in the ``ctda.rules`` entry point group, as pip would install it."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,6 +11,7 @@ import pytest
 
 import ctda
 from ctda.analysis.rules import registry
+from tests.plugin_dist import installed
 
 SMALL = Path(__file__).resolve().parent / "data" / "hta" / "simple_add_param_benchmark.json.gz"
 
@@ -33,20 +33,13 @@ def plugin_span(ctx):
 
 @pytest.fixture
 def rule_plugin(tmp_path: Path) -> Iterator[None]:
-    (tmp_path / "ctda_rule_plugin.py").write_text(PLUGIN)
-    dist = tmp_path / "ctda_rule_plugin-0.1.dist-info"
-    dist.mkdir()
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: ctda-rule-plugin\nVersion: 0.1\n")
-    (dist / "entry_points.txt").write_text("[ctda.rules]\nspan = ctda_rule_plugin\n")
-    sys.path.insert(0, str(tmp_path))
     registry._LOADED = False
     try:
-        yield
+        with installed(tmp_path, "ctda_rule_plugin", PLUGIN, "ctda.rules", "span = ctda_rule_plugin\n"):
+            yield
     finally:
-        sys.path.remove(str(tmp_path))
         registry._RULES.pop("plugin_span", None)
         registry._LOADED = False
-        sys.modules.pop("ctda_rule_plugin", None)
 
 
 def test_a_plugin_rule_is_selectable_and_adds_its_edge(rule_plugin: None) -> None:

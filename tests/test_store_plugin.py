@@ -10,7 +10,6 @@ ingest, listing, the stored report, a named and a typed-in query, deletion.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,6 +18,7 @@ import pytest
 import ctda
 from ctda.queries.loader import QueryError
 from ctda.store import backends
+from tests.plugin_dist import installed
 
 ROOT = Path(__file__).resolve().parent.parent
 SMALL = ROOT / "tests" / "data" / "hta" / "simple_add_param_benchmark.json.gz"
@@ -125,20 +125,15 @@ class MemoryStore(Store):
 @pytest.fixture
 def memory_backend(tmp_path: Path) -> Iterator[None]:
     """The plugin installed as a distribution on sys.path, then removed again."""
-    (tmp_path / "ctda_memstore.py").write_text(PLUGIN)
-    dist = tmp_path / "ctda_memstore-0.1.dist-info"
-    dist.mkdir()
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: ctda-memstore\nVersion: 0.1\n")
-    (dist / "entry_points.txt").write_text("[ctda.stores]\nmemory = ctda_memstore:MemoryStore\n")
-    sys.path.insert(0, str(tmp_path))
     backends._LOADED = False
     try:
-        yield
+        with installed(
+            tmp_path, "ctda_memstore", PLUGIN, "ctda.stores", "memory = ctda_memstore:MemoryStore\n"
+        ):
+            yield
     finally:
-        sys.path.remove(str(tmp_path))
         backends._BACKENDS.pop("memory", None)
         backends._LOADED = False
-        sys.modules.pop("ctda_memstore", None)
 
 
 def test_a_backend_from_the_contract_alone_runs_the_store_life_cycle(memory_backend: None) -> None:

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,6 +13,7 @@ pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest
 
 from ctda.ui import pages
+from tests.plugin_dist import installed
 
 APP = Path(__file__).resolve().parents[1] / "ctda" / "ui" / "app.py"
 
@@ -34,31 +34,19 @@ st.write("a page from another package")
 """
 
 
-def _install(root: Path, entries: str) -> None:
-    """A real distribution on sys.path: a module, a page script and its dist-info."""
-    (root / "ctda_page_plugin.py").write_text(PLUGIN)
-    (root / "extra_page.py").write_text(SCRIPT)
-    dist = root / "ctda_page_plugin-0.1.dist-info"
-    dist.mkdir()
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: ctda-page-plugin\nVersion: 0.1\n")
-    (dist / "entry_points.txt").write_text(f"[ctda.pages]\n{entries}")
-
-
 @pytest.fixture
 def plugin(tmp_path: Path) -> Iterator[Path]:
-    _install(
-        tmp_path,
+    (tmp_path / "extra_page.py").write_text(SCRIPT)
+    entries = (
         "extra = ctda_page_plugin:PAGE\ntaken = ctda_page_plugin:TAKEN\nbroken = ctda_page_plugin:NOPE\n"
         # the built-ins, as ctda's own metadata declares them: listed once all the same
-        "again = ctda.ui.pages:BUILTIN\n",
+        "again = ctda.ui.pages:BUILTIN\n"
     )
-    sys.path.insert(0, str(tmp_path))
     pages.discover.cache_clear()
     try:
-        yield tmp_path
+        with installed(tmp_path, "ctda_page_plugin", PLUGIN, "ctda.pages", entries):
+            yield tmp_path
     finally:
-        sys.path.remove(str(tmp_path))
-        sys.modules.pop("ctda_page_plugin", None)
         pages.discover.cache_clear()
 
 
