@@ -85,10 +85,9 @@ STR_ARGS: dict[str, tuple[tuple[str, ...], Extract]] = {
 }
 
 
-def _shapes(a: Args) -> str | None:
-    """``[dims, types, scalars]`` JSON of an op recorded with shapes; None without them."""
-    if not a.input_dims:
-        return None
+def _shapes(a: Args) -> str:
+    """``[dims, types, scalars]`` JSON of an op recorded with shapes (the caller skips ops
+    without them, the common case, before the call)."""
     rest = [bytes(r).decode() or "[]" for r in (a.input_types, a.concrete_inputs)]
     return f"[{bytes(a.input_dims).decode()},{rest[0]},{rest[1]}]"
 
