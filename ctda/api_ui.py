@@ -15,7 +15,7 @@ The store is opened per call, read-only, as by :class:`~ctda.api.StoreSession`.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,6 +27,7 @@ from ctda.ingest.errors import TraceError
 from ctda.ingest.limits import Limits
 from ctda.ingest.reader import read_trace
 from ctda.ingest.table import EventTable
+from ctda.api_reports import JobWhatif, whatif_job
 from ctda.options import AnalysisOptions
 from ctda.queries import loader
 from ctda.queries.loader import NamedQuery, QueryError
@@ -54,6 +55,7 @@ __all__ = [
     "store_facts",
     "store_stamp",
     "trace_reader",
+    "whatif_stored_job",
 ]
 
 DbLike = str | Path | Target | None
@@ -149,3 +151,34 @@ def trace_reader(
         return read_trace(path, progress, limits=limits)
 
     return read
+
+
+def whatif_stored_job(
+    db: DbLike,
+    job: str,
+    scale: Sequence[str] = (),
+    *,
+    straggler_median: bool = False,
+    cpus: int = 0,
+    executor: str | None = "serial",
+) -> JobWhatif:
+    """:func:`ctda.api.whatif_job` on stored job ``job``: its ranks' trace files (as their
+    runs recorded them) analysed again with the job's options, then re-timed.
+    :class:`StoreError` when the job is unknown or a rank's trace is gone."""
+    with open_store(_target(db), read_only=True) as s:
+        info = next((j for j in s.jobs() if j.name == job), None)
+        if info is None:
+            raise StoreError(f"no job {job!r} in {s.location}")
+        files = {int(r.extra["rank"]): Path(r.file) for r in s.runs() if r.extra.get("job") == job}
+    gone = [f"r{r} ({f})" for r, f in sorted(files.items()) if not f.is_file()]
+    if not files or gone:
+        raise StoreError(f"job {job!r}: the trace files of {', '.join(gone) or 'its ranks'} are gone")
+    return whatif_job(
+        [files[r] for r in sorted(files)],
+        scale,
+        straggler_median=straggler_median,
+        name=job,
+        options=AnalysisOptions.from_dict(info.options),
+        executor=executor,
+        cpus=cpus,
+    )

@@ -170,12 +170,6 @@ def scenario(
     return retime(_a, _overrides, name=name, apply=apply)
 
 
-@st.cache_resource(max_entries=4, show_spinner=False)
-def optimisation_ranking(tag: str, _a: Analysis) -> pd.DataFrame:
-    """``ctda opportunities``' named-optimisation rows for the run (one re-timing each)."""
-    return api.optimisation_opportunities(_a)
-
-
 @st.cache_resource(max_entries=8, show_spinner=False)
 def optimisation_choices(tag: str, _a: Analysis) -> list[str]:
     """The named optimisations that apply to the run, as ``--apply`` specs."""
@@ -424,3 +418,9 @@ def edges_on_path(tag: str, _a: Analysis) -> Any:
 def hotspots(tag: str, step: str, windows: tuple[int, ...], _a: Analysis) -> pd.DataFrame:
     """The hotspot table of :func:`frames.hotspots` (report, names, slack) per selection."""
     return frames.hotspots(_a, report(tag, step, _a), names(tag, _a), windows_of(tag, _a), list(windows))
+
+
+@st.cache_resource(max_entries=8, show_spinner="Ranking what each change would save…")
+def whatif_candidates(tag: str, _a: Analysis) -> pd.DataFrame:
+    """The run's what-if candidates, best first (:func:`ctda.api.whatif_candidates`)."""
+    return api.whatif_candidates(_a)

@@ -19,6 +19,8 @@ T = TypeVar("T")
 RUN_KEY = "run"
 _PENDING_RUN = "_pending_run"
 _FLASH = "_flash"
+#: the Compare page's side that is the run as measured (not one of its scenarios)
+BASELINE = "baseline (observed)"
 
 
 def choice(label: str, options: Sequence[T], key: str, where: DeltaGenerator | None = None, **kw: Any) -> T:

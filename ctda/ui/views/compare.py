@@ -11,7 +11,7 @@ from ctda.api import RunInfo, StoreError
 from ctda.ui import canvas, charts, data, figures, share, widgets
 from ctda.ui.settings import Settings
 
-BASELINE = "baseline (observed)"
+BASELINE = widgets.BASELINE
 SESSION = "this session's what-if (unsaved)"
 TOP = 30
 

@@ -12,10 +12,12 @@ from streamlit.delta_generator import DeltaGenerator
 
 from ctda import api
 from ctda.api import CLASSES, Analysis, OptimisationError, Override, Scenario, SelectionError, StoreError
-from ctda.ui import canvas, data, explain, figures, widgets
+from ctda.ui import canvas, data, explain, figures, guide, widgets
 from ctda.ui.settings import Settings
 
-KINDS = ("class", "category", "name (regex)", "Cypher query")
+KINDS = ("class", "category", "hotspot", "name (regex)", "Cypher query")
+#: the API's kind of group (``ctda.api.GROUP_KINDS``) per entry of the kind box
+GROUP_KIND = {label: kind for kind, label in guide.KIND_LABELS.items()}
 MAX_GROUPS = 8
 #: examples for the Cypher group (rows of uid, plus factor or dur in µs; $run is bound)
 EXAMPLES = {
@@ -47,40 +49,31 @@ def query_choices() -> dict[str, str]:
 
 def group(a: Analysis, loaded: data.Loaded, s: Settings, i: int) -> list[Override]:
     """One group's widgets; its overrides (none while it changes nothing or is invalid)."""
-    c1, c2, c3 = st.columns([1.2, 3, 2])
+    c1, c2, c3 = st.columns([1.2, 3, 2.4])
     kind = widgets.choice("Select by", KINDS, key=f"wi_kind_{i}", where=c1)
     # the default goes through the session, not `value=`: a value restored after a visit
     # to another page must not clash with a default passed to the widget
-    st.session_state.setdefault(f"wi_f_{i}", 1.0)
-    factor = c3.slider(
-        "Factor",
-        0.0,
-        2.0,
-        step=0.05,
-        key=f"wi_f_{i}",
-        help="New time as a multiple of the old: 0 removes the work, 0.5 halves it, 2 doubles it.",
-    )
+    factor = guide.factor(i, c3)
+    if kind == "Cypher query":
+        return cypher_group(a, loaded, s, i, factor, c2)
+    if kind == "class":
+        value = widgets.choice("Class", data.classes_present(loaded.tag, a), key=f"wi_class_{i}", where=c2)
+    elif kind == "category":
+        value = widgets.choice("Category", data.categories(loaded.tag, a), key=f"wi_cat_{i}", where=c2)
+    elif kind == "hotspot":
+        names = list(data.names(loaded.tag, a).names)
+        value = widgets.choice("Hotspot (event name)", names, key=f"wi_hot_{i}", where=c2)
+    else:
+        value = c2.text_input("Name pattern (regex)", key=f"wi_name_{i}", placeholder="e.g. ^aten::conv")
+        if not value:
+            return []
     try:
-        if kind == "class":
-            present = data.classes_present(loaded.tag, a)
-            value = widgets.choice("Class", present, key=f"wi_class_{i}", where=c2)
-            spec = f"class={value}={factor:g}"
-        elif kind == "category":
-            value = widgets.choice("Category", data.categories(loaded.tag, a), key=f"wi_cat_{i}", where=c2)
-            spec = f"cat={value}={factor:g}"
-        elif kind == "name (regex)":
-            value = c2.text_input("Name pattern (regex)", key=f"wi_name_{i}", placeholder="e.g. ^aten::conv")
-            if not value:
-                return []
-            spec = f"name~{value}={factor:g}"
-        else:
-            return cypher_group(a, loaded, s, i, factor, c2)
-        # parsed even at factor 1, so a bad pattern is reported before the slider moves
-        (override,) = api.overrides(a, [spec])
-        return [] if factor == 1.0 else [override]
+        # checked even at factor 1, so a bad pattern is reported before the factor moves
+        override = api.select_group(a, GROUP_KIND[kind], value, factor)
     except SelectionError as exc:
         st.warning(str(exc))
         return []
+    return [] if factor == 1.0 else [override]
 
 
 def cypher_group(
@@ -115,7 +108,11 @@ def cypher_group(
             return []
         rows = [{**r, "factor": factor} for r in rows]
     st.caption(f"{len(rows):,} rows")
-    return api.overrides(a, rows=rows, rows_label=f"cypher:{pick}")
+    try:
+        return api.overrides(a, rows=rows, rows_label=f"cypher:{pick}")
+    except SelectionError as exc:
+        st.warning(f"The query's rows cannot be applied: {exc}.")
+        return []
 
 
 def outcome(loaded: data.Loaded, sc: Scenario, tag: str) -> None:
@@ -192,13 +189,14 @@ def free_name(name: str, taken: set[str]) -> str:
     return out
 
 
-def save_and_export(loaded: data.Loaded, sc: Scenario, tag: str) -> None:
+def save_and_export(loaded: data.Loaded, sc: Scenario, tag: str, digest: str) -> None:
     saved, _ = data.scenario_list(loaded)
     taken = {str(r.get("name")) for r in saved}
     replace = False
     if st.session_state.pop("_wi_saved", False):
         st.session_state["wi_replace"] = False  # ask again for the next save
-    if sc.name in taken:
+    just = guide.saved_note(loaded, digest)
+    if sc.name in taken and just is None:
         replace = st.checkbox(
             f"Replace the saved scenario **{widgets.md(sc.name)}** (otherwise it is saved as "
             f"**{widgets.md(free_name(sc.name, taken))}**)",
@@ -210,21 +208,23 @@ def save_and_export(loaded: data.Loaded, sc: Scenario, tag: str) -> None:
             name = sc.name if replace else free_name(sc.name, taken)
             if name != sc.name:
                 sc = data.scenario(
-                    loaded.tag, data.overrides_key(sc.overrides), name, loaded.analysis, sc.overrides
+                    loaded.tag, data.overrides_key(sc.overrides), name, loaded.analysis, sc.overrides, sc.applied
                 )
             try:
                 data.save_scenario(loaded, sc)
             except (data.UIError, StoreError) as exc:
                 st.error(str(exc))
             else:
-                verb = "Replaced" if name in taken else "Saved"
                 st.session_state["_wi_saved"] = True
-                widgets.flash(
-                    "success",
-                    f"{verb} scenario **{widgets.md(name)}** with run {widgets.md(loaded.ref.name)}.",
-                )
+                guide.note_saved(loaded, digest, name, "Replaced" if name in taken else "Saved")
                 # rerun so the saved list above (drawn before this click) counts it at once
                 st.rerun()
+        if just is not None:
+            # beside the button that saved it, with the way on to what it is for
+            name, verb = just
+            st.success(f"{verb} scenario **{widgets.md(name)}** with run {widgets.md(loaded.ref.name)}.")
+            if st.button("Compare with the run", key="wi_to_compare", type="primary"):
+                guide.compare_with_run(loaded.ref.name, name)
     with c2:
         ready = st.session_state.get("wi_export")
         # writing the file walks every event in Python: only on request, then kept per scenario
@@ -242,30 +242,6 @@ def save_and_export(loaded: data.Loaded, sc: Scenario, tag: str) -> None:
                 key="wi_download",
                 help="Opens in ui.perfetto.dev or chrome://tracing; critical events have args.critical = 1.",
             )
-
-
-def optimisation_ranking(loaded: data.Loaded) -> None:
-    """What each named optimisation that applies would buy (``ctda opportunities``), on request."""
-    with st.expander("What would each named optimisation buy?"):
-        if st.button("Rank them", key="wi_rank_opt"):
-            st.session_state["wi_ranked"] = loaded.tag
-        if st.session_state.get("wi_ranked") != loaded.tag:
-            st.caption("Re-times the run once per optimisation that applies to it.")
-            return
-        df = data.optimisation_ranking(loaded.tag, loaded.analysis)
-        if df.empty:
-            st.caption("None applies to this run.")
-            return
-        shown = pd.DataFrame(
-            {
-                "optimisation": df.name,
-                "saving ms": df.saving_ns / 1e6,
-                "saving %": 100 * df.saving_share,
-                "predicted total ms": df.predicted_ns / 1e6,
-            }
-        )
-        st.dataframe(shown, hide_index=True, width="stretch")
-        st.caption("Pick one above to see its prediction and what it assumed.")
 
 
 def saved_scenarios(loaded: data.Loaded) -> None:
@@ -325,7 +301,8 @@ NOT_KEPT = (
     "wi_del",
     "wi_qrun_",
     "wi_current",
-    "wi_rank_opt",
+    "wi_try_",
+    "wi_to_compare",
     "wi_step@",  # the step is the run's, kept across pages by widgets.step_picker
 )
 
@@ -347,6 +324,8 @@ def page() -> None:
     if loaded is None:
         return
     a = loaded.analysis
+    guide.own_groups(loaded.ref.name)  # the groups picked on this run (another run has its own)
+    guide.candidates(loaded)
     n = int(st.session_state.setdefault("wi_n", 1))
     overrides: list[Override] = []
     for i in range(n):
@@ -368,7 +347,6 @@ def page() -> None:
             "each says what it assumed. Combined with the groups above.",
         )
     )
-    optimisation_ranking(loaded)
     saved_scenarios(loaded)
     if not overrides and not applied:
         st.info(
@@ -396,7 +374,7 @@ def page() -> None:
         st.caption(f"Assumed: {line}")
     outcome(loaded, sc, tag)
     predicted_path(s, loaded, sc, tag)
-    save_and_export(loaded, sc, tag)
+    save_and_export(loaded, sc, tag, digest)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,164 @@
+"""The What-if page's guidance: the ranked candidates (``ctda opportunities``) one click away,
+a group's factor by slider, typed value or "removed", and groups kept per run.
+
+A candidate is applied by writing the group widgets' values before they are drawn (a
+button's callback runs before the page), so what it set is what the page then shows and
+can still be edited.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from ctda.ui import data, widgets
+
+#: the factor widgets' range: 0 (removed) to 10 times the observed time
+MAX_FACTOR = 10.0
+#: candidates offered as buttons (the table above them lists them all)
+SHOWN = 8
+#: a group's widgets and the optimisations: what belongs to the run they were picked on
+GROUP_KEYS = ("wi_n", "wi_kind_", "wi_class_", "wi_cat_", "wi_hot_", "wi_name_", "wi_f_", "wi_ft_", "wi_rm_")
+GROUP_KEYS += ("wi_qpick_", "wi_qtext_", "wi_qlast_", "wi_rows_", "wi_apply", "wi_name")
+_OWNER = "_wi_owner"
+_BY_RUN = "_wi_by_run"
+#: what the page's kind box calls each kind of group (see ``ctda.api.GROUP_KINDS``)
+KIND_LABELS = {"class": "class", "category": "category", "hotspot": "hotspot", "name": "name (regex)"}
+_VALUE_KEY = {"class": "wi_class_", "category": "wi_cat_", "hotspot": "wi_hot_", "name": "wi_name_"}
+
+
+def _is_group_key(k: object) -> bool:
+    return isinstance(k, str) and k.startswith(GROUP_KEYS) and not k.startswith("wi_step@")
+
+
+def own_groups(run: str) -> None:
+    """Make the group widgets the ones of ``run``: a run's groups stay with it (another run
+    has other events, and opens with its own groups, or none), and come back with it."""
+    owner = st.session_state.get(_OWNER)
+    if owner == run:
+        return
+    by_run: dict[str, dict[str, Any]] = st.session_state.setdefault(_BY_RUN, {})
+    keys = [k for k in list(st.session_state) if _is_group_key(k)]
+    if owner is not None:
+        by_run[owner] = {k: st.session_state[k] for k in keys}
+    for k in keys:
+        del st.session_state[k]
+    st.session_state.update(by_run.get(run, {}))
+    st.session_state[_OWNER] = run
+
+
+def factor(i: int, where: Any) -> float:
+    """Group ``i``'s factor: a slider and a typed value kept equal, or 0 when "removed"."""
+    fk, tk, rk = f"wi_f_{i}", f"wi_ft_{i}", f"wi_rm_{i}"
+    st.session_state.setdefault(fk, 1.0)
+    st.session_state.setdefault(tk, float(st.session_state[fk]))
+    removed = where.checkbox("removed", key=rk, help="Remove the events' time (factor 0).")
+    c1, c2 = where.columns([3, 2])
+    c1.slider(
+        "Factor",
+        0.0,
+        MAX_FACTOR,
+        step=0.05,
+        key=fk,
+        disabled=removed,
+        on_change=_copy,
+        args=(fk, tk),
+        help="New time as a multiple of the old: 0 removes the work, 0.5 halves it, 2 doubles it.",
+    )
+    c2.number_input(
+        "or type it",
+        0.0,
+        MAX_FACTOR,
+        step=0.01,
+        format="%.3g",
+        key=tk,
+        disabled=removed,
+        on_change=_copy,
+        args=(tk, fk),
+    )
+    return 0.0 if removed else float(st.session_state[fk])
+
+
+def _copy(src: str, dst: str) -> None:
+    st.session_state[dst] = st.session_state[src]
+
+
+def candidates(loaded: data.Loaded) -> None:
+    """The ranked what-ifs of the run, each a button that sets it up as the scenario."""
+    df = data.whatif_candidates(loaded.tag, loaded.analysis)
+    st.markdown("**Where to start**: what each change would save, best first")
+    if df.empty:
+        st.caption("Nothing on this run's critical path to rank.")
+        return
+    shown = df.head(SHOWN)
+    rows = [
+        {
+            "change": describe(r.kind, r.target),
+            "saves ms": r.saving_ns / 1e6,
+            "saves %": 100 * r.saving_share,
+            "if removed, saves ms": r.removed_ns / 1e6 if r.removed_ns >= 0 else None,
+        }
+        for r in shown.itertuples()
+    ]
+    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+    cols = st.columns(4)
+    for k, r in enumerate(shown.itertuples()):
+        cols[k % 4].button(
+            f"Try: {short(describe(r.kind, r.target))}",
+            key=f"wi_try_{k}",
+            on_click=apply_candidate,
+            args=(str(r.kind), str(r.target), float(r.factor)),
+            help="Set this change up below (replacing the groups); edit it from there.",
+            width="stretch",
+        )
+
+
+def describe(kind: str, target: str) -> str:
+    """A candidate for people: "hotspot aten::mm 2x faster", "named optimisation bf16"."""
+    return f"named optimisation {target}" if kind == "optimisation" else f"{kind} {target} 2x faster"
+
+
+def short(text: str, n: int = 40) -> str:
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def apply_candidate(kind: str, target: str, f: float) -> None:
+    """Make the page's groups this candidate alone (a button's callback: before drawing)."""
+    for k in [k for k in list(st.session_state) if _is_group_key(k)]:
+        del st.session_state[k]
+    st.session_state["wi_n"] = 1
+    if kind == "optimisation":
+        st.session_state["wi_apply"] = [target]
+        return
+    st.session_state["wi_apply"] = []
+    st.session_state["wi_kind_0"] = KIND_LABELS[kind]
+    st.session_state[f"{_VALUE_KEY[kind]}0"] = target
+    st.session_state["wi_f_0"] = st.session_state["wi_ft_0"] = f
+
+
+def saved_note(loaded: data.Loaded, digest: str) -> tuple[str, str] | None:
+    """The scenario just saved from what the page shows now (name, verb), if any."""
+    got = st.session_state.get("_wi_saved_note")
+    if got is None or got[0] != loaded.tag or got[1] != digest:
+        return None
+    return got[2], got[3]
+
+
+def note_saved(loaded: data.Loaded, digest: str, name: str, verb: str) -> None:
+    st.session_state["_wi_saved_note"] = (loaded.tag, digest, name, verb)
+
+
+def compare_with_run(run: str, scenario: str) -> None:
+    """Open Compare on the run (a, observed) and its scenario (b): its boxes are set here,
+    before it draws them (and win over what it showed last)."""
+    st.session_state.update(
+        {
+            "cmp_run_a": run,
+            "cmp_what_a": widgets.BASELINE,
+            "cmp_run_b": run,
+            "cmp_what_b": f"scenario {scenario}",
+        }
+    )
+    st.switch_page("views/compare.py")
