@@ -169,7 +169,8 @@ def whatif_stored_job(
         info = next((j for j in s.jobs() if j.name == job), None)
         if info is None:
             raise StoreError(f"no job {job!r} in {s.location}")
-        files = {int(r.extra["rank"]): Path(r.file) for r in s.runs() if r.extra.get("job") == job}
+        member = s.job_members()  # run id -> (job, rank)
+        files = {member[r.id][1]: Path(r.file) for r in s.runs() if member.get(r.id, ("",))[0] == job}
     gone = [f"r{r} ({f})" for r, f in sorted(files.items()) if not f.is_file()]
     if not files or gone:
         raise StoreError(f"job {job!r}: the trace files of {', '.join(gone) or 'its ranks'} are gone")

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import plotly.graph_objects as go
 import streamlit as st
 
-from ctda.api import RunInfo, StoreError, StoreSession
+from ctda.api import JobWhatif, RunInfo, StoreError, StoreSession, whatif_stored_job
 from ctda.api_jobs import JobReport
 from ctda.ui import data, frames, jobcharts, jobframes
 from ctda.ui.canvas import Chart
@@ -122,3 +122,10 @@ def _timeline(
     assert _job.report is not None
     tl = jobframes.timeline(_job.report, _t.base_ns, step, busy(_s, _job, _t, step))
     return tl, jobcharts.timeline(tl)
+
+
+@st.cache_resource(max_entries=8, show_spinner="Re-timing the job (its ranks' traces are read again)…")
+def whatif(db: str | None, key: str, name: str, scale: tuple[str, ...], median: bool, cpus: int) -> JobWhatif:
+    """Job ``name``'s predicted steps (:func:`ctda.api.whatif_stored_job`), once per version
+    of the job (``key``) and change."""
+    return whatif_stored_job(db, name, list(scale), straggler_median=median, cpus=cpus)

@@ -7,7 +7,8 @@ from dataclasses import dataclass
 import pandas as pd
 import streamlit as st
 
-from ctda.api import RunInfo, StoreError
+from ctda import api
+from ctda.api import Comparison, RunInfo, StoreError
 from ctda.ui import canvas, charts, data, figures, share, widgets
 from ctda.ui.settings import Settings
 
@@ -42,7 +43,24 @@ def default_pair(runs: list[RunInfo], current: str | None) -> tuple[str, str]:
     return order[k - 1], order[k]
 
 
-def pick_side(s: Settings, runs: list[RunInfo], key: str, default: str) -> Picked | None:
+def default_sides(s: Settings, runs: list[RunInfo], current: str | None) -> tuple[str, str, str, str]:
+    """The pair Compare opens on: the current run (a, as measured) and its latest saved
+    scenario, or this session's what-if of it (b); a run without either beside the run
+    ingested before it (:func:`default_pair`). (run a, what a, run b, what b)"""
+    info = next((r for r in runs if r.name == current), None)
+    if info is not None:
+        loaded = data.load(s, info)
+        saved, _ = data.scenario_list(loaded)
+        if saved:
+            return info.name, BASELINE, info.name, f"scenario {saved[-1]['name']}"
+        mine = st.session_state.get("wi_current")
+        if mine is not None and mine[0] == loaded.tag:
+            return info.name, BASELINE, info.name, SESSION
+    before, after = default_pair(runs, current)
+    return before, BASELINE, after, BASELINE
+
+
+def pick_side(s: Settings, runs: list[RunInfo], key: str, default: str, what: str = BASELINE) -> Picked | None:
     names = [r.name for r in ingestion_order(runs)]
     wkey = f"cmp_run_{key}"
     linked = share.wanted(key)  # a shared link's pair, on the session's first run
@@ -52,6 +70,7 @@ def pick_side(s: Settings, runs: list[RunInfo], key: str, default: str) -> Picke
     # with a value in the session would draw a warning instead
     if st.session_state.get(wkey) not in names:
         st.session_state[wkey] = default if default in names else names[0]
+        st.session_state.setdefault(f"cmp_what_{key}", what)
     run = widgets.choice("Run", names, key=wkey)
     share.put(key, run)
     info = next(r for r in runs if r.name == run)
@@ -112,6 +131,55 @@ def summary_frame(summary: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def headline(cmp: Comparison, a: Picked, b: Picked) -> None:
+    """Mean step of each side and the change b − a (the sign of every table below); for a
+    prediction against another measured run, how far off it was."""
+    ma, mb = (float(cmp.summary.set_index("metric").loc["mean step ns", k]) for k in ("a", "b"))
+    pe = cmp.prediction_error
+    same_run = bool(pe) and a.run == b.run
+    cols = st.columns(4 if pe and not same_run else 3)
+    cols[0].metric("Mean step a" + (" (predicted)" if a.side.predicted else ""), widgets.ms(ma / 1e6))
+    cols[1].metric("Mean step b" + (" (predicted)" if b.side.predicted else ""), widgets.ms(mb / 1e6))
+    # a scenario against the run it re-times: what the change would do, not an error
+    cols[2].metric(
+        "Predicted change b − a" if same_run else "Change b − a",
+        widgets.pct((mb - ma) / ma if ma else 0.0),
+        delta=widgets.ms((mb - ma) / 1e6),
+        delta_color="inverse",
+    )
+    if pe and not same_run:
+        cols[3].metric(
+            "Prediction error",
+            widgets.pct(pe["relative_error"]),
+            delta=widgets.ms(pe["error_ns"] / 1e6),
+            delta_color="off",
+            help="Predicted − measured mean step, of the measured one.",
+        )
+
+
+def per_step(a: Picked, b: Picked) -> None:
+    """A prediction and a measured run step by step (b − a, like every delta here)."""
+    steps = api.step_pairs(a.side.analysis, b.side.analysis)
+    if a.run == b.run:
+        what = "the predicted change"
+    else:
+        what = "predicted − measured" if b.side.predicted else "measured − predicted"
+    st.markdown(f"**Per step** (b − a: {what})")
+    st.dataframe(
+        pd.DataFrame(
+            {
+                "step": steps.step,
+                f"a: {a.label} (ms)": steps.a_ns / 1e6,
+                f"b: {b.label} (ms)": steps.b_ns / 1e6,
+                "b − a (ms)": steps.delta_ns / 1e6,
+                "b − a (%)": 100 * steps.relative,
+            }
+        ),
+        hide_index=True,
+        width="stretch",
+    )
+
+
 def render() -> None:
     st.title("Compare")
     widgets.restore("cmp_")
@@ -127,55 +195,40 @@ def page() -> None:
     if not runs:
         st.info("Ingest a run first.")
         return
-    before, after = default_pair(runs, st.session_state.get(widgets.RUN_KEY))
+    run_a, what_a, run_b, what_b = default_sides(s, runs, st.session_state.get(widgets.RUN_KEY))
     left, right = st.columns(2)
     with left:
         st.markdown("**a** (before)")
-        a = pick_side(s, runs, "a", before)
+        a = pick_side(s, runs, "a", run_a, what_a)
     with right:
         st.markdown("**b** (after)")
-        b = pick_side(s, runs, "b", after)
+        b = pick_side(s, runs, "b", run_b, what_b)
     if a is None or b is None:
         return
     st.caption("Runs are listed oldest first; by default the older run is a (before).")
     cmp = data.comparison(a.side.tag, b.side.tag, a.side, b.side)
     st.subheader(f"{widgets.md(a.label)}  →  {widgets.md(b.label)}")
-    if cmp.prediction_error:
-        pe = cmp.prediction_error
-        c1, c2, c3 = st.columns(3)
-        c1.metric("Predicted mean step", widgets.ms(pe["predicted_mean_step_ns"] / 1e6))
-        if a.run == b.run:
-            # a scenario against the run it re-times: what the change would do, not an error
-            c2.metric("Observed mean step", widgets.ms(pe["measured_mean_step_ns"] / 1e6))
-            pred, meas = pe["predicted_mean_step_ns"], pe["measured_mean_step_ns"]
-            c3.metric(
-                "Predicted change",
-                widgets.pct((pred - meas) / meas if meas else 0.0),
-                delta=widgets.ms((pred - meas) / 1e6),
-                delta_color="inverse",
-            )
-        else:
-            c2.metric("Measured mean step", widgets.ms(pe["measured_mean_step_ns"] / 1e6))
-            c3.metric(
-                "Prediction error",
-                widgets.pct(pe["relative_error"]),
-                delta=widgets.ms(pe["error_ns"] / 1e6),
-                delta_color="off",
-            )
+    headline(cmp, a, b)
     st.dataframe(named(summary_frame(cmp.summary), a.label, b.label), hide_index=True, width="stretch")
     by = ms_frame(cmp.by_class, "class")
     hot = ms_frame(cmp.hotspots, "name")
-    c1, c2 = st.columns(2)
-    with c1:
-        figures.show(canvas.pairs(by, "class", f"a: {a.label}", f"b: {b.label}", "Bound by"), "cmp_class")
-        st.dataframe(named(by, a.label, b.label), hide_index=True, width="stretch")
-    with c2:
-        st.plotly_chart(
-            charts.deltas(hot, "name", "Hotspot deltas (largest first)"),
-            width="stretch",
-            key="cmp_hot",
-            config=figures.CONFIG,
+    if cmp.prediction_error:
+        per_step(a, b)
+    notes = api.difference_notes(cmp)
+    if notes:
+        st.markdown(
+            "**Where they differ most** (b − a on the critical path)\n"
+            + "\n".join(f"- {widgets.md(n)}" for n in notes)
         )
+    figures.show(canvas.pairs(by, "class", f"a: {a.label}", f"b: {b.label}", "Bound by"), "cmp_class")
+    st.dataframe(named(by, a.label, b.label), hide_index=True, width="stretch")
+    # the full width: hotspot names are long, and half the page left the bars no room
+    st.plotly_chart(
+        charts.deltas(hot, "name", "Hotspot deltas (largest first)"),
+        width="stretch",
+        key="cmp_hot",
+        config=figures.CONFIG,
+    )
     st.markdown(f"**Hotspot deltas** (top {TOP} by size of change)")
     st.dataframe(named(hot.head(TOP), a.label, b.label), hide_index=True, width="stretch")
     st.markdown(f"**Call-path deltas** (top {TOP})")

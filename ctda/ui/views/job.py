@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import pandas as pd
 import streamlit as st
 
-from ctda.api import StoreError
+from ctda.api import CtdaError, StoreError
 from ctda.ui import canvas, data, figures, jobdata, jobframes, share, widgets
 from ctda.ui.settings import Settings
 
@@ -122,6 +123,79 @@ def waits_and_clocks(t: jobframes.JobTables) -> None:
         )
 
 
+def whatif(s: Settings, key: str, name: str, t: jobframes.JobTables) -> None:
+    """The job's predicted step if its stragglers kept up, or one rank were faster, with
+    the ranks sharing each host's cores or not; on request (the ranks are re-analysed)."""
+    st.subheader("What if")
+    c1, c2, c3, c4 = st.columns([3, 2, 2, 2])
+    median = c1.checkbox(
+        "Each step's straggler as fast as the median rank",
+        key="job_wi_median",
+        help="Its extra work (what no other rank does in the step) removed; the rest keeps its time.",
+    )
+    ranks = [None, *t.lateness.ranks]
+    rank = c2.selectbox(
+        "Scale a rank", ranks, key="job_wi_rank", format_func=lambda r: "none" if r is None else f"r{r}"
+    )
+    factor = c3.number_input(
+        "its time ×", 0.0, 10.0, 1.0, step=0.05, key="job_wi_factor", disabled=rank is None
+    )
+    cpus = int(
+        c4.number_input(
+            "Cores per host",
+            0,
+            4096,
+            0,
+            key="job_wi_cpus",
+            help="The ranks of a host share its cores at the predicted times (0: not modelled).",
+        )
+    )
+    scale = () if rank is None or factor == 1.0 else (f"rank={rank}={factor:g}",)
+    if not median and not scale:
+        st.caption("Make the stragglers keep up, or scale a rank, to predict the job step.")
+        return
+    asked = (key, scale, median, cpus)
+    if st.button("Predict the job step", key="job_wi_run"):
+        st.session_state["_job_wi_asked"] = asked
+    if st.session_state.get("_job_wi_asked") != asked:
+        st.caption("The prediction reads the ranks' traces again: seconds to minutes.")
+        return
+    try:
+        got = jobdata.whatif(s.db, key, name, scale, median, cpus)
+    except (StoreError, CtdaError) as exc:
+        st.error(f"Cannot predict job {name}: {exc}")
+        return
+    steps = got.scenario.steps
+    base, pred = float(steps.base_ns.mean()) / 1e6, float(steps.predicted_ns.mean()) / 1e6
+    m1, m2, m3 = st.columns(3)
+    m1.metric("Mean job step (observed)", widgets.ms(base))
+    m2.metric("Mean job step (predicted)", widgets.ms(pred))
+    m3.metric(
+        "Predicted change",
+        widgets.pct((pred - base) / base if base else 0.0),
+        delta=widgets.ms(pred - base),
+        delta_color="inverse",
+    )
+    for note in got.scenario.notes:
+        st.caption(f"Assumed: {note}")
+    per = pd.DataFrame({"label": steps.label, "a_ms": steps.base_ns / 1e6, "b_ms": steps.predicted_ns / 1e6})
+    figures.show(canvas.step_compare(per, "observed", "predicted", "Job step, observed and predicted"), "job_wi")
+    st.dataframe(
+        pd.DataFrame(
+            {
+                "step": steps.label,
+                "observed ms": steps.base_ns / 1e6,
+                "predicted ms": steps.predicted_ns / 1e6,
+                "predicted − observed ms": steps.delta_ns / 1e6,
+                "ended by": [f"r{x}" for x in steps.ended_by_before],
+                "ended by, predicted": [f"r{x}" for x in steps.ended_by_after],
+            }
+        ),
+        hide_index=True,
+        width="stretch",
+    )
+
+
 def render() -> None:
     s = widgets.settings()
     st.title("Job")
@@ -151,6 +225,7 @@ def render() -> None:
     steps_table(t)
     step_timeline(s, job, key, t)
     waits_and_clocks(t)
+    whatif(s, key, name, t)
 
 
 if __name__ == "__main__":
