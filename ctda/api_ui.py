@@ -23,11 +23,11 @@ import pandas as pd
 
 from ctda.analysis.engine import Analysis, analyze
 from ctda.analysis.graph import GraphCycleError
+from ctda.api_reports import JobWhatif, whatif_job
 from ctda.ingest.errors import TraceError
 from ctda.ingest.limits import Limits
 from ctda.ingest.reader import read_trace
 from ctda.ingest.table import EventTable
-from ctda.api_reports import JobWhatif, whatif_job
 from ctda.options import AnalysisOptions
 from ctda.queries import loader
 from ctda.queries.loader import NamedQuery, QueryError

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -29,10 +30,10 @@ from ctda.analysis.memory import memory_series
 from ctda.analysis.tables import GAP_NAMES, Names, Windows, class_ns, lane_labels, rule_docs, window_table
 from ctda.whatif import blind, optimisations
 from ctda.whatif.compare import Comparison, Side
-from ctda.whatif.optimisations import OptimisationError
-from ctda.whatif.scenario import Scenario, run
 from ctda.whatif.opportunities import by_optimisation
 from ctda.whatif.opportunities import rank as opportunity_rank
+from ctda.whatif.optimisations import OptimisationError
+from ctda.whatif.scenario import Scenario, run
 from ctda.whatif.select import MAX_FACTOR, Override, SelectionError, parse_scale
 
 __all__ = [
@@ -148,29 +149,29 @@ def whatif_candidates(a: Analysis, top: int = 5) -> pd.DataFrame:
     its spec for ``apply``, ``assumptions`` what it assumed). ``saving_ns``: the predicted
     saving of the summed window time, ``saving_share`` of it."""
     groups = opportunity_rank(a, top)
-    rows = [
+    rows: list[dict[str, Any]] = [
         {
-            "kind": "hotspot" if r.group == "name" else "class",
-            "target": r.name,
+            "kind": "hotspot" if r["group"] == "name" else "class",
+            "target": r["name"],
             "factor": 0.5,
-            "saving_ns": int(r.saving_2x_ns),
-            "saving_share": float(r.saving_2x_share),
-            "removed_ns": int(r.saving_removed_ns),
+            "saving_ns": int(r["saving_2x_ns"]),
+            "saving_share": float(r["saving_2x_share"]),
+            "removed_ns": int(r["saving_removed_ns"]),
             "assumptions": [],
         }
-        for r in groups.itertuples()
+        for r in groups.to_dict("records")
     ]
     rows += [
         {
             "kind": "optimisation",
-            "target": r.name,
+            "target": r["name"],
             "factor": float("nan"),
-            "saving_ns": int(r.saving_ns),
-            "saving_share": float(r.saving_share),
+            "saving_ns": int(r["saving_ns"]),
+            "saving_share": float(r["saving_share"]),
             "removed_ns": -1,
-            "assumptions": list(r.assumptions),
+            "assumptions": list(r["assumptions"]),
         }
-        for r in by_optimisation(a).itertuples()
+        for r in by_optimisation(a).to_dict("records")
     ]
     df = pd.DataFrame(rows, columns=CANDIDATE_COLUMNS)
     return df.sort_values("saving_ns", ascending=False, kind="stable").reset_index(drop=True)

@@ -15,23 +15,25 @@ CLASS_COLORS = dict(
         (
             "#4C78A8",  # cpu
             "#9D755D",  # data_loading
-            "#B279A2",  # communication
+            "#6B6ECF",  # communication: blue-violet, apart from gpu_comm's red and cross_thread's pink
             "#54A24B",  # gpu_compute
             "#E45756",  # gpu_comm
             "#72B7B2",  # gpu_memcpy
             "#F58518",  # launch_overhead
             "#EECA3B",  # sync_wait
             "#FF9DA6",  # cross_thread
-            "#8A8A8A",  # cpu_gap: mid grey
-            "#D4D4D4",  # gpu_gap: light grey (and hatched in the Plotly bound-by bars)
+            "#6E6E6E",  # cpu_gap: dark grey
+            "#E0E0E0",  # gpu_gap: light grey (and hatched in the Plotly bound-by bars)
         ),
     )
 )
 #: a second cue besides the grey level, so the two gap classes never read as one
 CLASS_PATTERNS = {"gpu_gap": "/"}
 #: the path's own style: critical events outlined in it, and thin connectors where the
-#: path jumps from one lane to another (no class uses a colour this dark)
+#: path jumps from one lane to another (no class uses a colour this dark); on a dark theme
+#: the pages draw it in PATH_COLOR_DARK instead (``figures.themed``)
 PATH_COLOR = "#1B1B1B"
+PATH_COLOR_DARK = "#EDEDED"
 ROW_PX = 18
 
 
@@ -73,17 +75,32 @@ def breakdown(df: pd.DataFrame, title: str = "Bound by") -> go.Figure:
 TICK_ANGLE = -35
 
 
+#: a bar chart's category labels are cut to this many characters (the full one in the
+#: tooltip): longer ones left the plot of a half-page chart no width at all
+LABEL_CHARS = 40
+
+
+def short_labels(labels: pd.Series, n: int = LABEL_CHARS) -> pd.Series:
+    """``labels`` cut to ``n`` characters with an ellipsis, kept distinct (a cut label that
+    meets another gets its position appended: two bars never share one row)."""
+    text = labels.astype(str)
+    cut = text.where(text.str.len() <= n, text.str.slice(0, n - 1) + "…")
+    clash = cut.duplicated(keep=False) & (cut != text)
+    return cut.where(~clash, cut + " #" + pd.Series(range(1, len(cut) + 1), index=cut.index).astype(str))
+
+
 def deltas(df: pd.DataFrame, key: str, title: str, top: int = 20) -> go.Figure:
     """Horizontal bars of the ``top`` non-zero ``delta_ms`` per ``key``: green got faster, red slower."""
     part = df[df.delta_ms != 0].head(top)
-    labels = part[key].astype(str).str.slice(0, 60)
+    labels = short_labels(part[key])
     fig = go.Figure(
         go.Bar(
             y=labels,
             x=part.delta_ms,
             orientation="h",
             marker={"color": ["#54A24B" if d < 0 else "#E45756" for d in part.delta_ms]},
-            hovertemplate="%{y}: %{x:+.3f} ms<extra></extra>",
+            customdata=part[key].astype(str),
+            hovertemplate="%{customdata}: %{x:+.3f} ms<extra></extra>",
         )
     )
     fig.update_layout(

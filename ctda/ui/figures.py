@@ -9,20 +9,20 @@ only the JSON encoding.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
+from plotly.utils import PlotlyJSONEncoder
 
 from ctda.api import Analysis
 from ctda.ui import canvas, charts, data, explain, lanes
 
-#: no plotly logo link (an external site) and no cloud-editing buttons
-CONFIG: dict[str, Any] = {
-    "displaylogo": False,
-    "modeBarButtonsToRemove": ["sendDataToCloud", "lasso2d", "select2d"],
-}
+#: no mode bar: it floated over the titles and legends of the narrower charts (a drag
+#: still zooms, a double-click resets), and so no plotly logo link (an external site)
+CONFIG: dict[str, Any] = {"displayModeBar": False, "displaylogo": False}
 
 
 class Frozen(go.Figure):
@@ -50,10 +50,33 @@ TIMELINE_HELP = (
 )
 
 
+def dark() -> bool:
+    """Whether the page is drawn in a dark theme (as the viewer's browser reports it)."""
+    try:
+        return st.context.theme.type == "dark"
+    except Exception:  # no browser behind this run (a test, a bare script)
+        return False
+
+
+def themed(spec: dict[str, Any]) -> dict[str, Any]:
+    """``spec`` (a Vega-Lite spec or a Plotly figure's dict) with the path's colour made
+    visible on the page's theme: near-black outlines and connectors vanish on a dark one."""
+    if not dark():
+        return spec
+    text = json.dumps(spec, cls=PlotlyJSONEncoder)
+    return dict(json.loads(text.replace(charts.PATH_COLOR, charts.PATH_COLOR_DARK)))
+
+
 def show(chart: canvas.Chart, key: str) -> None:
     """A canvas chart under its title (a line of the page, so it reads as text)."""
     st.markdown(f"**{chart.title}**")
-    st.vega_lite_chart(chart.data, chart.spec, width="stretch", key=key)
+    st.vega_lite_chart(chart.data, themed(chart.spec), width="stretch", key=key)
+
+
+def plotly(fig: go.Figure, key: str) -> None:
+    """A Plotly figure drawn in the page's theme (see :func:`themed`), without a mode bar."""
+    shown: Any = themed(fig.to_dict()) if dark() else fig
+    st.plotly_chart(shown, width="stretch", key=key, config=CONFIG)
 
 
 @st.cache_resource(max_entries=64, show_spinner=False)

@@ -20,7 +20,17 @@ MAX_FACTOR = 10.0
 #: candidates offered as buttons (the table above them lists them all)
 SHOWN = 8
 #: a group's widgets and the optimisations: what belongs to the run they were picked on
-GROUP_KEYS = ("wi_n", "wi_kind_", "wi_class_", "wi_cat_", "wi_hot_", "wi_name_", "wi_f_", "wi_ft_", "wi_rm_")
+GROUP_KEYS: tuple[str, ...] = (
+    "wi_n",
+    "wi_kind_",
+    "wi_class_",
+    "wi_cat_",
+    "wi_hot_",
+    "wi_name_",
+    "wi_f_",
+    "wi_ft_",
+    "wi_rm_",
+)
 GROUP_KEYS += ("wi_qpick_", "wi_qtext_", "wi_qlast_", "wi_rows_", "wi_apply", "wi_name")
 _OWNER = "_wi_owner"
 _BY_RUN = "_wi_by_run"
@@ -40,7 +50,7 @@ def own_groups(run: str) -> None:
     if owner == run:
         return
     by_run: dict[str, dict[str, Any]] = st.session_state.setdefault(_BY_RUN, {})
-    keys = [k for k in list(st.session_state) if _is_group_key(k)]
+    keys = [k for k in map(str, list(st.session_state)) if _is_group_key(k)]
     if owner is not None:
         by_run[owner] = {k: st.session_state[k] for k in keys}
     for k in keys:

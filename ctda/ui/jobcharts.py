@@ -91,7 +91,6 @@ def heatmap(late: Lateness) -> go.Figure:
         height=int(min(max(240, 34 * len(ranks) + 180), 900)),
         margin={**MARGIN, "b": 90},
         modebar=MODEBAR,
-        plot_bgcolor="white",
         legend={"orientation": "h", "x": 1, "xanchor": "right", "y": 1.0, "yanchor": "bottom"},
         xaxis={"type": "category", "title": None},
         yaxis={"type": "category", "autorange": "reversed", "title": None},

@@ -60,7 +60,9 @@ def default_sides(s: Settings, runs: list[RunInfo], current: str | None) -> tupl
     return before, BASELINE, after, BASELINE
 
 
-def pick_side(s: Settings, runs: list[RunInfo], key: str, default: str, what: str = BASELINE) -> Picked | None:
+def pick_side(
+    s: Settings, runs: list[RunInfo], key: str, default: str, what: str = BASELINE
+) -> Picked | None:
     names = [r.name for r in ingestion_order(runs)]
     wkey = f"cmp_run_{key}"
     linked = share.wanted(key)  # a shared link's pair, on the session's first run

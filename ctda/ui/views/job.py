@@ -179,7 +179,9 @@ def whatif(s: Settings, key: str, name: str, t: jobframes.JobTables) -> None:
     for note in got.scenario.notes:
         st.caption(f"Assumed: {note}")
     per = pd.DataFrame({"label": steps.label, "a_ms": steps.base_ns / 1e6, "b_ms": steps.predicted_ns / 1e6})
-    figures.show(canvas.step_compare(per, "observed", "predicted", "Job step, observed and predicted"), "job_wi")
+    figures.show(
+        canvas.step_compare(per, "observed", "predicted", "Job step, observed and predicted"), "job_wi"
+    )
     st.dataframe(
         pd.DataFrame(
             {
@@ -221,7 +223,7 @@ def render() -> None:
         return
     t = jobdata.tables(key, job.report)
     headline(t)
-    st.plotly_chart(jobdata.heatmap(key, t), width="stretch", key="job_heatmap", config=figures.CONFIG)
+    figures.plotly(jobdata.heatmap(key, t), "job_heatmap")
     steps_table(t)
     step_timeline(s, job, key, t)
     waits_and_clocks(t)

@@ -208,7 +208,12 @@ def save_and_export(loaded: data.Loaded, sc: Scenario, tag: str, digest: str) ->
             name = sc.name if replace else free_name(sc.name, taken)
             if name != sc.name:
                 sc = data.scenario(
-                    loaded.tag, data.overrides_key(sc.overrides), name, loaded.analysis, sc.overrides, sc.applied
+                    loaded.tag,
+                    data.overrides_key(sc.overrides),
+                    name,
+                    loaded.analysis,
+                    sc.overrides,
+                    tuple(sc.applied),  # a renamed copy keeps its optimisations
                 )
             try:
                 data.save_scenario(loaded, sc)
