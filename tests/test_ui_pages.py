@@ -469,7 +469,7 @@ def test_whatif_page_predicts_and_exports(env: Path) -> None:
     at.button(key="wi_add").click().run()
     at.selectbox(key="wi_kind_1").set_value("name (regex)").run()
     at.text_input(key="wi_name_1").input("(").run()
-    assert not at.exception and any("bad regex" in w.value for w in at.warning)
+    assert not at.exception and any("'(' is not a valid name pattern" in w.value for w in at.warning)
     at.text_input(key="wi_name_1").input("^aten::").run()
     at.slider(key="wi_f_1").set_value(0.5).run()
     ok(at)
@@ -535,7 +535,7 @@ def test_whatif_save_scenario(env: Path) -> None:
     ok(at)
     # a scenario against its own run is a predicted change, not a prediction error
     labels = [m.label for m in at.metric]
-    assert "Predicted change" in labels and "Prediction error" not in labels
+    assert "Predicted change b − a" in labels and "Prediction error" not in labels
     # back on the What-if page: the groups and factors are as they were left
     at.switch_page("views/whatif.py").run()
     ok(at)
@@ -584,16 +584,17 @@ def test_compare_prediction_against_measured(env: Path) -> None:
     ok(at)
     metrics = {m.label: m.value for m in at.metric}
     # against its own run, the scenario's prediction is a change (faster than observed)
-    assert metrics["Predicted change"].startswith("-")
-    assert float(metrics["Observed mean step"].split()[0]) == pytest.approx(
-        (9.288291 + 0.049073) / 2, rel=1e-3
-    )
+    assert metrics["Predicted change b − a"].startswith("-")
+    assert float(metrics["Mean step a"].split()[0]) == pytest.approx((9.288291 + 0.049073) / 2, rel=1e-3)
     # against another run it is a prediction of that run: its error is reported as such
     at.selectbox(key="cmp_run_a").set_value(SIMPLE).run()
     ok(at)
     metrics = {m.label: m.value for m in at.metric}
-    assert "Prediction error" in metrics and "Predicted change" not in metrics
-    assert float(metrics["Predicted mean step"].split()[0]) < (9.288291 + 0.049073) / 2
+    assert "Prediction error" in metrics and "Predicted change b − a" not in metrics
+    assert float(metrics["Mean step b (predicted)"].split()[0]) < (9.288291 + 0.049073) / 2
+    # step by step, b − a: the prediction's steps against the other run's, in its order
+    steps = next(d.value for d in at.dataframe if "b − a (%)" in d.value.columns)
+    assert len(steps) == 1 and steps.step.iloc[0] == "ProfilerStep#1"  # SIMPLE has one step
 
 
 # --- Cypher console --------------------------------------------------------------------

@@ -50,7 +50,7 @@ TIMELINE_HELP = (
 )
 
 
-def dark() -> bool:
+def is_dark() -> bool:
     """Whether the page is drawn in a dark theme (as the viewer's browser reports it)."""
     try:
         return st.context.theme.type == "dark"
@@ -58,10 +58,11 @@ def dark() -> bool:
         return False
 
 
-def themed(spec: dict[str, Any]) -> dict[str, Any]:
+def themed(spec: dict[str, Any], dark: bool | None = None) -> dict[str, Any]:
     """``spec`` (a Vega-Lite spec or a Plotly figure's dict) with the path's colour made
-    visible on the page's theme: near-black outlines and connectors vanish on a dark one."""
-    if not dark():
+    visible on the page's theme (``dark``: None asks the page): near-black outlines and
+    connectors vanish on a dark one."""
+    if not (is_dark() if dark is None else dark):
         return spec
     text = json.dumps(spec, cls=PlotlyJSONEncoder)
     return dict(json.loads(text.replace(charts.PATH_COLOR, charts.PATH_COLOR_DARK)))
@@ -75,7 +76,7 @@ def show(chart: canvas.Chart, key: str) -> None:
 
 def plotly(fig: go.Figure, key: str) -> None:
     """A Plotly figure drawn in the page's theme (see :func:`themed`), without a mode bar."""
-    shown: Any = themed(fig.to_dict()) if dark() else fig
+    shown: Any = themed(fig.to_dict(), True) if is_dark() else fig
     st.plotly_chart(shown, width="stretch", key=key, config=CONFIG)
 
 

@@ -196,7 +196,7 @@ def save_and_export(loaded: data.Loaded, sc: Scenario, tag: str, digest: str) ->
     if st.session_state.pop("_wi_saved", False):
         st.session_state["wi_replace"] = False  # ask again for the next save
     just = guide.saved_note(loaded, digest)
-    if sc.name in taken and just is None:
+    if sc.name in taken:
         replace = st.checkbox(
             f"Replace the saved scenario **{widgets.md(sc.name)}** (otherwise it is saved as "
             f"**{widgets.md(free_name(sc.name, taken))}**)",
