@@ -62,7 +62,7 @@ def test_group_errors_are_in_the_words_of_the_page(minitoy: api.Analysis) -> Non
         assert str(exc.value) == said
     with pytest.raises(api.SelectionError, match=r"^'\(' is not a valid name pattern: missing \)"):
         api.select_group(minitoy, "name", "(", 0.5)
-    with pytest.raises(api.SelectionError, match="^The factor must be a number from 0 to"):
+    with pytest.raises(api.SelectionError, match=r"^The factor must be a number from 0 to"):
         api.select_group(minitoy, "class", "cpu", -1.0)
     # the label is the command line's spec, so a saved scenario reads the same in both
     o = api.select_group(minitoy, "name", "^aten::", 0.5)

@@ -287,3 +287,32 @@ def test_job_page_on_a_stored_job(job_store: Path, monkeypatch: pytest.MonkeyPat
     waits, clocks = at.dataframe[1].value, at.dataframe[2].value
     assert set(waits.waited_for) == {"r1"} and list(clocks["rank"]) == ["r0", "r1"]
     assert any("the own events of 2 of 2 ranks" in c.value for c in at.caption)
+
+
+def test_job_page_predicts_the_job_step(job_store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The job what-if on the Job page: the straggler kept up, each host's cores shared; the
+    predicted job step beside the observed one is the API's."""
+    from ctda import api
+
+    monkeypatch.setenv("CTDA_DB", str(job_store))
+    at = page()
+    assert any(c.value.startswith("Make the stragglers keep up") for c in at.caption)
+    at.checkbox(key="job_wi_median").check().run()
+    at.number_input(key="job_wi_cpus").set_value(2).run()
+    assert not at.get("vega_lite_chart")[1:]  # nothing predicted before it is asked for
+    at.button(key="job_wi_run").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    want = api.whatif_stored_job(job_store, SHIPPED.name, straggler_median=True, cpus=2).scenario
+    metrics = {m.label: float(m.value.split()[0]) for m in at.metric if m.label.startswith("Mean job step (")}
+    assert metrics["Mean job step (observed)"] == pytest.approx(want.steps.base_ns.mean() / 1e6, abs=1e-3)
+    assert metrics["Mean job step (predicted)"] == pytest.approx(want.mean_predicted_ns / 1e6, abs=1e-3)
+    table = at.dataframe[-1].value
+    assert list(table.step) == list(want.steps.label)
+    np.testing.assert_allclose(table["observed ms"], want.steps.base_ns / 1e6)
+    np.testing.assert_allclose(table["predicted ms"], want.steps.predicted_ns / 1e6)
+    # rank 1 computes 30 ms more each step: kept up with rank 0, every step is shorter
+    assert (table["predicted − observed ms"] < -10).all()
+    assert any("2 cores" in c.value for c in at.caption)
+    # observed and predicted side by side, a pair of bars per step
+    pairs = canvases(at)[-1][1]
+    assert set(pairs.side) == {"observed", "predicted"} and len(pairs) == 2 * len(table)

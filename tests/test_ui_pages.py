@@ -594,7 +594,118 @@ def test_compare_prediction_against_measured(env: Path) -> None:
     assert float(metrics["Mean step b (predicted)"].split()[0]) < (9.288291 + 0.049073) / 2
     # step by step, b − a: the prediction's steps against the other run's, in its order
     steps = next(d.value for d in at.dataframe if "b − a (%)" in d.value.columns)
-    assert len(steps) == 1 and steps.step.iloc[0] == "ProfilerStep#1"  # SIMPLE has one step
+    assert list(steps.step) == ["trace"]  # a's steps: SIMPLE has one window
+    a_ms, b_ms = steps[f"a: {SIMPLE} (ms)"], steps[f"b: {MINITOY} / class=launch_overhead=0.5 (ms)"]
+    assert steps["b − a (ms)"].iloc[0] == pytest.approx(b_ms.iloc[0] - a_ms.iloc[0])
+
+
+def flat(node: Any, out: list[tuple[str, Any, str]] | None = None) -> list[tuple[str, Any, str]]:
+    """The page's elements in the order drawn: (type, key, value as text)."""
+    out = [] if out is None else out
+    kids = getattr(node, "children", None)
+    if kids:
+        for k in sorted(kids):
+            flat(kids[k], out)
+    else:
+        out.append((node.type, getattr(node, "key", None), str(getattr(node, "value", ""))))
+    return out
+
+
+def metric_ms(text: str) -> float:
+    return float(text.replace(",", "").split()[0])
+
+
+def test_guided_whatif_from_a_candidate_to_compare(env: Path) -> None:
+    """What-if opens on the ranked candidates; one click sets one up, the factor is typed or
+    removed, Save says so beside the button and opens Compare on (run, run@scenario), whose
+    card and tables agree on b − a."""
+    import ctda
+    from ctda import api
+    from ctda.ui import guide
+
+    with ctda.open_store(env) as store:
+        a = store.analysis(MINITOY)
+    want = api.whatif_candidates(a).head(guide.SHOWN)
+    at = app("whatif")
+    table = at.dataframe[0].value
+    assert list(table.change) == [guide.describe(k, t) for k, t in zip(want.kind, want.target)]
+    np.testing.assert_allclose(table["saves ms"], want.saving_ns / 1e6)
+    k = list(table.change).index("class cpu 2x faster")
+    at.button(key=f"wi_try_{k}").click().run()
+    ok(at)
+    assert at.selectbox(key="wi_kind_0").value == "class" and at.selectbox(key="wi_class_0").value == "cpu"
+    assert at.slider(key="wi_f_0").value == 0.5 == at.number_input(key="wi_ft_0").value
+    sc = api.retime(a, [api.select_group(a, "class", "cpu", 0.5)], name="x")
+    assert metric_ms(at.metric[1].value) == pytest.approx(sc.step_times().predicted_ns.mean() / 1e6, abs=1e-3)
+    # a typed factor moves the slider with it; "removed" is a factor of 0
+    at.number_input(key="wi_ft_0").set_value(0.25).run()
+    assert at.slider(key="wi_f_0").value == 0.25
+    quarter = metric_ms(at.metric[1].value)
+    at.checkbox(key="wi_rm_0").check().run()
+    gone = api.retime(a, [api.select_group(a, "class", "cpu", 0.0)], name="x")
+    assert metric_ms(at.metric[1].value) == pytest.approx(
+        gone.step_times().predicted_ns.mean() / 1e6, abs=1e-3
+    )
+    assert metric_ms(at.metric[1].value) < quarter
+    at.checkbox(key="wi_rm_0").uncheck().run()
+    at.text_input(key="wi_name").input("quarter-cpu").run()
+    at.button(key="wi_save").click().run()
+    ok(at)
+    try:
+        # the confirmation is right below the button, not at the top of the page
+        items = flat(at.main)
+        i = items.index(("button", "wi_save", "False"))
+        assert items[i + 1][0] == "success" and "Saved scenario **quarter-cpu**" in items[i + 1][2]
+        assert items[i + 2][:2] == ("button", "wi_to_compare")
+        at.button(key="wi_to_compare").click().run()
+        ok(at)
+        assert at.title[0].value == "Compare"
+        assert at.selectbox(key="cmp_run_a").value == MINITOY == at.selectbox(key="cmp_run_b").value
+        assert at.selectbox(key="cmp_what_a").value == "baseline (observed)"
+        assert at.selectbox(key="cmp_what_b").value == "scenario quarter-cpu"
+        assert at.query_params["a"] == MINITOY == at.query_params["b"]
+        card = next(m for m in at.metric if m.label == "Predicted change b − a")
+        summary = at.dataframe[0].value.set_index("metric")
+        step_delta = summary.loc["mean step (ms)", "b − a"]
+        assert (
+            step_delta < 0
+            and card.value.startswith("-")
+            and metric_ms(card.delta) == pytest.approx(step_delta, abs=1e-3)
+        )
+        steps = next(d.value for d in at.dataframe if "b − a (%)" in d.value.columns)
+        assert steps["b − a (ms)"].mean() == pytest.approx(step_delta, abs=1e-6)
+        assert (steps["b − a (ms)"] <= 0).all()
+        # by class and hotspot, b − a as well; the explanation names what moved most
+        by_class = next(d.value for d in at.dataframe if "class" in d.value.columns).set_index("class")
+        assert by_class.loc["cpu", "b − a (ms)"] < 0
+        why = next(m.value for m in at.markdown if m.value.startswith("**Where they differ most**"))
+        assert "bound by\\: " in why and "cpu " in why
+    finally:
+        with ctda.open_store(env) as store:
+            store.load(MINITOY).run.delete_scenario("quarter-cpu")  # type: ignore[union-attr]
+
+
+def test_whatif_groups_belong_to_their_run(env: Path) -> None:
+    """A run's groups stay with it: another run opens with its own (none here), and the
+    first run's come back with it. A pattern that matches nothing says so in plain words."""
+    at = app("whatif")
+    at.selectbox(key="wi_kind_0").set_value("name (regex)").run()
+    at.text_input(key="wi_name_0").input("no_such_event_xyz").run()
+    assert not at.exception
+    assert [w.value for w in at.warning] == ["No event named like 'no_such_event_xyz' in this run."]
+    at.text_input(key="wi_name_0").input("^aten::").run()
+    at.slider(key="wi_f_0").set_value(0.5).run()
+    ok(at)
+    predicted = at.metric[1].value
+    at.sidebar.selectbox(key="run").set_value(SIMPLE).run()
+    ok(at)
+    assert at.selectbox(key="wi_kind_0").value == "class" and at.slider(key="wi_f_0").value == 1.0
+    assert "move a factor" in at.info[-1].value
+    at.sidebar.selectbox(key="run").set_value(MINITOY).run()
+    ok(at)
+    assert at.selectbox(key="wi_kind_0").value == "name (regex)"
+    assert at.text_input(key="wi_name_0").value == "^aten::" and at.slider(key="wi_f_0").value == 0.5
+    assert at.metric[1].value == predicted
 
 
 # --- Cypher console --------------------------------------------------------------------
