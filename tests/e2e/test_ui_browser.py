@@ -112,6 +112,50 @@ def click_grid(d: Any, x: float, y: float, nth: int = 0) -> Callable[[], None]:
     return act
 
 
+#: how far the "Saved" note is below the Save button (px; negative: above it)
+NEAR_SAVE = """
+const save = [...document.querySelectorAll('button')].find(b => b.textContent.trim() === 'Save scenario');
+const note = [...document.querySelectorAll('[data-testid="stAlertContentSuccess"]')]
+  .find(e => e.textContent.includes('Saved scenario'));
+return note.getBoundingClientRect().top - save.getBoundingClientRect().bottom;
+"""
+#: the page's sideways overflow (px), the width of each chart and of each Plotly plot area
+LAYOUT = """
+const box = e => e.getBoundingClientRect();
+const main = document.querySelector('[data-testid="stMain"]');
+return {
+  page: document.documentElement.scrollWidth - document.documentElement.clientWidth,
+  main: main ? main.scrollWidth - main.clientWidth : 0,
+  charts: [...document.querySelectorAll('.js-plotly-plot, [data-testid="stVegaLiteChart"]')]
+    .map(e => Math.round(box(e).width)),
+  plots: [...document.querySelectorAll('.js-plotly-plot .nsewdrag')].map(e => Math.round(box(e).width)),
+  modebars: document.querySelectorAll('.modebar-container .modebar-group').length,
+};
+"""
+
+
+def fits_1280(d: Any, page: str) -> None:
+    """``page`` at the window's size: nothing wider than the page, every chart and Plotly
+    plot area a real width, no Plotly mode bar over a title or legend."""
+    go(d, page)
+    last: dict[str, Any] = {}
+
+    def fits(d: Any) -> bool:
+        last.update(d.execute_script(LAYOUT))
+        return (
+            last["page"] <= 1
+            and last["main"] <= 1
+            and all(w >= 200 for w in last["charts"])
+            and all(w >= 100 for w in last["plots"])
+        )
+
+    try:
+        wait(d, fits, f"{page} to fit the window")
+    finally:
+        shot(d, f"1280-{page.replace(' ', '-').lower()}")
+    assert last["modebars"] == 0, last
+
+
 def test_ui_in_a_real_browser(ui_server: str, driver: Any) -> None:
     from selenium.webdriver.common.by import By
 
@@ -217,21 +261,22 @@ def test_ui_in_a_real_browser(ui_server: str, driver: Any) -> None:
     shot(d, "07-whatif")
     predicted = [m.text for m in d.find_elements(By.CSS_SELECTOR, '[data-testid="stMetricValue"]')]
 
-    # Compare: the older run is "before" although the newer one sorts first by name
+    # Compare opens on the run (a) and this session's what-if of it (b): the change it predicts
     go(d, "Compare")
-    wait_text(d, "a (before)", "b (after)")
-    assert selected(d, "Run", 1) == RUN and selected(d, "Run", 2) == RUN2  # [0] is the sidebar's
-    # the classes side by side (on a canvas) say which run a bar is, when pointed at (RUN's
-    # bars are a few ms beside RUN2's seconds: too thin to point at)
+    wait_text(d, "a (before)", "b (after)", "Predicted change b − a", "Hotspot deltas")
+    assert selected(d, "Run", 1) == RUN == selected(d, "Run", 2)  # [0] is the sidebar's
+    assert selected(d, "What", 1) == "this session's what-if (unsaved)"
+    assert "Prediction error" not in body(d)
+    shot(d, "08-compare-whatif")
+    # against the other run's baseline, the classes side by side (on a canvas) say which run
+    # a bar is, when pointed at (RUN's bars are a few ms beside RUN2's seconds: too thin)
+    choose(d, "What", "baseline (observed)", nth=1)
+    choose(d, "Run", RUN2, nth=2)
+    settled(d)
     wait(d, lambda d: browser.canvas_ink(d), "the bound-by pairs drawn")
     tip = browser.hover_color(d, (0xF5, 0x85, 0x18), 0)
     assert f"b: {RUN2}" in tip and "cpu" in tip, tip
-    shot(d, "08-compare-runs")
-    choose(d, "Run", RUN, nth=2)
-    choose(d, "What", "this session's what-if (unsaved)", nth=1)
-    wait_text(d, "Predicted change", "Hotspot deltas")
-    assert "Prediction error" not in body(d)
-    shot(d, "09-compare-whatif")
+    shot(d, "09-compare-runs")
 
     # back on What-if: the group, its class and factor, and the prediction are as left
     go(d, "What-if")
@@ -240,6 +285,22 @@ def test_ui_in_a_real_browser(ui_server: str, driver: Any) -> None:
     assert browser.slider_value(d) == "0.5"
     assert [m.text for m in d.find_elements(By.CSS_SELECTOR, '[data-testid="stMetricValue"]')] == predicted
     shot(d, "10-whatif-returned")
+    # saved: said beside the button, which leads on to Compare on the run and the scenario
+    browser.button(d, "Save scenario").click()
+    wait_text(d, "Saved scenario class=launch_overhead=0.5")
+    gap = d.execute_script(NEAR_SAVE)
+    assert 0 < gap < 150, gap  # px below the button, not at the top of the page
+    browser.button(d, "Compare with the run").click()
+    wait_text(d, "b (after)", "Predicted change b − a")
+    assert selected(d, "Run", 1) == RUN == selected(d, "Run", 2)
+    assert selected(d, "What", 0) == "baseline (observed)"
+    assert selected(d, "What", 1) == "scenario class=launch_overhead=0.5"
+    shot(d, "10b-compare-saved")
+    # at 1280 x 800 no page scrolls sideways and no chart is squeezed to nothing
+    d.set_window_size(1280, 800)
+    for page in ("Runs", "Critical path", "Hotspots", "Breakdowns", "Job", "What-if", "Compare"):
+        fits_1280(d, page)
+    d.set_window_size(1440, 2000)
 
     go(d, "Cypher console")
     area = wait(d, lambda d: d.find_elements(By.CSS_SELECTOR, "textarea"), "the query box")[0]
