@@ -207,7 +207,10 @@ def page() -> None:
         b = pick_side(s, runs, "b", run_b, what_b)
     if a is None or b is None:
         return
-    st.caption("Runs are listed oldest first; by default the older run is a (before).")
+    st.caption(
+        "Runs are listed oldest first. Compare opens on the current run (a) and its latest saved "
+        "scenario (b); a run without one beside the run before it, the older one as a."
+    )
     cmp = data.comparison(a.side.tag, b.side.tag, a.side, b.side)
     st.subheader(f"{widgets.md(a.label)}  →  {widgets.md(b.label)}")
     headline(cmp, a, b)
