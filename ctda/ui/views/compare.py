@@ -44,15 +44,21 @@ def default_pair(runs: list[RunInfo], current: str | None) -> tuple[str, str]:
 
 
 def default_sides(s: Settings, runs: list[RunInfo], current: str | None) -> tuple[str, str, str, str]:
-    """The pair Compare opens on: the current run (a, as measured) and its latest saved
-    scenario, or this session's what-if of it (b); a run without either beside the run
-    ingested before it (:func:`default_pair`). (run a, what a, run b, what b)"""
+    """The pair Compare opens on: the current run (a, as measured) and a saved scenario of it
+    (b: the one saved last in this session, else the last by name), or this session's
+    what-if of it; a run without either beside the run ingested before it
+    (:func:`default_pair`). (run a, what a, run b, what b)"""
     info = next((r for r in runs if r.name == current), None)
-    if info is not None:
-        loaded = data.load(s, info)
-        saved, _ = data.scenario_list(loaded)
-        if saved:
-            return info.name, BASELINE, info.name, f"scenario {saved[-1]['name']}"
+    try:
+        loaded = None if info is None else data.load(s, info)
+    except StoreError:  # said by the side that loads it
+        loaded = None
+    if info is not None and loaded is not None:
+        names = [str(r["name"]) for r in data.scenario_list(loaded)[0]]
+        just = st.session_state.get("_wi_saved_note")  # (run tag, digest, name, verb)
+        if names:
+            name = just[2] if just is not None and just[0] == loaded.tag and just[2] in names else names[-1]
+            return info.name, BASELINE, info.name, f"scenario {name}"
         mine = st.session_state.get("wi_current")
         if mine is not None and mine[0] == loaded.tag:
             return info.name, BASELINE, info.name, SESSION
@@ -208,8 +214,8 @@ def page() -> None:
     if a is None or b is None:
         return
     st.caption(
-        "Runs are listed oldest first. Compare opens on the current run (a) and its latest saved "
-        "scenario (b); a run without one beside the run before it, the older one as a."
+        "Runs are listed oldest first. Compare opens on the current run (a) and a saved scenario "
+        "of it (b); a run without one beside the run before it, the older one as a."
     )
     cmp = data.comparison(a.side.tag, b.side.tag, a.side, b.side)
     st.subheader(f"{widgets.md(a.label)}  →  {widgets.md(b.label)}")
