@@ -355,8 +355,8 @@ def page() -> None:
     saved_scenarios(loaded)
     if not overrides and not applied:
         st.info(
-            "Pick events and move a factor away from 1, or pick a named optimisation, "
-            "to predict the step time."
+            "Try one of the changes above, or pick events and move a factor away from 1, or pick "
+            "a named optimisation, to predict the step time."
         )
         return
     label = "; ".join([*(o.label for o in overrides), *applied])
