@@ -17,12 +17,14 @@ and edges from the store (*cold*); later calls replay the graph the procedure ke
 
 Warm calls alternate two scenarios (so nothing but the graph is reused) and must give the
 Python engine's step times to the nanosecond. Input: the synthetic >= 1M-event trace of
-the store suite (``--quick``: the largest shipped trace), ingested into a private Neo4j
-server with ctda's plugins (:func:`bench.store_bench.neo4j_target`).
+the store suite (``$CTDA_BENCH_INDB_EVENTS`` sets another size; ``--quick``: the largest
+shipped trace), ingested into a private Neo4j server with ctda's plugins
+(:func:`bench.store_bench.neo4j_target`).
 """
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Any
 
@@ -41,6 +43,9 @@ LISTS_QUERY = (
     "YIELD window, predictedNs, edges, events, waits, charges, classes, names "
     "RETURN window, predictedNs, edges, events, waits, charges, classes, names"
 )
+#: a smaller synthetic trace than the store suite's (trace events), for a quicker run:
+#: ingesting a million events into Neo4j takes tens of minutes on a busy machine
+EVENTS_ENV = "CTDA_BENCH_INDB_EVENTS"
 #: the end-to-end command's selection
 CLI_SCALE = "cat=kernel=0.5"
 
@@ -139,10 +144,10 @@ def _input(ctx: Context) -> tuple[str, Any]:
 
     if ctx.quick or ctx.corpus is None:
         return f"shipped {store_bench.SHIPPED.name}", store_bench.SHIPPED
+    events = int(os.environ.get(EVENTS_ENV) or store_bench.SYNTH_EVENTS)
     syn = corpus.synthetic(
-        ctx.corpus / store_bench.SYNTH_SOURCE, ctx.cache, min_events=store_bench.SYNTH_EVENTS, min_bytes=0,
-        log=ctx.log,
-    )  # fmt: skip
+        ctx.corpus / store_bench.SYNTH_SOURCE, ctx.cache, min_events=events, min_bytes=0, log=ctx.log
+    )
     return f"synthetic {syn.source} x{syn.copies} ({syn.n_events:,} events)", syn.path
 
 
