@@ -340,7 +340,7 @@ def whatif_in_db(store: Any, prepared: list[tuple[str, Any]]) -> list[dict[str, 
         py_s = time.perf_counter() - t0
         _log(f"neo4j what-if in the database <- {label}")
         t0 = time.perf_counter()
-        got = indb.replay(store, info.id, ovs, a.nodes.end - a.nodes.ts)
+        got = indb.replay(store, info.id, ovs, a)
         db_s = time.perf_counter() - t0
         same = got.steps.predicted_ns.tolist() == py.step_times().predicted_ns.tolist()
         row = _row("neo4j", label, data, "whatif", {"python_s": py_s, "in_db_s": db_s, "same_ns": same})

@@ -5,18 +5,26 @@ first call after the server started (or after the run was written) reads the run
 and edges from the store (*cold*); later calls replay the graph the procedure keeps
 (*warm*, :file:`neo4j/procedures/.../RunCache.java`). Timed per call, as the user waits:
 
-- *full*: :func:`ctda.whatif.indb.replay` (procedure, every window's path over Bolt, the
-  result as tables), what ``ctda whatif --in-db`` pays;
-- *steps*: ``CALL ctda.replay(...) YIELD window, predictedNs`` alone.
+- *full*: :func:`ctda.whatif.indb.replay` (``ctda.replayArrays``: every window's path as two
+  packed arrays over Bolt, named and classed from the analysis in memory), what
+  ``ctda whatif --in-db`` pays for the re-timing;
+- *lists*: ``ctda.replay`` yielding every path as the six lists Cypher users read (what
+  ``ctda whatif --in-db`` fetched and decoded before the packed arrays), records decoded;
+- *steps*: ``CALL ctda.replay(...) YIELD window, predictedNs`` alone;
+- *end to end*: ``ctda whatif RUN --scale ... --in-db --dry-run --format json`` in a fresh
+  process, as a user types it (start-up, the run's analysis read from the store, selection,
+  the procedure, the rendered answer).
 
 Warm calls alternate two scenarios (so nothing but the graph is reused) and must give the
 Python engine's step times to the nanosecond. Input: the synthetic >= 1M-event trace of
-the store suite (``--quick``: the largest shipped trace), ingested into a private Neo4j
-server with ctda's plugins (:func:`bench.store_bench.neo4j_target`).
+the store suite (``$CTDA_BENCH_INDB_EVENTS`` sets another size; ``--quick``: the largest
+shipped trace), ingested into a private Neo4j server with ctda's plugins
+(:func:`bench.store_bench.neo4j_target`).
 """
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Any
 
@@ -30,6 +38,16 @@ STEPS_QUERY = (
     "MATCH (r:Run {id: $r}) CALL ctda.replay(r.id, $f) YIELD window, predictedNs "
     "RETURN window, predictedNs ORDER BY window"
 )
+LISTS_QUERY = (
+    "MATCH (r:Run {id: $r}) CALL ctda.replay(r.id, $f) "
+    "YIELD window, predictedNs, edges, events, waits, charges, classes, names "
+    "RETURN window, predictedNs, edges, events, waits, charges, classes, names"
+)
+#: a smaller synthetic trace than the store suite's (trace events), for a quicker run:
+#: ingesting a million events into Neo4j takes tens of minutes on a busy machine
+EVENTS_ENV = "CTDA_BENCH_INDB_EVENTS"
+#: the end-to-end command's selection
+CLI_SCALE = "cat=kernel=0.5"
 
 
 def _scenarios(n: int) -> list[list[Any]]:
@@ -65,12 +83,12 @@ def measure(store: Any, run_id: int, a: Any, pgid: int | None = None) -> dict[st
         s, py = _timed(lambda ovs=ovs: run_scenario(a, ovs))
         python_s.append(s)
         want.append(py.step_times().predicted_ns.tolist())
-    cold_s, got = _timed(lambda: indb.replay(store, run_id, scenarios[0], durations))
+    cold_s, got = _timed(lambda: indb.replay(store, run_id, scenarios[0], a))
     same = got.steps.predicted_ns.tolist() == want[0]
     warm_s, steps_s, steps_cpu = [], [], []
     for k in range(WARM_CALLS):
         ovs, expect = scenarios[k % 2], want[k % 2]
-        s, got = _timed(lambda ovs=ovs: indb.replay(store, run_id, ovs, durations))
+        s, got = _timed(lambda ovs=ovs: indb.replay(store, run_id, ovs, a))
         warm_s.append(s)
         same = same and got.steps.predicted_ns.tolist() == expect
         f = indb.factors(ovs, durations)
@@ -81,8 +99,11 @@ def measure(store: Any, run_id: int, a: Any, pgid: int | None = None) -> dict[st
         if cpu0 is not None and cpu1 is not None:
             steps_cpu.append(cpu1 - cpu0)
         same = same and [r["predictedNs"] for r in rows] == expect
+    f = indb.factors(scenarios[0], durations)
+    lists_s, _ = _timed(lambda: store.query(LISTS_QUERY, {"r": run_id, "f": f}).records())
     (stats,) = store.query("CALL ctda.replayCache()").records()
     return {
+        "warm_lists_s": lists_s,
         "python_s": min(python_s),
         "cold_s": cold_s,
         "warm_s": float(np.median(warm_s)),
@@ -96,15 +117,37 @@ def measure(store: Any, run_id: int, a: Any, pgid: int | None = None) -> dict[st
     }
 
 
+def end_to_end(ctx: Context, target: Any, a: Any) -> dict[str, Any]:
+    """``ctda whatif indb-bench --in-db`` in a fresh process (the procedure warm): wall
+    seconds, and whether its step times are the Python engine's."""
+    import json
+    import subprocess
+
+    from ctda.whatif.scenario import run as run_scenario
+    from ctda.whatif.select import parse_scale
+
+    want = run_scenario(a, [parse_scale(a, CLI_SCALE)]).step_times().predicted_ns.tolist()
+    env = {**ctx.child_env(), "CTDA_NEO4J_USER": target.auth[0], "CTDA_NEO4J_PASSWORD": target.auth[1]}
+    argv = [ctx.python(), "-c", "from ctda.cli.app import main; main()", "whatif", "indb-bench", "--scale",
+            CLI_SCALE, "--in-db", "--dry-run", "--format", "json", "--db", target.location]  # fmt: skip
+    seconds, done = _timed(
+        lambda: subprocess.run(argv, env=env, capture_output=True, text=True, timeout=ctx.timeout_s)
+    )
+    if done.returncode != 0:
+        return {"cli_s": None, "cli_error": (done.stderr or done.stdout).strip().splitlines()[-1:]}
+    got = [s["predicted_ns"] for s in json.loads(done.stdout)["steps"]]
+    return {"cli_s": seconds, "cli_same_ns": got == want}
+
+
 def _input(ctx: Context) -> tuple[str, Any]:
     from bench import corpus, store_bench
 
     if ctx.quick or ctx.corpus is None:
         return f"shipped {store_bench.SHIPPED.name}", store_bench.SHIPPED
+    events = int(os.environ.get(EVENTS_ENV) or store_bench.SYNTH_EVENTS)
     syn = corpus.synthetic(
-        ctx.corpus / store_bench.SYNTH_SOURCE, ctx.cache, min_events=store_bench.SYNTH_EVENTS, min_bytes=0,
-        log=ctx.log,
-    )  # fmt: skip
+        ctx.corpus / store_bench.SYNTH_SOURCE, ctx.cache, min_events=events, min_bytes=0, log=ctx.log
+    )
     return f"synthetic {syn.source} x{syn.copies} ({syn.n_events:,} events)", syn.path
 
 
@@ -134,6 +177,7 @@ def run_indb(ctx: Context) -> SuiteResult:
                 assert info is not None
                 ctx.log("  ctda.replay cold, then warm")
                 row.update(measure(s, info.id, a, nt.pgid))
+            row.update(end_to_end(ctx, nt.target, a))
             row["server"] = nt.note
     return SuiteResult(rows=[row], markdown=_markdown(row))
 
@@ -143,21 +187,26 @@ def _markdown(r: dict[str, Any]) -> str:
         "`ctda.replay` on a stored run: *cold* is the first call after the run was written (the "
         "procedure reads the run's events and edges from the store), *warm* the median of "
         f"{WARM_CALLS} later calls alternating two scenarios (the procedure keeps the run's graph); "
-        "*full* is `ctda whatif --in-db`'s call (every window's path returned), *steps* the Cypher "
-        f"call yielding step times only (the goal: <= {GOAL_WARM_S:g} s warm at 1M trace events); "
-        "*server CPU*: the server's CPU seconds per warm steps call."
+        "*full* is `ctda whatif --in-db`'s call (`ctda.replayArrays`: every window's path as packed "
+        "edge ids and charges, named from the analysis in memory), *lists* one warm `ctda.replay` "
+        "call yielding every path as the lists Cypher reads (what `--in-db` fetched before), *steps* "
+        f"the Cypher call yielding step times only (the goal: <= {GOAL_WARM_S:g} s warm at 1M trace "
+        "events); *server CPU*: the server's CPU seconds per warm steps call; *end to end*: "
+        f"`ctda whatif indb-bench --scale {CLI_SCALE} --in-db --dry-run --format json` in a fresh "
+        "process (procedure warm)."
     )
     if "skipped" in r:
         return f"{intro}\n\nskipped: {r['skipped']}"
     header = [
         "trace", "analysed events", "edges", "Python what-if s", "cold s", "warm s (full)",
-        "warm s (steps)", "server CPU s (steps)", "same ns",
+        "warm s (lists)", "warm s (steps)", "server CPU s (steps)", "end to end s", "same ns",
     ]  # fmt: skip
     body = [[
         f"`{r['trace']}`", fmt_num(r["analysed_events"]), fmt_num(r["edges"]), fmt_num(r["python_s"], 3),
-        fmt_num(r["cold_s"], 2), fmt_num(r["warm_s"], 2), fmt_num(r["warm_steps_s"], 2) + mark(r["ok"]),
-        fmt_num(r.get("warm_steps_server_cpu_s"), 2),
-        "yes" if r["same_ns"] else "**NO**",
+        fmt_num(r["cold_s"], 2), fmt_num(r["warm_s"], 2), fmt_num(r["warm_lists_s"], 2),
+        fmt_num(r["warm_steps_s"], 2) + mark(r["ok"]), fmt_num(r.get("warm_steps_server_cpu_s"), 2),
+        fmt_num(r.get("cli_s"), 2) if r.get("cli_s") is not None else f"failed: {r.get('cli_error')}",
+        "yes" if r["same_ns"] and r.get("cli_same_ns") else "**NO**",
     ]]  # fmt: skip
-    table = markdown_table(header, body, align="lrrrrrrrl")
+    table = markdown_table(header, body, align="lrrrrrrrrrl")
     return f"{intro}\n\n{table}\n\n{r.get('server', '')}"

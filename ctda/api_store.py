@@ -293,7 +293,7 @@ class StoreSession(JobSession):
         a = src.analysis
         label = name or "; ".join(o.label for o in ovs)
         with self._open(write=save) as store:
-            result = indb.replay(store, stored.info.id, ovs, a.nodes.end - a.nodes.ts, name=label)
+            result = indb.replay(store, stored.info.id, ovs, a, name=label)
             if save:
                 indb.save(store, stored.info.id, result)
         result.contention_ignored = bool(len(a.contention))

@@ -89,7 +89,7 @@ def _run_id(t: Target, name: str) -> int:
 
 def _in_db(t: Target, name: str, a: Analysis, ovs: list[Override]) -> indb.InDbResult:
     with open_store(t, read_only=True) as s:
-        return indb.replay(s, _run_id(t, name), ovs, a.nodes.end - a.nodes.ts)
+        return indb.replay(s, _run_id(t, name), ovs, a)
 
 
 def test_java_tables_match_the_engine() -> None:
@@ -133,6 +133,35 @@ def test_scenarios_equal_python(
     assert got.steps.predicted_ns.tolist() == py.step_times().predicted_ns.tolist()
     assert got.path.edge.tolist() == py.analysis.charges.edge.tolist()
     assert got.path.ns.tolist() == py.analysis.charges.ns.tolist()
+
+
+def test_rebuilt_path_is_the_procedures(stored: tuple[Target, dict[str, Analysis]]) -> None:
+    """``indb.replay`` gets edge ids and charges packed (``ctda.replayArrays``) and names and
+    classes each stretch from the analysis: the same rows ``ctda.replay`` lists for Cypher."""
+    t, runs = stored
+    waits = []
+    for name, specs in [(GLOO, ["class=cpu=0.8"]), (DEMO, ["class=launch_overhead=0.5"]), (DEMO, [])]:
+        a = runs[name]
+        ovs = [parse_scale(a, s) for s in specs]
+        got = _in_db(t, name, a, ovs)
+        with open_store(t, read_only=True) as s:
+            rows = s.query(
+                "CALL ctda.replay($r, $f) YIELD window, predictedNs, edges, waits, charges, classes, names "
+                "RETURN * ORDER BY window",
+                {"r": _run_id(t, name), "f": indb.factors(ovs, a.nodes.end - a.nodes.ts)},
+            ).records()
+        assert [r["predictedNs"] for r in rows] == got.steps.predicted_ns.tolist()
+        lists = {
+            k: [x for r in rows for x in r[k]] for k in ("edges", "waits", "charges", "classes", "names")
+        }
+        assert got.path.edge.tolist() == lists["edges"] and got.path.ns.tolist() == lists["charges"]
+        assert got.path.wait.tolist() == lists["waits"]
+        assert got.path["class"].tolist() == lists["classes"]
+        assert got.path.name.tolist() == [
+            f"({c})" if w else x for x, w, c in zip(lists["names"], lists["waits"], lists["classes"])
+        ]
+        waits += lists["waits"]
+    assert any(waits) and not all(waits)  # both kinds of stretch were compared
 
 
 def test_some_scenario_changes_the_step(stored: tuple[Target, dict[str, Analysis]]) -> None:
@@ -279,16 +308,16 @@ def test_replay_cache_reuses_and_rereads(stored: tuple[Target, dict[str, Analysi
     first = {}
     with open_store(t, read_only=True) as s:
         for name in five:
-            first[name] = indb.replay(s, _run_id(t, name), [], runs[name].nodes.end - runs[name].nodes.ts)
+            first[name] = indb.replay(s, _run_id(t, name), [], runs[name])
         c0 = _cache(s)
         assert c0["runs"] == 4  # the five calls left the last four
         a = runs[five[-1]]
-        again = indb.replay(s, _run_id(t, five[-1]), [], a.nodes.end - a.nodes.ts)  # held: no read
+        again = indb.replay(s, _run_id(t, five[-1]), [], a)  # held: no read
         c1 = _cache(s)
         assert (c1["hits"], c1["loads"]) == (c0["hits"] + 1, c0["loads"])
         assert again.steps.equals(first[five[-1]].steps) and again.path.equals(first[five[-1]].path)
         a = runs[five[0]]
-        back = indb.replay(s, _run_id(t, five[0]), [], a.nodes.end - a.nodes.ts)  # evicted: read again
+        back = indb.replay(s, _run_id(t, five[0]), [], a)  # evicted: read again
         c2 = _cache(s)
         assert (c2["hits"], c2["loads"], c2["runs"]) == (c1["hits"], c1["loads"] + 1, 4)
         assert back.steps.equals(first[five[0]].steps) and back.path.equals(first[five[0]].path)
@@ -298,7 +327,7 @@ def test_replay_cache_reuses_and_rereads(stored: tuple[Target, dict[str, Analysi
     with open_store(t) as s:
         s.query("MATCH (r:Run {name: $n}) SET r.ingested_at = r.ingested_at + '!'", {"n": name}, write=True)
         try:
-            got = indb.replay(s, _run_id(t, name), [], a.nodes.end - a.nodes.ts)
+            got = indb.replay(s, _run_id(t, name), [], a)
             c3 = _cache(s)
         finally:
             s.query(
@@ -321,6 +350,6 @@ def test_bench_suite_measures_cold_and_warm(stored: tuple[Target, dict[str, Anal
         row = suite_indb.measure(s, _run_id(t, DEMO), a)
     assert row["same_ns"] is True
     # each call either reads the run or is answered from the cache: only the cold one may read
-    calls = 1 + 2 * suite_indb.WARM_CALLS
+    calls = 1 + 2 * suite_indb.WARM_CALLS + 1  # cold, warm full and steps, one warm lists call
     loads, hits = row["cache_loads"] - before["loads"], row["cache_hits"] - before["hits"]
     assert loads <= 1 and loads + hits == calls

@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING, Annotated, NoReturn, ParamSpec, TypeVar
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
 from ctda import options
+from ctda.cli import coercion
 from ctda.errors import CtdaError
 from ctda.render.output import Format, visible
 
@@ -39,6 +39,7 @@ def _flags_show_no_type() -> None:
 
 
 _flags_show_no_type()
+coercion.install()
 app = typer.Typer(
     name="ctda",
     help="Critical path analysis for PyTorch profiler (Kineto) traces, across threads and GPU streams.",
@@ -174,6 +175,8 @@ def file_progress(path: Path, label: str) -> Iterator[Callable[[int], None] | No
     if size < PROGRESS_MIN_BYTES or (not sys.stderr.isatty() and not os.environ.get("CTDA_PROGRESS")):
         yield None
         return
+    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
+
     with Progress(
         TextColumn("{task.description}"),
         BarColumn(),
@@ -191,6 +194,8 @@ def write_progress(enabled: bool) -> Iterator[Callable[[int, int], None] | None]
     if not enabled:
         yield None
         return
+    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+
     columns = (TextColumn("storing"), BarColumn(), TextColumn("{task.completed:,}/{task.total:,} rows"))
     with Progress(*columns, TimeRemainingColumn(), console=err_console, transient=True) as bar:
         task = bar.add_task("store", total=1)

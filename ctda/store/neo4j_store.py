@@ -82,6 +82,7 @@ class Neo4jStore(Staging, Store):
             "dbms.components",
             # ctda's own: re-times a stored run in memory, reads only the run's nodes
             "ctda.replay",
+            "ctda.replayarrays",  # ctda.replay's paths packed as bytes, for ctda whatif --in-db
             "ctda.replaycache",  # counters of ctda.replay's run cache
         }
     )

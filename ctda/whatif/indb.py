@@ -15,19 +15,26 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
+from ctda.analysis.attribution import edge_classes
+from ctda.analysis.classify import CLASSES
+from ctda.analysis.engine import Analysis
+from ctda.analysis.tables import Names
 from ctda.store.base import Store, StoreError
 from ctda.whatif.select import Override, dur_factor
 
-#: one row per stretch of each window's re-timed path, with the event it is charged to
+I64 = npt.NDArray[np.int64]
+
+#: one row per window: its re-timed bounds and its path as two packed arrays (edge ids, charged
+#: ns); names and classes are rebuilt here from the run's analysis, so only numbers cross Bolt
 PATH_QUERY = """
 MATCH (r:Run {id: $run_id, status: 'complete'})
-CALL ctda.replay(r.id, $factors, {property: $property})
-YIELD window, label, step, baseNs, predictedNs, edges, names, waits, charges, classes
-RETURN window, label, step, baseNs AS base_ns, predictedNs AS predicted_ns, edges, names, waits, charges,
-       classes
-"""  # one row per window, its path as lists: far fewer records than one per stretch
+CALL ctda.replayArrays(r.id, $factors, {property: $property})
+YIELD window, label, step, baseNs, predictedNs, edges, charges
+RETURN window, label, step, baseNs AS base_ns, predictedNs AS predicted_ns, edges, charges
+"""
 
 
 @dataclass
@@ -90,12 +97,13 @@ def replay(
     store: Store,
     run_id: int,
     overrides: list[Override],
-    durations: np.ndarray,
+    a: Analysis,
     name: str = "what-if",
     property_name: str = "factor",
 ) -> InDbResult:
-    """Re-time run ``run_id`` in ``store`` under ``overrides`` with the database's procedure."""
-    if "ctda.replay" not in store.read_procedures:  # the backend has no such procedure
+    """Re-time run ``run_id`` in ``store`` under ``overrides`` with the database's procedure;
+    ``a`` is the run's analysis (as stored), which names and classes the returned path."""
+    if "ctda.replayarrays" not in store.read_procedures:  # the backend has no such procedure
         raise StoreError(
             f"{store.location}: the {store.title} store cannot compute longest paths in Cypher; "
             "drop --in-db (the what-if is then computed in Python, with the same results)"
@@ -103,41 +111,61 @@ def replay(
     try:
         rows = store.query(
             PATH_QUERY,
-            {"run_id": run_id, "factors": factors(overrides, durations), "property": property_name},
+            {
+                "run_id": run_id,
+                "factors": factors(overrides, a.nodes.end - a.nodes.ts),
+                "property": property_name,
+            },
         ).records()
     except StoreError as exc:
         if "ctda.replay" in str(exc) and ("not found" in str(exc) or "no procedure" in str(exc).lower()):
             raise StoreError(
-                f"{store.location} has no ctda.replay procedure: install ctda's Neo4j plugin "
+                f"{store.location} has no ctda.replayArrays procedure: install this ctda's Neo4j plugin "
                 "(see 'Team setup with Neo4j' in the README)"
             ) from None
         raise
     if not rows:
         raise StoreError(f"run id {run_id} has no windows to re-time")
+    rows = sorted(rows, key=lambda r: r["window"])
     steps = pd.DataFrame(
         {k: [r[k] for r in rows] for k in ("window", "label", "step", "base_ns", "predicted_ns")}
-    ).sort_values("window", kind="stable", ignore_index=True)
+    )
     steps["delta_ns"] = steps.predicted_ns - steps.base_ns
-    sizes = [len(r["edges"]) for r in rows]
-
-    def flat(key: str, dtype: Any) -> np.ndarray:
-        parts = [np.asarray(r[key], dtype=dtype) for r in rows]
-        return np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
-
-    waits = flat("waits", bool)
-    classes = pd.Series(flat("classes", object), dtype=object)
-    path = pd.DataFrame(
-        {
-            "window": np.repeat(np.asarray([r["window"] for r in rows], dtype=np.int64), sizes),
-            "pos": np.concatenate([np.arange(k) for k in sizes]) if sizes else np.zeros(0, np.int64),
-            "edge": flat("edges", np.int64),
-            "name": np.where(waits, ("(" + classes + ")").to_numpy(), flat("names", object)),
-            "class": classes.to_numpy(),
-            "wait": waits,
-            "ns": flat("charges", np.int64),
-        }
-    ).sort_values(["window", "pos"], kind="stable", ignore_index=True)
+    edges = [np.frombuffer(r["edges"], dtype="<i4") for r in rows]
+    charges = [np.frombuffer(r["charges"], dtype="<i8") for r in rows]
+    sizes = np.array([len(e) for e in edges], dtype=np.int64)
+    if any(len(c) != len(e) for e, c in zip(edges, charges)):
+        raise StoreError(f"run id {run_id}: the procedure returned paths of mismatched lengths")
+    windows = np.array([r["window"] for r in rows], dtype=np.int64)
+    path = path_frame(a, windows, sizes, np.concatenate(edges).astype(np.int64), np.concatenate(charges))
     return InDbResult(name, overrides, steps, path)
+
+
+def path_frame(a: Analysis, windows: I64, sizes: I64, edges: I64, ns: I64) -> pd.DataFrame:
+    """The re-timed path's rows (window, pos, edge, name, class, wait, ns) from each window's
+    edge ids and charges (``sizes[k]`` of them for ``windows[k]``), named and classed as the
+    procedure's ``ctda.replay`` lists them: a stretch of an event's own time by the event's
+    display name and class, a wait by its class, named ``(class)``."""
+    g = a.graph
+    if len(edges) and (edges.min() < 0 or edges.max() >= g.n_edges):
+        raise StoreError("the stored run's edges differ from its analysis: re-ingest the run")
+    owner = g.owner[edges]
+    wait = owner < 0
+    code = edge_classes(g, edges, owner, a.event_cls)
+    cls = np.asarray(CLASSES, dtype=object)
+    wait_names = np.asarray([f"({c})" for c in CLASSES], dtype=object)
+    names = np.where(wait, wait_names[code], Names(a).of(np.maximum(owner, 0)))
+    return pd.DataFrame(
+        {
+            "window": np.repeat(windows, sizes),
+            "pos": np.arange(len(edges)) - np.repeat(np.cumsum(sizes) - sizes, sizes),
+            "edge": edges,
+            "name": names,
+            "class": cls[code],
+            "wait": wait,
+            "ns": ns.astype(np.int64),
+        }
+    )
 
 
 def save(store: Store, run_id: int, result: InDbResult) -> None:

@@ -99,6 +99,21 @@ public class Replay {
         public List<String> names;
     }
 
+    /** One window of the re-timed run with its critical path packed as bytes (see {@link #replayArrays}). */
+    public static class WindowArrays {
+        public long window;
+        public String label;
+        public long step;
+        public long baseNs;
+        public long predictedNs;
+        public long startNs;
+        public long endNs;
+        /** DEP.edge ids of the path in time order, int32 little-endian. */
+        public byte[] edges;
+        /** Per path edge: time charged inside the window (ns), int64 little-endian. */
+        public byte[] charges;
+    }
+
     @Procedure(name = "ctda.replay", mode = Mode.READ)
     @Description("ctda.replay(runId, factors = {}, config = {}) :: per window the re-timed duration "
             + "and critical path of a stored ctda run. factors maps event idx (as text) to a duration "
@@ -108,17 +123,41 @@ public class Replay {
             @Name("runId") long runId,
             @Name(value = "factors", defaultValue = "{}") Map<String, Object> factors,
             @Name(value = "config", defaultValue = "{}") Map<String, Object> config) {
+        RunGraph g = graph(runId);
+        RunGraph.Timing timing = g.replay(factorsOf(g, runId, factors, config));
+        return g.windows.stream().map(w -> g.windowPath(w, timing));
+    }
+
+    @Procedure(name = "ctda.replayArrays", mode = Mode.READ)
+    @Description("ctda.replayArrays(runId, factors = {}, config = {}) :: ctda.replay's windows with each "
+            + "path as two byte arrays: edges (DEP.edge ids, int32) and charges (ns, int64), little-endian. "
+            + "For clients that hold the run's analysis and rebuild names and classes from the edge ids.")
+    public Stream<WindowArrays> replayArrays(
+            @Name("runId") long runId,
+            @Name(value = "factors", defaultValue = "{}") Map<String, Object> factors,
+            @Name(value = "config", defaultValue = "{}") Map<String, Object> config) {
+        RunGraph g = graph(runId);
+        RunGraph.Timing timing = g.replay(factorsOf(g, runId, factors, config));
+        return g.windows.stream().map(w -> g.windowArrays(w, timing));
+    }
+
+    /** Run {@code runId}'s graph, from the cache while the run is unchanged. */
+    private RunGraph graph(long runId) {
         RunCache.Key key = new RunCache.Key(db.databaseName(), runId);
         Node run = tx.findNode(RUN, "id", runId);
         if (run == null || !"complete".equals(run.getProperty("status", null))) {
             RunCache.forget(key);
             throw new IllegalArgumentException("no complete ctda run with id " + runId);
         }
-        String property = String.valueOf(config.getOrDefault("property", "factor"));
         Map<String, Object> stamp = new HashMap<>(run.getProperties(STAMP));
         stamp.put("element_id", run.getElementId());
         long t0 = ((Number) run.getProperty("t0_ns")).longValue();
-        RunGraph g = RunCache.get(key, stamp, () -> RunGraph.load(tx, runId, t0));
+        return RunCache.get(key, stamp, () -> RunGraph.load(tx, runId, t0));
+    }
+
+    /** Each event's own factor (NaN where unset): the event property, then the map's entries. */
+    private double[] factorsOf(RunGraph g, long runId, Map<String, Object> factors, Map<String, Object> config) {
+        String property = String.valueOf(config.getOrDefault("property", "factor"));
         double[] factor = new double[g.n];
         Arrays.fill(factor, Double.NaN);
         propertyFactors(runId, property, factor);
@@ -129,8 +168,7 @@ public class Replay {
             }
             factor[i] = toDouble(f.getValue(), f.getKey());
         }
-        RunGraph.Timing timing = g.replay(factor);
-        return g.windows.stream().map(w -> g.windowPath(w, timing));
+        return factor;
     }
 
     /** What the replay cache holds and how often it answered, since the server started. */

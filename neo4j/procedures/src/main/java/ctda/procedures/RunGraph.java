@@ -1,5 +1,7 @@
 package ctda.procedures;
 
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
@@ -320,54 +322,101 @@ final class RunGraph {
         return new Timing(time, bind);
     }
 
-    /** Window {@code w}'s re-timed duration and its critical path, clipped to the window. */
-    Replay.WindowPath windowPath(Window w, Timing t) {
+    /** A window's re-timed bounds and its critical path: edge ids in time order, charged ns. */
+    record Path(long lo, long hi, int[] edges, long[] charges) {
+    }
+
+    /** Window {@code w}'s critical path: binding edges back from its end, clipped to the window. */
+    Path windowChain(Window w, Timing t) {
         int startPoint = w.event() >= 0 ? 2 * w.event() : 2 * n;
         int endPoint = w.event() >= 0 ? 2 * w.event() + 1 : 2 * n + 1;
         long lo = t.time()[startPoint];
         long hi = t.time()[endPoint];
-        List<Integer> back = new ArrayList<>();
+        int[] back = new int[16];
+        int len = 0;
         int v = endPoint;
         while (true) {
             int e = t.bind()[v];
             if (e < 0) {
                 break;
             }
-            back.add(e);
+            if (len == back.length) {
+                back = Arrays.copyOf(back, 2 * len);
+            }
+            back[len++] = e;
             v = src[e];
             if (t.time()[v] <= lo) {
                 break;
             }
         }
+        int[] edges = new int[len];
+        long[] charges = new long[len];
+        int k = 0;
+        for (int q = len - 1; q >= 0; q--) {
+            int e = back[q];
+            long clipped = Math.min(t.time()[dst[e]], hi) - Math.max(t.time()[src[e]], lo);
+            if (clipped > 0) {
+                edges[k] = e;
+                charges[k++] = clipped;
+            }
+        }
+        return new Path(lo, hi, Arrays.copyOf(edges, k), Arrays.copyOf(charges, k));
+    }
+
+    /** Window {@code w}'s re-timed duration and its critical path, as lists Cypher can read. */
+    Replay.WindowPath windowPath(Window w, Timing t) {
+        Path path = windowChain(w, t);
         Replay.WindowPath out = new Replay.WindowPath();
         out.window = w.idx();
         out.label = w.label();
         out.step = w.step();
         out.baseNs = w.durationNs();
-        out.startNs = lo;
-        out.endNs = hi;
-        out.predictedNs = hi - lo;
-        out.edges = new ArrayList<>();
-        out.events = new ArrayList<>();
-        out.waits = new ArrayList<>();
-        out.charges = new ArrayList<>();
-        out.classes = new ArrayList<>();
-        out.names = new ArrayList<>();
-        for (int k = back.size() - 1; k >= 0; k--) {
-            int e = back.get(k);
-            long clipped = Math.min(t.time()[dst[e]], hi) - Math.max(t.time()[src[e]], lo);
-            if (clipped <= 0) {
-                continue;
-            }
+        out.startNs = path.lo();
+        out.endNs = path.hi();
+        out.predictedNs = path.hi() - path.lo();
+        int len = path.edges().length;
+        out.edges = new ArrayList<>(len);
+        out.events = new ArrayList<>(len);
+        out.waits = new ArrayList<>(len);
+        out.charges = new ArrayList<>(len);
+        out.classes = new ArrayList<>(len);
+        out.names = new ArrayList<>(len);
+        for (int k = 0; k < len; k++) {
+            int e = path.edges()[k];
             boolean wait = owner[e] < 0;
             int target = wait ? eventOf(dst[e]) : owner[e];
             out.edges.add((long) e);
             out.events.add((long) target);
             out.waits.add(wait);
-            out.charges.add(clipped);
+            out.charges.add(path.charges()[k]);
             out.classes.add(wait ? WAIT_NAMES[waitCode[e]] : eventClass[owner[e]]);
             out.names.add(eventName[target]);
         }
+        return out;
+    }
+
+    /**
+     * Window {@code w}'s re-timed duration and its critical path as packed little-endian
+     * arrays (edge ids as int32, charges as int64): a client holding the run's analysis
+     * rebuilds names and classes from the edge ids, so only these cross the wire, in two
+     * byte strings instead of six lists of boxed values.
+     */
+    Replay.WindowArrays windowArrays(Window w, Timing t) {
+        Path path = windowChain(w, t);
+        Replay.WindowArrays out = new Replay.WindowArrays();
+        out.window = w.idx();
+        out.label = w.label();
+        out.step = w.step();
+        out.baseNs = w.durationNs();
+        out.startNs = path.lo();
+        out.endNs = path.hi();
+        out.predictedNs = path.hi() - path.lo();
+        ByteBuffer edges = ByteBuffer.allocate(4 * path.edges().length).order(ByteOrder.LITTLE_ENDIAN);
+        edges.asIntBuffer().put(path.edges());
+        ByteBuffer charges = ByteBuffer.allocate(8 * path.charges().length).order(ByteOrder.LITTLE_ENDIAN);
+        charges.asLongBuffer().put(path.charges());
+        out.edges = edges.array();
+        out.charges = charges.array();
         return out;
     }
 
