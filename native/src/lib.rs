@@ -1,0 +1,294 @@
+//! One piece of a Kineto trace's event array (`[ev, ..., ev]`) -> per-event column buffers.
+//!
+//! This is the native twin of ctda's msgspec decode plus column extraction. It is strict
+//! on purpose: it accepts only input whose meaning is certain (valid JSON, the field types
+//! the typed Python decoder accepts, numbers it converts exactly as the Python path does).
+//! Anything else (a syntax error, a wrong type, a timestamp out of range, a string
+//! integer in an unusual notation, ...) makes it return `None`, and the caller decodes the
+//! piece with the Python path, which then reports the problem in its own words. So the
+//! two paths can never disagree on an error message, and agree on every accepted value.
+
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyList, PyString, PyTuple};
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+mod scan;
+mod time;
+
+use scan::{Fail, Loose, Scanner};
+
+/// Integer args in output order: (column, primary key, alias read when the primary is absent).
+pub const INT_COLUMNS: [(&str, &str, &str); 17] = [
+    ("correlation", "correlation", ""),
+    ("external_id", "External id", "external id"),
+    ("ev_idx", "Ev Idx", "Profiler Event Index"),
+    ("device", "device", "Device Id"),
+    ("stream", "stream", "stream_id"),
+    ("wait_on_stream", "wait_on_stream", ""),
+    ("wait_on_event_corr", "wait_on_cuda_event_record_corr_id", ""),
+    ("python_id", "Python id", ""),
+    ("python_parent_id", "Python parent id", ""),
+    ("fwd_thread_id", "Fwd thread id", ""),
+    ("sequence_nr", "Sequence number", ""),
+    ("nbytes", "bytes", ""),
+    ("coll_seq", "Seq", ""),
+    ("in_msg_nelems", "In msg nelems", ""),
+    ("mem_bytes", "Bytes", ""),
+    ("total_allocated", "Total Allocated", ""),
+    ("total_reserved", "Total Reserved", ""),
+];
+/// String columns in output order (dictionary codes, -1 where the event has no value).
+pub const STR_COLUMNS: [&str; 9] = ["ph", "name", "cat", "pid", "tid", "sync_kind", "meta_name", "pg_name", "shapes"];
+const NA: i64 = i64::MIN;
+
+/// FNV-1a: short keys, no dependency, and much faster than SipHash for them.
+#[derive(Default)]
+struct Fnv(u64);
+impl Hasher for Fnv {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        let mut h = if self.0 == 0 { 0xcbf29ce484222325 } else { self.0 };
+        for b in bytes {
+            h = (h ^ u64::from(*b)).wrapping_mul(0x100000001b3);
+        }
+        self.0 = h;
+    }
+}
+
+/// Dictionary encoding in first-occurrence order (what pyarrow's dictionary_encode gives).
+#[derive(Default)]
+struct Dict {
+    code: HashMap<Box<str>, i32, BuildHasherDefault<Fnv>>,
+    values: Vec<Box<str>>,
+    codes: Vec<i32>,
+}
+impl Dict {
+    fn push(&mut self, value: Option<&str>) {
+        let code = match value {
+            None => -1,
+            Some(v) => match self.code.get(v) {
+                Some(c) => *c,
+                None => {
+                    let c = self.values.len() as i32;
+                    self.code.insert(v.into(), c);
+                    self.values.push(v.into());
+                    c
+                }
+            },
+        };
+        self.codes.push(code);
+    }
+}
+
+/// The primary spelling and the alias of every INT_COLUMNS entry, as read.
+struct Ints<'a>([Loose<'a>; 2 * INT_COLUMNS.len()]);
+impl Default for Ints<'_> {
+    fn default() -> Self {
+        Ints(std::array::from_fn(|_| Loose::Absent))
+    }
+}
+
+/// One event's fields as read, before conversion to column values.
+#[derive(Default)]
+struct Event<'a> {
+    ph: Option<std::borrow::Cow<'a, str>>,
+    name: Option<std::borrow::Cow<'a, str>>,
+    cat: Option<std::borrow::Cow<'a, str>>,
+    pid: Option<String>,
+    tid: Option<String>,
+    ts: Option<time::Micros>,
+    dur: Option<time::Micros>,
+    id: Loose<'a>,
+    bp_e: bool,
+    ints: Ints<'a>,
+    sync_kind: Option<std::borrow::Cow<'a, str>>,
+    meta_name: Option<std::borrow::Cow<'a, str>>,
+    labels: Option<std::borrow::Cow<'a, str>>,
+    pg_name: Loose<'a>,
+    dims: Option<&'a [u8]>,
+    types: Option<&'a [u8]>,
+    concrete: Option<&'a [u8]>,
+}
+
+struct Columns {
+    n: usize,
+    strs: Vec<Dict>,
+    ts: Vec<Option<time::Micros>>,
+    dur: Vec<Option<time::Micros>>,
+    flow_id: Vec<i64>,
+    bp_e: Vec<i64>,
+    ints: Vec<Vec<i64>>,
+}
+
+fn int_key(key: &str) -> Option<usize> {
+    INT_COLUMNS.iter().enumerate().find_map(|(i, (_, primary, alias))| {
+        if key == *primary {
+            Some(2 * i)
+        } else if !alias.is_empty() && key == *alias {
+            Some(2 * i + 1)
+        } else {
+            None
+        }
+    })
+}
+
+fn read_args<'a>(s: &mut Scanner<'a>, ev: &mut Event<'a>) -> Result<(), Fail> {
+    if s.null()? {
+        return Ok(());
+    }
+    s.object(|s, key| {
+        if let Some(slot) = int_key(&key) {
+            ev.ints.0[slot] = s.loose()?;
+            return Ok(());
+        }
+        match &*key {
+            "cuda_sync_kind" => ev.sync_kind = s.opt_string()?,
+            "name" => ev.meta_name = s.opt_string()?,
+            "labels" => ev.labels = s.opt_string()?,
+            "Process Group Name" => ev.pg_name = s.loose()?,
+            "Input Dims" => ev.dims = Some(s.raw()?),
+            "Input type" => ev.types = Some(s.raw()?),
+            "Concrete Inputs" => ev.concrete = Some(s.raw()?),
+            _ => s.skip()?,
+        }
+        Ok(())
+    })
+}
+
+fn read_event<'a>(s: &mut Scanner<'a>) -> Result<Event<'a>, Fail> {
+    let mut ev = Event::default();
+    s.object(|s, key| {
+        match &*key {
+            "ph" => ev.ph = Some(s.string()?),
+            "name" => ev.name = Some(s.string()?),
+            "cat" => ev.cat = Some(s.string()?),
+            "ts" => ev.ts = s.micros()?,
+            "dur" => ev.dur = s.micros()?,
+            "pid" => ev.pid = Some(s.label()?),
+            "tid" => ev.tid = Some(s.label()?),
+            "id" => ev.id = s.id()?,
+            "bp" => ev.bp_e = s.opt_string()?.is_some_and(|v| v == "e"),
+            "args" => {
+                // a repeated key replaces the whole struct, as in the typed decoder
+                let mut fresh = Event::default();
+                read_args(s, &mut fresh)?;
+                ev.ints = fresh.ints;
+                ev.sync_kind = fresh.sync_kind;
+                ev.meta_name = fresh.meta_name;
+                ev.labels = fresh.labels;
+                ev.pg_name = fresh.pg_name;
+                ev.dims = fresh.dims;
+                ev.types = fresh.types;
+                ev.concrete = fresh.concrete;
+            }
+            _ => s.skip()?,
+        }
+        Ok(())
+    })?;
+    Ok(ev)
+}
+
+fn shapes(ev: &Event) -> Option<String> {
+    let dims = ev.dims?;
+    let part = |r: Option<&[u8]>| match r {
+        Some(t) if !t.is_empty() => String::from_utf8_lossy(t).into_owned(),
+        _ => "[]".to_string(),
+    };
+    Some(format!("[{},{},{}]", String::from_utf8_lossy(dims), part(ev.types), part(ev.concrete)))
+}
+
+fn add_event(cols: &mut Columns, ev: Event) -> Result<(), Fail> {
+    let ph = ev.ph.as_deref().unwrap_or("");
+    let is_flow = matches!(ph, "s" | "t" | "f");
+    cols.flow_id.push(if is_flow { ev.id.flow_id()? } else { NA });
+    cols.bp_e.push(i64::from(ev.bp_e));
+    cols.strs[0].push(Some(ph));
+    cols.strs[1].push(Some(ev.name.as_deref().unwrap_or("")));
+    cols.strs[2].push(Some(ev.cat.as_deref().unwrap_or("")));
+    cols.strs[3].push(Some(ev.pid.as_deref().unwrap_or("")));
+    cols.strs[4].push(Some(ev.tid.as_deref().unwrap_or("")));
+    cols.strs[5].push(ev.sync_kind.as_deref());
+    cols.strs[6].push(ev.meta_name.as_deref().or(ev.labels.as_deref()));
+    let pg = ev.pg_name.as_text()?;
+    cols.strs[7].push(pg.as_deref());
+    cols.strs[8].push(shapes(&ev).as_deref());
+    cols.ts.push(ev.ts);
+    cols.dur.push(ev.dur);
+    for (i, out) in cols.ints.iter_mut().enumerate() {
+        let primary = &ev.ints.0[2 * i];
+        let chosen = if primary.is_present() { primary } else { &ev.ints.0[2 * i + 1] };
+        out.push(chosen.as_int()?);
+    }
+    cols.n += 1;
+    Ok(())
+}
+
+fn read_piece(text: &[u8]) -> Result<Columns, Fail> {
+    let mut cols = Columns {
+        n: 0,
+        strs: (0..STR_COLUMNS.len()).map(|_| Dict::default()).collect(),
+        ts: Vec::new(),
+        dur: Vec::new(),
+        flow_id: Vec::new(),
+        bp_e: Vec::new(),
+        ints: vec![Vec::new(); INT_COLUMNS.len()],
+    };
+    let mut s = Scanner::new(text);
+    s.array(|s| add_event(&mut cols, read_event(s)?))?;
+    s.end()?;
+    if cols.n == 0 {
+        return Err(Fail);
+    }
+    Ok(cols)
+}
+
+fn i64_bytes<'py>(py: Python<'py>, values: &[i64]) -> Bound<'py, PyBytes> {
+    let raw: Vec<u8> = values.iter().flat_map(|v| v.to_ne_bytes()).collect();
+    PyBytes::new(py, &raw)
+}
+
+/// Columns of one piece, or None when the Python decoder must handle it.
+///
+/// Returns ``(n, ts_ns, dur_ns, flow_id, flow_enclosing, ints, strs)``: int64 buffers
+/// (``ints`` in :data:`INT_COLUMNS` order), and per string column ``(codes, values)``
+/// with int32 codes (-1: no value) into values in first-occurrence order.
+#[pyfunction]
+fn piece_columns<'py>(py: Python<'py>, text: &[u8]) -> PyResult<Option<Bound<'py, PyTuple>>> {
+    let cols = match py.allow_threads(|| read_piece(text)) {
+        Ok(c) => c,
+        Err(Fail) => return Ok(None),
+    };
+    let Some(ts) = time::to_ns(&cols.ts, true) else { return Ok(None) };
+    let Some(dur) = time::to_ns(&cols.dur, false) else { return Ok(None) };
+    let ints = PyList::empty(py);
+    for col in &cols.ints {
+        ints.append(i64_bytes(py, col))?;
+    }
+    let strs = PyList::empty(py);
+    for d in &cols.strs {
+        let raw: Vec<u8> = d.codes.iter().flat_map(|v| v.to_ne_bytes()).collect();
+        let values = PyList::new(py, d.values.iter().map(|v| PyString::new(py, v)))?;
+        strs.append((PyBytes::new(py, &raw), values))?;
+    }
+    let out = (
+        cols.n,
+        i64_bytes(py, &ts),
+        i64_bytes(py, &dur),
+        i64_bytes(py, &cols.flow_id),
+        i64_bytes(py, &cols.bp_e),
+        ints,
+        strs,
+    );
+    Ok(Some(out.into_pyobject(py)?))
+}
+
+#[pymodule]
+fn ctda_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(piece_columns, m)?)?;
+    m.add("INT_COLUMNS", INT_COLUMNS.iter().map(|c| c.0).collect::<Vec<_>>())?;
+    m.add("STR_COLUMNS", STR_COLUMNS.to_vec())?;
+    Ok(())
+}
