@@ -97,8 +97,8 @@ struct Event<'a> {
     ph: Option<std::borrow::Cow<'a, str>>,
     name: Option<std::borrow::Cow<'a, str>>,
     cat: Option<std::borrow::Cow<'a, str>>,
-    pid: Option<String>,
-    tid: Option<String>,
+    pid: Loose<'a>,
+    tid: Loose<'a>,
     ts: Option<time::Micros>,
     dur: Option<time::Micros>,
     id: Loose<'a>,
@@ -123,16 +123,52 @@ struct Columns {
     ints: Vec<Vec<i64>>,
 }
 
+/// Slot of an integer arg key in ``Event::ints`` (2 * column, + 1 for the alias).
 fn int_key(key: &str) -> Option<usize> {
-    INT_COLUMNS.iter().enumerate().find_map(|(i, (_, primary, alias))| {
-        if key == *primary {
-            Some(2 * i)
-        } else if !alias.is_empty() && key == *alias {
-            Some(2 * i + 1)
-        } else {
-            None
-        }
+    Some(match key {
+        "correlation" => 0,
+        "External id" => 2,
+        "external id" => 3,
+        "Ev Idx" => 4,
+        "Profiler Event Index" => 5,
+        "device" => 6,
+        "Device Id" => 7,
+        "stream" => 8,
+        "stream_id" => 9,
+        "wait_on_stream" => 10,
+        "wait_on_cuda_event_record_corr_id" => 12,
+        "Python id" => 14,
+        "Python parent id" => 16,
+        "Fwd thread id" => 18,
+        "Sequence number" => 20,
+        "bytes" => 22,
+        "Seq" => 24,
+        "In msg nelems" => 26,
+        "Bytes" => 28,
+        "Total Allocated" => 30,
+        "Total Reserved" => 32,
+        _ => return None,
     })
+}
+
+type ItoaBuf = [u8; 24];
+fn itoa_buf() -> ItoaBuf {
+    [0; 24]
+}
+
+/// A pid/tid label: a string as it is, an int in decimal (missing: "", the typed default).
+fn label_text<'b>(v: &'b Loose, buf: &'b mut ItoaBuf) -> &'b str {
+    match v {
+        Loose::Str(s) => s,
+        Loose::Int(n) => {
+            use std::io::Write;
+            let mut w = &mut buf[..];
+            let _ = write!(w, "{n}");
+            let len = 24 - w.len();
+            std::str::from_utf8(&buf[..len]).unwrap_or("")
+        }
+        _ => "",
+    }
 }
 
 fn read_args<'a>(s: &mut Scanner<'a>, ev: &mut Event<'a>) -> Result<(), Fail> {
@@ -167,8 +203,8 @@ fn read_event<'a>(s: &mut Scanner<'a>) -> Result<Event<'a>, Fail> {
             "cat" => ev.cat = Some(s.string()?),
             "ts" => ev.ts = s.micros()?,
             "dur" => ev.dur = s.micros()?,
-            "pid" => ev.pid = Some(s.label()?),
-            "tid" => ev.tid = Some(s.label()?),
+            "pid" => ev.pid = s.label()?,
+            "tid" => ev.tid = s.label()?,
             "id" => ev.id = s.id()?,
             "bp" => ev.bp_e = s.opt_string()?.is_some_and(|v| v == "e"),
             "args" => {
@@ -208,8 +244,10 @@ fn add_event(cols: &mut Columns, ev: Event) -> Result<(), Fail> {
     cols.strs[0].push(Some(ph));
     cols.strs[1].push(Some(ev.name.as_deref().unwrap_or("")));
     cols.strs[2].push(Some(ev.cat.as_deref().unwrap_or("")));
-    cols.strs[3].push(Some(ev.pid.as_deref().unwrap_or("")));
-    cols.strs[4].push(Some(ev.tid.as_deref().unwrap_or("")));
+    let mut buf = itoa_buf();
+    cols.strs[3].push(Some(label_text(&ev.pid, &mut buf)));
+    let mut buf = itoa_buf();
+    cols.strs[4].push(Some(label_text(&ev.tid, &mut buf)));
     cols.strs[5].push(ev.sync_kind.as_deref());
     cols.strs[6].push(ev.meta_name.as_deref().or(ev.labels.as_deref()));
     let pg = ev.pg_name.as_text()?;

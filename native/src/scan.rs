@@ -197,16 +197,26 @@ impl<'a> Scanner<'a> {
     pub fn string(&mut self) -> Result<Cow<'a, str>, Fail> {
         self.expect(b'"')?;
         let start = self.i;
+        let mut high = 0u8; // any byte >= 0x80: the text needs a UTF-8 check
         while let Some(&c) = self.b.get(self.i) {
             match c {
                 b'"' => {
-                    let s = std::str::from_utf8(&self.b[start..self.i]).map_err(|_| Fail)?;
+                    let bytes = &self.b[start..self.i];
+                    let s = if high < 0x80 {
+                        // SAFETY: every byte is ASCII, which is valid UTF-8
+                        unsafe { std::str::from_utf8_unchecked(bytes) }
+                    } else {
+                        std::str::from_utf8(bytes).map_err(|_| Fail)?
+                    };
                     self.i += 1;
                     return Ok(Cow::Borrowed(s));
                 }
                 b'\\' => return self.escaped(start).map(Cow::Owned),
                 0..=0x1f => return Err(Fail),
-                _ => self.i += 1,
+                _ => {
+                    high |= c;
+                    self.i += 1;
+                }
             }
         }
         Err(Fail)
@@ -367,11 +377,10 @@ impl<'a> Scanner<'a> {
         }
     }
 
-    /// ``int | str``, as its label text (pid and tid: 7 and "7" are one label).
-    pub fn label(&mut self) -> Result<String, Fail> {
+    /// ``int | str`` (pid and tid: 7 and "7" are one label, so ints are kept as text later).
+    pub fn label(&mut self) -> Result<Loose<'a>, Fail> {
         match self.loose()? {
-            Loose::Str(s) => Ok(s.into_owned()),
-            Loose::Int(v) => Ok(v.to_string()),
+            v @ (Loose::Str(_) | Loose::Int(_)) => Ok(v),
             _ => Err(Fail),
         }
     }
