@@ -43,6 +43,8 @@ def _load() -> ModuleType | None:
 
 
 _EXT = _load()
+#: what this process read natively and what it left to the Python path (tests, debugging)
+STATS = {"pieces": 0, "events": 0, "declined": 0}
 
 
 def built() -> bool:
@@ -71,6 +73,7 @@ def piece_columns(text: bytes | memoryview) -> PieceColumns | None:
     assert _EXT is not None
     out = _EXT.piece_columns(bytes(text) if isinstance(text, memoryview) else text)
     if out is None:
+        STATS["declined"] += 1
         return None
     n, ts, dur, flow_id, enclosing, ints, strs = out
     by_name = dict(zip([*_DENSE_STRINGS, *STR_ARGS], strs))
@@ -103,6 +106,8 @@ def piece_columns(text: bytes | memoryview) -> PieceColumns | None:
         sparse[col] = _joined([_sparse_ints(rows[g], values[rows[g]]) for g in INT_ARGS[col][0]])
     for col in STR_ARGS:
         sparse[col] = _sparse_strings(np.concatenate([rows[g] for g in STR_ARGS[col][0]]), *by_name[col])
+    STATS["pieces"] += 1
+    STATS["events"] += n
     return PieceColumns(n, dense, sparse)
 
 

@@ -59,16 +59,23 @@ impl Hasher for Fnv {
 }
 
 /// Dictionary encoding in first-occurrence order (what pyarrow's dictionary_encode gives).
-#[derive(Default)]
 struct Dict {
     code: HashMap<Box<str>, i32, BuildHasherDefault<Fnv>>,
     values: Vec<Box<str>>,
     codes: Vec<i32>,
+    last: i32, // the last code pushed (-1: none yet)
+}
+impl Default for Dict {
+    fn default() -> Self {
+        Dict { code: HashMap::default(), values: Vec::new(), codes: Vec::new(), last: -1 }
+    }
 }
 impl Dict {
     fn push(&mut self, value: Option<&str>) {
         let code = match value {
             None => -1,
+            // neighbours often repeat (same thread, phase, category): skip the hash
+            Some(v) if self.last >= 0 && *self.values[self.last as usize] == *v => self.last,
             Some(v) => match self.code.get(v) {
                 Some(c) => *c,
                 None => {
@@ -79,6 +86,9 @@ impl Dict {
                 }
             },
         };
+        if code >= 0 {
+            self.last = code;
+        }
         self.codes.push(code);
     }
 }
@@ -161,11 +171,22 @@ fn label_text<'b>(v: &'b Loose, buf: &'b mut ItoaBuf) -> &'b str {
     match v {
         Loose::Str(s) => s,
         Loose::Int(n) => {
-            use std::io::Write;
-            let mut w = &mut buf[..];
-            let _ = write!(w, "{n}");
-            let len = 24 - w.len();
-            std::str::from_utf8(&buf[..len]).unwrap_or("")
+            // decimal digits from the end of the buffer (no formatting machinery per event)
+            let mut at = buf.len();
+            let mut m = n.unsigned_abs();
+            loop {
+                at -= 1;
+                buf[at] = b'0' + (m % 10) as u8;
+                m /= 10;
+                if m == 0 {
+                    break;
+                }
+            }
+            if *n < 0 {
+                at -= 1;
+                buf[at] = b'-';
+            }
+            std::str::from_utf8(&buf[at..]).unwrap_or("")
         }
         _ => "",
     }

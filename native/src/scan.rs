@@ -198,6 +198,7 @@ impl<'a> Scanner<'a> {
         self.expect(b'"')?;
         let start = self.i;
         let mut high = 0u8; // any byte >= 0x80: the text needs a UTF-8 check
+        self.plain_words();
         while let Some(&c) = self.b.get(self.i) {
             match c {
                 b'"' => {
@@ -220,6 +221,26 @@ impl<'a> Scanner<'a> {
             }
         }
         Err(Fail)
+    }
+
+    /// Skip 8 bytes at a time while none is a quote, a backslash, a control byte or non-ASCII
+    /// (the byte loop then handles the word that has one).
+    #[inline]
+    fn plain_words(&mut self) {
+        const ONES: u64 = 0x0101_0101_0101_0101;
+        const HIGHS: u64 = 0x8080_8080_8080_8080;
+        let zero = |v: u64| v.wrapping_sub(ONES) & !v & HIGHS;
+        while let Some(chunk) = self.b.get(self.i..self.i + 8) {
+            let w = u64::from_le_bytes(chunk.try_into().unwrap_or([0; 8]));
+            let special = zero(w ^ (ONES * u64::from(b'"')))
+                | zero(w ^ (ONES * u64::from(b'\\')))
+                | (w.wrapping_sub(ONES * 0x20) & !w & HIGHS) // a byte below 0x20
+                | (w & HIGHS);
+            if special != 0 {
+                return;
+            }
+            self.i += 8;
+        }
     }
 
     /// The rest of a string that has escapes, from its first one.
@@ -337,14 +358,16 @@ impl<'a> Scanner<'a> {
 
     fn int_or_big(text: &[u8]) -> Loose<'a> {
         // the grammar is checked: the text is ASCII digits with an optional sign
-        match std::str::from_utf8(text).ok().and_then(|t| t.parse::<i64>().ok()) {
+        // SAFETY: `number` checked the grammar: ASCII digits with an optional sign
+        match unsafe { std::str::from_utf8_unchecked(text) }.parse::<i64>().ok() {
             Some(v) => Loose::Int(v),
             None => Loose::Big,
         }
     }
 
     fn float(text: &[u8]) -> Result<f64, Fail> {
-        let f: f64 = std::str::from_utf8(text).map_err(|_| Fail)?.parse().map_err(|_| Fail)?;
+        // SAFETY: `number` checked the grammar: ASCII only
+        let f: f64 = unsafe { std::str::from_utf8_unchecked(text) }.parse().map_err(|_| Fail)?;
         if f.is_finite() {
             Ok(f)
         } else {
