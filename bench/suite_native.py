@@ -68,7 +68,9 @@ def run(ctx: Context) -> SuiteResult:
     source = ctx.corpus / SOURCE if ctx.corpus is not None else ctx.repo / FALLBACK
     if not source.is_file():
         return SuiteResult(rows=[], markdown=f"Source trace {source.name} not found: skipped.", notes=notes)
-    syn = corpus.synthetic(source, ctx.cache, log=ctx.log, plain=True, **(TARGET_QUICK if ctx.quick else TARGET))
+    syn = corpus.synthetic(
+        source, ctx.cache, log=ctx.log, plain=True, **(TARGET_QUICK if ctx.quick else TARGET)
+    )
     rows = []
     for reader in READERS:
         ctx.log(f"  {reader} reader: read and analyze {syn.path.name} ...")

@@ -79,7 +79,8 @@ CPU = {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 2, "ts":
 ACCEPTED: dict[str, bytes] = {
     "unicode escapes and raw UTF-8": _piece(
         {**CPU, "name": "caf\u00e9 \U0001f600 \u00fc"},
-        r'{"ph": "X", "cat": "cpu_op", "name": "\u00e9\ud83d\ude00 \"q\" \\ \n\/", "pid": 1, "tid": 2, "ts": 1, "dur": 1}',
+        r'{"ph": "X", "cat": "cpu_op", "name": "\u00e9\ud83d\ude00 \"q\" \\ \n\/", "pid": 1, "tid": 2,'
+        r' "ts": 1, "dur": 1}',
         r'{"p\u0068": "X", "cat": "cpu_op", "name": "esc key", "pid": 1, "tid": 2, "ts": 1, "dur": 1}',
     ),
     "duplicate keys: the last wins, a repeated args replaces the first": _piece(
@@ -101,10 +102,10 @@ ACCEPTED: dict[str, bytes] = {
         {"ph": "i", "name": "mark", "pid": 1, "tid": 2, "ts": None, "s": "t"},
     ),
     "epoch-scale timestamps reread from their text": _piece(
-        '{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1700000000123456.789, "dur": 1.5}',
-        '{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1700000000123457.78999, "dur": 2}',
-        '{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1700000000123458, "dur": 2}',
-        '{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": -0.5, "dur": 2}',
+        '{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "ts": 1700000000123456.789, "dur": 1.5}',
+        '{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "ts": 1700000000123457.78999, "dur": 2}',
+        '{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "ts": 1700000000123458, "dur": 2}',
+        '{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "ts": -0.5, "dur": 2}',
     ),
     "pid and tid labels: 7 and '7' are one label": _piece(
         {**CPU, "pid": 7, "tid": "7"},
@@ -113,22 +114,52 @@ ACCEPTED: dict[str, bytes] = {
         {"ph": "C", "name": "mem", "ts": 1, "args": {"x": 1}},
     ),
     "string args: sync kind, metadata names, group names, shapes": _piece(
-        {"ph": "X", "cat": "cuda_sync", "name": "s", "pid": 0, "tid": 7, "ts": 1, "dur": 1, "args": {"cuda_sync_kind": "Event Sync"}},
+        {
+            "ph": "X",
+            "cat": "cuda_sync",
+            "name": "s",
+            "pid": 0,
+            "tid": 7,
+            "ts": 1,
+            "dur": 1,
+            "args": {"cuda_sync_kind": "Event Sync"},
+        },
         {"ph": "M", "name": "thread_name", "pid": 1, "tid": 2, "args": {"labels": "L", "name": None}},
         {**CPU, "args": {"Process Group Name": 3, "Input Dims": [[2, 3], []], "Input type": ["float", ""]}},
         '{"ph": "X", "cat": "cpu_op", "name": "b", "pid": 1, "tid": 2, "ts": 1, "dur": 1, "args": '
         '{"Process Group Name": "default_pg", "Input Dims": [ [1 , 2] ], "Concrete Inputs": ["", "3"]}}',
         {**CPU, "args": {"Input Dims": None, "Process Group Name": None}},
-        {**CPU, "args": {"Process Group Name": "default_pg", "Input Dims": [[2, 3], []], "Input type": ["float", ""]}},
+        {
+            **CPU,
+            "args": {
+                "Process Group Name": "default_pg",
+                "Input Dims": [[2, 3], []],
+                "Input type": ["float", ""],
+            },
+        },
     ),
     "flows, instants, counters and unknown nested values": _piece(
         {"ph": "s", "id": 11, "pid": 1, "tid": 2, "ts": 5, "cat": "ac2g", "name": "ac2g"},
         {"ph": "f", "id": 11, "pid": 0, "tid": 7, "ts": 6, "cat": "ac2g", "name": "ac2g", "bp": "e"},
         {"ph": "t", "id": None, "pid": 0, "tid": 7, "ts": 6, "cat": "x", "name": "x", "bp": None},
-        {"ph": "i", "cat": "cpu_instant_event", "name": "[memory]", "pid": 1, "tid": 2, "ts": 7,
-         "args": {"Bytes": 512, "Total Allocated": 1024, "Total Reserved": 2048, "Device Id": 0, "Ev Idx": 4}},
+        {
+            "ph": "i",
+            "cat": "cpu_instant_event",
+            "name": "[memory]",
+            "pid": 1,
+            "tid": 2,
+            "ts": 7,
+            "args": {
+                "Bytes": 512,
+                "Total Allocated": 1024,
+                "Total Reserved": 2048,
+                "Device Id": 0,
+                "Ev Idx": 4,
+            },
+        },
         '{"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 2, "ts": 1, "dur": 1,'
-        ' "extra": {"a": [1, 2.5e-3, true, false, null, {"b": [[[[]]]]}], "big": 1e400, "huge": 1000000000000000000000000000000}}',
+        ' "extra": {"a": [1, 2.5e-3, true, false, null, {"b": [[[[]]]]}], "big": 1e400,'
+        ' "huge": 1000000000000000000000000000000}}',
         {**CPU, "deep": json.loads("[" * 100 + "]" * 100)},
         "{}",
     ),
@@ -164,7 +195,10 @@ def test_native_values() -> None:
     assert dict(zip(seq.rows.tolist(), seq.values.tolist())) == {2: 1000, 4: -9223372036854775807}
     cols = native.piece_columns(ACCEPTED["unicode escapes and raw UTF-8"])
     assert cols is not None
-    assert cols.dense["name"].dictionary.to_pylist()[:2] == ["caf\u00e9 \U0001f600 \u00fc", '\u00e9\U0001f600 "q" \\ \n/']
+    assert cols.dense["name"].dictionary.to_pylist()[:2] == [
+        "caf\u00e9 \U0001f600 \u00fc",
+        '\u00e9\U0001f600 "q" \\ \n/',
+    ]
     assert cols.dense["ph"].dictionary.to_pylist() == ["X"]
 
 
@@ -204,7 +238,12 @@ def test_native_declines_and_the_outcome_is_the_same(case: str, monkeypatch: pyt
     text = DECLINED[case]
     assert not _native_accepts(text)
     py, nat = _both(monkeypatch, text)
-    assert (py.problem, py.event, py.byte, py.ends_inside) == (nat.problem, nat.event, nat.byte, nat.ends_inside)
+    assert (py.problem, py.event, py.byte, py.ends_inside) == (
+        nat.problem,
+        nat.event,
+        nat.byte,
+        nat.ends_inside,
+    )
     assert (py.columns is None) == (nat.columns is None)
     if py.columns is not None and nat.columns is not None:
         assert_same_columns(py.columns, nat.columns)
@@ -225,7 +264,11 @@ def test_shipped_traces_read_identically(path: Path, monkeypatch: pytest.MonkeyP
 def test_version_names_the_reader(monkeypatch: pytest.MonkeyPatch) -> None:
     out = CliRunner().invoke(app, ["--version"])
     assert out.exit_code == 0
-    expected = "trace reader: native" if native.built() else "trace reader: python (msgspec; native extension not built)"
+    expected = (
+        "trace reader: native"
+        if native.built()
+        else "trace reader: python (msgspec; native extension not built)"
+    )
     assert expected in out.output
     monkeypatch.setenv(native.READER_ENV, "python")
     out = CliRunner().invoke(app, ["--version"])

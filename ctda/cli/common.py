@@ -199,11 +199,10 @@ def write_progress(enabled: bool) -> Iterator[Callable[[int, int], None] | None]
 
 def _version(value: bool) -> None:
     if value:
-        from ctda import __version__
-        from ctda.ingest.native import reader_name
+        from ctda import __version__, api
 
         typer.echo(f"ctda {__version__}")
-        typer.echo(f"trace reader: {reader_name()}")
+        typer.echo(f"trace reader: {api.trace_reader()}")
         raise typer.Exit()
 
 

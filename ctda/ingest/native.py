@@ -19,7 +19,17 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
-from ctda.ingest.columns import GROUPS, INT_ARGS, STR_ARGS, PieceColumns, Rows, Sparse, _joined, _rows_of, _sparse_ints
+from ctda.ingest.columns import (
+    GROUPS,
+    INT_ARGS,
+    STR_ARGS,
+    PieceColumns,
+    Rows,
+    Sparse,
+    _joined,
+    _rows_of,
+    _sparse_ints,
+)
 from ctda.ingest.encode import strings
 from ctda.ingest.kinds import Kind, kind_lut
 
