@@ -26,7 +26,11 @@ pub const INT_COLUMNS: [(&str, &str, &str); 17] = [
     ("device", "device", "Device Id"),
     ("stream", "stream", "stream_id"),
     ("wait_on_stream", "wait_on_stream", ""),
-    ("wait_on_event_corr", "wait_on_cuda_event_record_corr_id", ""),
+    (
+        "wait_on_event_corr",
+        "wait_on_cuda_event_record_corr_id",
+        "",
+    ),
     ("python_id", "Python id", ""),
     ("python_parent_id", "Python parent id", ""),
     ("fwd_thread_id", "Fwd thread id", ""),
@@ -39,20 +43,37 @@ pub const INT_COLUMNS: [(&str, &str, &str); 17] = [
     ("total_reserved", "Total Reserved", ""),
 ];
 /// String columns in output order (dictionary codes, -1 where the event has no value).
-pub const STR_COLUMNS: [&str; 9] = ["ph", "name", "cat", "pid", "tid", "sync_kind", "meta_name", "pg_name", "shapes"];
+pub const STR_COLUMNS: [&str; 9] = [
+    "ph",
+    "name",
+    "cat",
+    "pid",
+    "tid",
+    "sync_kind",
+    "meta_name",
+    "pg_name",
+    "shapes",
+];
 const NA: i64 = i64::MIN;
 
-/// FNV-1a: short keys, no dependency, and much faster than SipHash for them.
+/// A multiplicative word hash (as in rustc's FxHash): no dependency, and much faster than
+/// SipHash on these short, trusted-length keys.
 #[derive(Default)]
-struct Fnv(u64);
-impl Hasher for Fnv {
+struct WordHash(u64);
+impl Hasher for WordHash {
     fn finish(&self) -> u64 {
         self.0
     }
     fn write(&mut self, bytes: &[u8]) {
-        let mut h = if self.0 == 0 { 0xcbf29ce484222325 } else { self.0 };
-        for b in bytes {
-            h = (h ^ u64::from(*b)).wrapping_mul(0x100000001b3);
+        // eight bytes a step (names are often tens of bytes long)
+        let mut h = self.0;
+        let mut words = bytes.chunks_exact(8);
+        for w in &mut words {
+            let v = u64::from_le_bytes(w.try_into().unwrap_or([0; 8]));
+            h = (h.rotate_left(5) ^ v).wrapping_mul(0x517c_c1b7_2722_0a95);
+        }
+        for b in words.remainder() {
+            h = (h.rotate_left(5) ^ u64::from(*b)).wrapping_mul(0x517c_c1b7_2722_0a95);
         }
         self.0 = h;
     }
@@ -60,17 +81,29 @@ impl Hasher for Fnv {
 
 /// Dictionary encoding in first-occurrence order (what pyarrow's dictionary_encode gives).
 struct Dict {
-    code: HashMap<Box<str>, i32, BuildHasherDefault<Fnv>>,
+    code: HashMap<Box<str>, i32, BuildHasherDefault<WordHash>>,
     values: Vec<Box<str>>,
     codes: Vec<i32>,
     last: i32, // the last code pushed (-1: none yet)
 }
 impl Default for Dict {
     fn default() -> Self {
-        Dict { code: HashMap::default(), values: Vec::new(), codes: Vec::new(), last: -1 }
+        Dict {
+            code: HashMap::default(),
+            values: Vec::new(),
+            codes: Vec::new(),
+            last: -1,
+        }
     }
 }
 impl Dict {
+    fn with_capacity(n: usize) -> Self {
+        Dict {
+            codes: Vec::with_capacity(n),
+            ..Dict::default()
+        }
+    }
+
     fn push(&mut self, value: Option<&str>) {
         let code = match value {
             None => -1,
@@ -94,10 +127,14 @@ impl Dict {
 }
 
 /// The primary spelling and the alias of every INT_COLUMNS entry, as read.
-struct Ints<'a>([Loose<'a>; 2 * INT_COLUMNS.len()]);
-impl Default for Ints<'_> {
+/// Each slot: whether the key is present and not null (the Python path then takes this
+/// spelling over its alias), and its int64 value (NA when it is not an integer).
+/// Converting at once can only decline more than needed (an alias that is never used),
+/// never read a value differently.
+struct Ints([(bool, i64); 2 * INT_COLUMNS.len()]);
+impl Default for Ints {
     fn default() -> Self {
-        Ints(std::array::from_fn(|_| Loose::Absent))
+        Ints([(false, NA); 2 * INT_COLUMNS.len()])
     }
 }
 
@@ -113,7 +150,7 @@ struct Event<'a> {
     dur: Option<time::Micros>,
     id: Loose<'a>,
     bp_e: bool,
-    ints: Ints<'a>,
+    ints: Ints,
     sync_kind: Option<std::borrow::Cow<'a, str>>,
     meta_name: Option<std::borrow::Cow<'a, str>>,
     labels: Option<std::borrow::Cow<'a, str>>,
@@ -198,7 +235,8 @@ fn read_args<'a>(s: &mut Scanner<'a>, ev: &mut Event<'a>) -> Result<(), Fail> {
     }
     s.object(|s, key| {
         if let Some(slot) = int_key(&key) {
-            ev.ints.0[slot] = s.loose()?;
+            let v = s.loose()?;
+            ev.ints.0[slot] = (v.is_present(), v.as_int()?);
             return Ok(());
         }
         match &*key {
@@ -215,8 +253,10 @@ fn read_args<'a>(s: &mut Scanner<'a>, ev: &mut Event<'a>) -> Result<(), Fail> {
     })
 }
 
-fn read_event<'a>(s: &mut Scanner<'a>) -> Result<Event<'a>, Fail> {
-    let mut ev = Event::default();
+/// Read one event into ``ev`` (reset first: the same buffer serves every event of a piece,
+/// which saves building and moving a large value per event).
+fn read_event<'a>(s: &mut Scanner<'a>, ev: &mut Event<'a>) -> Result<(), Fail> {
+    *ev = Event::default();
     s.object(|s, key| {
         match &*key {
             "ph" => ev.ph = Some(s.string()?),
@@ -230,22 +270,20 @@ fn read_event<'a>(s: &mut Scanner<'a>) -> Result<Event<'a>, Fail> {
             "bp" => ev.bp_e = s.opt_string()?.is_some_and(|v| v == "e"),
             "args" => {
                 // a repeated key replaces the whole struct, as in the typed decoder
-                let mut fresh = Event::default();
-                read_args(s, &mut fresh)?;
-                ev.ints = fresh.ints;
-                ev.sync_kind = fresh.sync_kind;
-                ev.meta_name = fresh.meta_name;
-                ev.labels = fresh.labels;
-                ev.pg_name = fresh.pg_name;
-                ev.dims = fresh.dims;
-                ev.types = fresh.types;
-                ev.concrete = fresh.concrete;
+                ev.ints = Ints::default();
+                ev.sync_kind = None;
+                ev.meta_name = None;
+                ev.labels = None;
+                ev.pg_name = Loose::Absent;
+                ev.dims = None;
+                ev.types = None;
+                ev.concrete = None;
+                read_args(s, ev)?;
             }
             _ => s.skip()?,
         }
         Ok(())
-    })?;
-    Ok(ev)
+    })
 }
 
 fn shapes(ev: &Event) -> Option<String> {
@@ -254,13 +292,19 @@ fn shapes(ev: &Event) -> Option<String> {
         Some(t) if !t.is_empty() => String::from_utf8_lossy(t).into_owned(),
         _ => "[]".to_string(),
     };
-    Some(format!("[{},{},{}]", String::from_utf8_lossy(dims), part(ev.types), part(ev.concrete)))
+    Some(format!(
+        "[{},{},{}]",
+        String::from_utf8_lossy(dims),
+        part(ev.types),
+        part(ev.concrete)
+    ))
 }
 
-fn add_event(cols: &mut Columns, ev: Event) -> Result<(), Fail> {
+fn add_event(cols: &mut Columns, ev: &Event) -> Result<(), Fail> {
     let ph = ev.ph.as_deref().unwrap_or("");
     let is_flow = matches!(ph, "s" | "t" | "f");
-    cols.flow_id.push(if is_flow { ev.id.flow_id()? } else { NA });
+    cols.flow_id
+        .push(if is_flow { ev.id.flow_id()? } else { NA });
     cols.bp_e.push(i64::from(ev.bp_e));
     cols.strs[0].push(Some(ph));
     cols.strs[1].push(Some(ev.name.as_deref().unwrap_or("")));
@@ -273,30 +317,42 @@ fn add_event(cols: &mut Columns, ev: Event) -> Result<(), Fail> {
     cols.strs[6].push(ev.meta_name.as_deref().or(ev.labels.as_deref()));
     let pg = ev.pg_name.as_text()?;
     cols.strs[7].push(pg.as_deref());
-    cols.strs[8].push(shapes(&ev).as_deref());
+    cols.strs[8].push(shapes(ev).as_deref());
     cols.ts.push(ev.ts);
     cols.dur.push(ev.dur);
     for (i, out) in cols.ints.iter_mut().enumerate() {
-        let primary = &ev.ints.0[2 * i];
-        let chosen = if primary.is_present() { primary } else { &ev.ints.0[2 * i + 1] };
-        out.push(chosen.as_int()?);
+        let (present, value) = ev.ints.0[2 * i];
+        out.push(if present {
+            value
+        } else {
+            ev.ints.0[2 * i + 1].1
+        });
     }
     cols.n += 1;
     Ok(())
 }
 
 fn read_piece(text: &[u8]) -> Result<Columns, Fail> {
+    let guess = text.len() / 160 + 16; // events are 200-300 bytes of JSON in real traces
     let mut cols = Columns {
         n: 0,
-        strs: (0..STR_COLUMNS.len()).map(|_| Dict::default()).collect(),
-        ts: Vec::new(),
-        dur: Vec::new(),
-        flow_id: Vec::new(),
-        bp_e: Vec::new(),
-        ints: vec![Vec::new(); INT_COLUMNS.len()],
+        strs: (0..STR_COLUMNS.len())
+            .map(|_| Dict::with_capacity(guess))
+            .collect(),
+        ts: Vec::with_capacity(guess),
+        dur: Vec::with_capacity(guess),
+        flow_id: Vec::with_capacity(guess),
+        bp_e: Vec::with_capacity(guess),
+        ints: (0..INT_COLUMNS.len())
+            .map(|_| Vec::with_capacity(guess))
+            .collect(),
     };
     let mut s = Scanner::new(text);
-    s.array(|s| add_event(&mut cols, read_event(s)?))?;
+    let mut ev = Event::default();
+    s.array(|s| {
+        read_event(s, &mut ev)?;
+        add_event(&mut cols, &ev)
+    })?;
     s.end()?;
     if cols.n == 0 {
         return Err(Fail);
@@ -305,8 +361,11 @@ fn read_piece(text: &[u8]) -> Result<Columns, Fail> {
 }
 
 fn i64_bytes<'py>(py: Python<'py>, values: &[i64]) -> Bound<'py, PyBytes> {
-    let raw: Vec<u8> = values.iter().flat_map(|v| v.to_ne_bytes()).collect();
-    PyBytes::new(py, &raw)
+    // SAFETY: any i64 slice is a valid byte slice of 8x its length (native endianness)
+    let raw = unsafe {
+        std::slice::from_raw_parts(values.as_ptr().cast::<u8>(), std::mem::size_of_val(values))
+    };
+    PyBytes::new(py, raw)
 }
 
 /// Columns of one piece, or None when the Python decoder must handle it.
@@ -320,17 +379,27 @@ fn piece_columns<'py>(py: Python<'py>, text: &[u8]) -> PyResult<Option<Bound<'py
         Ok(c) => c,
         Err(Fail) => return Ok(None),
     };
-    let Some(ts) = time::to_ns(&cols.ts, true) else { return Ok(None) };
-    let Some(dur) = time::to_ns(&cols.dur, false) else { return Ok(None) };
+    let Some(ts) = time::to_ns(&cols.ts, true) else {
+        return Ok(None);
+    };
+    let Some(dur) = time::to_ns(&cols.dur, false) else {
+        return Ok(None);
+    };
     let ints = PyList::empty(py);
     for col in &cols.ints {
         ints.append(i64_bytes(py, col))?;
     }
     let strs = PyList::empty(py);
     for d in &cols.strs {
-        let raw: Vec<u8> = d.codes.iter().flat_map(|v| v.to_ne_bytes()).collect();
+        // SAFETY: as in i64_bytes
+        let raw = unsafe {
+            std::slice::from_raw_parts(
+                d.codes.as_ptr().cast::<u8>(),
+                std::mem::size_of_val(&d.codes[..]),
+            )
+        };
         let values = PyList::new(py, d.values.iter().map(|v| PyString::new(py, v)))?;
-        strs.append((PyBytes::new(py, &raw), values))?;
+        strs.append((PyBytes::new(py, raw), values))?;
     }
     let out = (
         cols.n,
@@ -347,7 +416,10 @@ fn piece_columns<'py>(py: Python<'py>, text: &[u8]) -> PyResult<Option<Bound<'py
 #[pymodule]
 fn ctda_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(piece_columns, m)?)?;
-    m.add("INT_COLUMNS", INT_COLUMNS.iter().map(|c| c.0).collect::<Vec<_>>())?;
+    m.add(
+        "INT_COLUMNS",
+        INT_COLUMNS.iter().map(|c| c.0).collect::<Vec<_>>(),
+    )?;
     m.add("STR_COLUMNS", STR_COLUMNS.to_vec())?;
     Ok(())
 }

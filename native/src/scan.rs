@@ -37,11 +37,13 @@ impl Loose<'_> {
         match self {
             Loose::Absent | Loose::Null => Ok(crate::NA),
             Loose::Int(v) => Ok(*v),
-            Loose::Float(f) => Ok(if f.fract() == 0.0 && f.abs() < 9_223_372_036_854_775_808.0 {
-                *f as i64
-            } else {
-                crate::NA
-            }),
+            Loose::Float(f) => Ok(
+                if f.fract() == 0.0 && f.abs() < 9_223_372_036_854_775_808.0 {
+                    *f as i64
+                } else {
+                    crate::NA
+                },
+            ),
             Loose::Str(s) => str_int(s),
             Loose::Big => Err(Fail),
         }
@@ -75,13 +77,22 @@ fn str_int(s: &str) -> Result<i64, Fail> {
         && digits.bytes().all(|b| b.is_ascii_digit())
         && (digits == "0" || !digits.starts_with('0'));
     if plain {
-        return Ok(s.parse::<i64>().ok().filter(|v| *v != i64::MIN).unwrap_or(crate::NA));
+        return Ok(s
+            .parse::<i64>()
+            .ok()
+            .filter(|v| *v != i64::MIN)
+            .unwrap_or(crate::NA));
     }
-    let first = s.trim_start_matches(|c: char| c.is_ascii_whitespace()).bytes().next();
+    let first = s
+        .trim_start_matches(|c: char| c.is_ascii_whitespace())
+        .bytes()
+        .next();
     match first {
         None if s.is_ascii() => Ok(crate::NA),
         // (a control character may be Python whitespace: left to it)
-        Some(b) if s.is_ascii() && b > b' ' && !(b.is_ascii_digit() || b == b'+' || b == b'-') => Ok(crate::NA),
+        Some(b) if s.is_ascii() && b > b' ' && !(b.is_ascii_digit() || b == b'+' || b == b'-') => {
+            Ok(crate::NA)
+        }
         _ => Err(Fail),
     }
 }
@@ -133,7 +144,10 @@ impl<'a> Scanner<'a> {
     }
 
     /// ``[v, ...]``, calling ``each`` to consume every element.
-    pub fn array(&mut self, mut each: impl FnMut(&mut Self) -> Result<(), Fail>) -> Result<(), Fail> {
+    pub fn array(
+        &mut self,
+        mut each: impl FnMut(&mut Self) -> Result<(), Fail>,
+    ) -> Result<(), Fail> {
         self.expect(b'[')?;
         if self.peek()? == b']' {
             self.i += 1;
@@ -359,7 +373,10 @@ impl<'a> Scanner<'a> {
     fn int_or_big(text: &[u8]) -> Loose<'a> {
         // the grammar is checked: the text is ASCII digits with an optional sign
         // SAFETY: `number` checked the grammar: ASCII digits with an optional sign
-        match unsafe { std::str::from_utf8_unchecked(text) }.parse::<i64>().ok() {
+        match unsafe { std::str::from_utf8_unchecked(text) }
+            .parse::<i64>()
+            .ok()
+        {
             Some(v) => Loose::Int(v),
             None => Loose::Big,
         }
@@ -367,7 +384,9 @@ impl<'a> Scanner<'a> {
 
     fn float(text: &[u8]) -> Result<f64, Fail> {
         // SAFETY: `number` checked the grammar: ASCII only
-        let f: f64 = unsafe { std::str::from_utf8_unchecked(text) }.parse().map_err(|_| Fail)?;
+        let f: f64 = unsafe { std::str::from_utf8_unchecked(text) }
+            .parse()
+            .map_err(|_| Fail)?;
         if f.is_finite() {
             Ok(f)
         } else {
@@ -422,7 +441,10 @@ impl<'a> Scanner<'a> {
         } else {
             Self::float(text)?
         };
-        Ok(Some(Micros { f, exact: crate::time::exact_ns(text) }))
+        Ok(Some(Micros {
+            f,
+            exact: crate::time::exact_ns(text),
+        }))
     }
 
     /// Any value's exact text.
