@@ -93,6 +93,9 @@ ACCEPTED: dict[str, bytes] = {
         {**CPU, "args": {"External id": "x", "external id": 5, "Sequence number": 1e3, "stream": 2}},
         {**CPU, "args": {"Sequence number": "99999999999999999999", "Fwd thread id": "  ", "Ev Idx": 1e300}},
         {**CPU, "args": {"Sequence number": -9223372036854775807, "stream_id": 7, "In msg nelems": "12"}},
+        # ROCm traces write streams as hex strings
+        {**CPU, "args": {"stream": "0x0", "External id": "-0x1F", "Ev Idx": "0b101", "device": "0o17"}},
+        {**CPU, "args": {"stream": "0xffffffffffffffff", "External id": "0X7fffffffffffffff"}},
     ),
     "timestamps: ints, floats, more than 3 decimals, missing": _piece(
         {**CPU, "ts": 12, "dur": 3},
@@ -190,7 +193,9 @@ def test_native_values() -> None:
     cols = native.piece_columns(ACCEPTED["loosely typed integer args and aliases"])
     assert cols is not None
     ext = cols.sparse["external_id"]
-    assert dict(zip(ext.rows.tolist(), ext.values.tolist())) == {0: 42, 1: 5}
+    assert dict(zip(ext.rows.tolist(), ext.values.tolist())) == {0: 42, 1: 5, 5: -31, 6: 2**63 - 1}
+    stream = cols.sparse["stream"]
+    assert dict(zip(stream.rows.tolist(), stream.values.tolist())) == {2: 2, 4: 7, 5: 0}
     seq = cols.sparse["sequence_nr"]
     assert dict(zip(seq.rows.tolist(), seq.values.tolist())) == {2: 1000, 4: -9223372036854775807}
     cols = native.piece_columns(ACCEPTED["unicode escapes and raw UTF-8"])
@@ -218,7 +223,8 @@ DECLINED: dict[str, bytes] = {
     "ts beyond 2**53 us": _piece({**CPU, "ts": 2**60}),
     "integer arg beyond int64": _piece({**CPU, "args": {"correlation": 2**70}}),
     "string flow id (hashed)": _piece({"ph": "s", "id": "abc", "pid": 1, "tid": 2, "ts": 5}),
-    "hexadecimal string arg": _piece({**CPU, "args": {"External id": "0x1f"}}),
+    "string arg with underscores": _piece({**CPU, "args": {"External id": "1_000"}}),
+    "hexadecimal string arg with an underscore": _piece({**CPU, "args": {"External id": "0x_1f"}}),
     "float group name": _piece({**CPU, "args": {"Process Group Name": 1.5}}),
     "lone surrogate": _piece(r'{"ph": "X", "name": "\ud800", "ts": 1, "dur": 1}'),
     "control character in a string": b'[{"ph": "X", "name": "a\x01b", "ts": 1, "dur": 1}]',
@@ -259,6 +265,10 @@ def test_shipped_traces_read_identically(path: Path, monkeypatch: pytest.MonkeyP
     b = _with(monkeypatch, "native", read_trace, path)
     assert len(a.events) > 0
     assert_same_tables(a, b)
+    # and every event was read natively (in this process: no decode workers)
+    before = native.STATS["events"]
+    c = _with(monkeypatch, "native", lambda: read_trace(path, parallel=False))
+    assert native.STATS["events"] - before >= len(c.events)
 
 
 def test_version_names_the_reader(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -69,8 +69,8 @@ impl Loose<'_> {
     }
 }
 
-/// Python's ``int(text, 0)`` for the spellings whose outcome is certain: plain decimals
-/// (out of int64 range: NA) and ASCII text that cannot start a number (NA).
+/// Python's ``int(text, 0)`` for the spellings whose outcome is certain: plain decimals and
+/// 0x/0o/0b literals (out of int64 range: NA), and ASCII text that cannot start a number (NA).
 fn str_int(s: &str) -> Result<i64, Fail> {
     let digits = s.strip_prefix('-').unwrap_or(s);
     let plain = !digits.is_empty()
@@ -82,6 +82,21 @@ fn str_int(s: &str) -> Result<i64, Fail> {
             .ok()
             .filter(|v| *v != i64::MIN)
             .unwrap_or(crate::NA));
+    }
+    // "0x1f", "0o17", "0b11" (ROCm traces write streams as "0x0"); no underscores or blanks
+    let radix = match digits.get(..2) {
+        Some("0x" | "0X") => 16,
+        Some("0o" | "0O") => 8,
+        Some("0b" | "0B") => 2,
+        _ => 0,
+    };
+    let body = digits.get(2..).unwrap_or("");
+    if radix > 0 && !body.is_empty() && body.len() <= 64 && body.chars().all(|c| c.is_digit(radix))
+    {
+        let value = i128::from_str_radix(body, radix).map_err(|_| Fail)?;
+        let signed = if s.starts_with('-') { -value } else { value };
+        let in_range = signed > i128::from(i64::MIN) && signed <= i128::from(i64::MAX);
+        return Ok(if in_range { signed as i64 } else { crate::NA });
     }
     let first = s
         .trim_start_matches(|c: char| c.is_ascii_whitespace())
