@@ -40,7 +40,7 @@ $(DEV_STAMP): pyproject.toml | $(PY)
 	touch $@ $(RUN_STAMP)
 
 # The native reader (native/, Rust): built when cargo is found. Without it ctda reads traces
-# with its pure-Python reader, about 2x slower; `ctda --version` says which one is in use.
+# with its pure-Python reader (about 3x the CPU time); `ctda --version` says which is in use.
 $(NATIVE_STAMP): native/pyproject.toml native/Cargo.toml native/Cargo.lock $(wildcard native/src/*.rs) | $(PY)
 ifneq ($(CARGO),)
 	PATH="$(dir $(CARGO)):$$PATH" $(PY) -m pip install -q ./native
