@@ -202,7 +202,7 @@ def _version(value: bool) -> None:
         from ctda import __version__, api
 
         typer.echo(f"ctda {__version__}")
-        typer.echo(f"trace reader: {api.trace_reader()}")
+        typer.echo(f"trace reader: {api.reader_in_use()}")
         raise typer.Exit()
 
 
