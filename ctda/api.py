@@ -64,6 +64,7 @@ from ctda.api_views import *  # noqa: F403  (what the UI draws from an analysis)
 from ctda.errors import CtdaError
 from ctda.ingest.errors import TraceError
 from ctda.ingest.merge import MergeSummary, merge_processes
+from ctda.ingest.native import reader_name as reader_in_use
 from ctda.ingest.summary import TraceSummary
 from ctda.ingest.table import EventTable
 from ctda.options import AnalysisOptions, OptionError, validate_options
@@ -133,6 +134,7 @@ __all__ = [
     "optimisation_opportunities",
     "overrides",
     "read",
+    "reader_in_use",
     "report",
     "run_names",
     "summarize",

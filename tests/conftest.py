@@ -37,6 +37,10 @@ SKIP_CORPUS = pytest.mark.skipif(
 )
 
 
+#: the skip reason of tests comparing the native reader with the Python one
+NATIVE_SKIP = "native reader extension not built (make builds it from native/ when cargo is found)"
+
+
 def manifest_rows() -> list[dict[str, str]]:
     """Rows of MANIFEST.tsv (empty when the corpus is absent)."""
     if CORPUS is None:
@@ -265,9 +269,13 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
-    """With ``CTDA_REQUIRE_CORPUS=1`` (CI) a skip for want of the corpus is a failure."""
+    """With ``CTDA_REQUIRE_CORPUS=1`` (CI) a skip for want of the corpus is a failure, and with
+    ``CTDA_REQUIRE_NATIVE=1`` one for want of the native reader."""
     outcome = yield
     report = outcome.get_result()
     if report.skipped and _flag("CTDA_REQUIRE_CORPUS") and "corpus" in str(report.longrepr).lower():
         report.outcome = "failed"
         report.longrepr = f"{report.longrepr} -- but CTDA_REQUIRE_CORPUS=1, so this is a failure"
+    elif report.skipped and _flag("CTDA_REQUIRE_NATIVE") and NATIVE_SKIP in str(report.longrepr):
+        report.outcome = "failed"
+        report.longrepr = f"{report.longrepr} -- but CTDA_REQUIRE_NATIVE=1, so this is a failure"

@@ -204,9 +204,10 @@ def write_progress(enabled: bool) -> Iterator[Callable[[int, int], None] | None]
 
 def _version(value: bool) -> None:
     if value:
-        from ctda import __version__
+        from ctda import __version__, api
 
         typer.echo(f"ctda {__version__}")
+        typer.echo(f"trace reader: {api.reader_in_use()}")
         raise typer.Exit()
 
 

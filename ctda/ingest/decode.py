@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import msgspec
 
+from ctda.ingest import native
 from ctda.ingest.columns import ChunkProblem, PieceColumns, piece_columns
 from ctda.ingest.events import EVENT_LIST
 
@@ -34,7 +35,10 @@ class Decoded:
 
 
 def decode_piece(text: bytes | memoryview) -> Decoded:
-    """Decode ``[ev, ..., ev]`` into raw columns."""
+    """Decode ``[ev, ..., ev]`` into raw columns (natively when the extension can)."""
+    columns = native.piece_columns(text)
+    if columns is not None:
+        return Decoded(columns=columns)
     try:
         events = EVENT_LIST.decode(text)
     except msgspec.ValidationError as exc:

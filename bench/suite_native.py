@@ -1,0 +1,108 @@
+"""Native vs Python reader: read speed and ``ctda analyze`` time on one large GPU trace.
+
+The input is a replica of the corpus's largest GPU training trace grown to >= 1.2M events
+(:mod:`bench.replicate`), as plain JSON so the figure is the reader's, not gunzip's. Each
+figure is taken in a fresh process, once with the native extension and once with
+``CTDA_READER=python``; both readers must give the same number of events.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from bench import corpus
+from bench.measure import run_sampled
+from bench.suites import Context, SuiteResult, fmt_num, markdown_table, register
+
+SOURCE = "generated/gpu/t1_gpt_large.pt.trace.json.gz"
+FALLBACK = "tests/data/kineto/resnet50_nw0_2020_bare_list.json.gz"  # without the corpus
+TARGET = {"min_events": 1_200_000, "min_bytes": 0}
+TARGET_QUICK = {"min_events": 200_000, "min_bytes": 0}
+READERS = ("native", "python")
+
+
+def _env(ctx: Context, reader: str) -> dict[str, str]:
+    env = ctx.child_env()
+    env["CTDA_READER"] = reader
+    return env
+
+
+def _read(ctx: Context, path: Path, reader: str) -> dict[str, Any]:
+    cmd = [ctx.python(), "-m", "bench.child", "read", str(path)]
+    runs = [run_sampled(cmd, _env(ctx, reader), ctx.timeout_s) for _ in range(ctx.repeat)]
+    done = [r.report for r in runs if r.report is not None]
+    if not done:
+        return {"error": runs[0].error}
+    best = min(done, key=lambda r: r["seconds"])
+    mb = best["json_bytes"] / 1e6
+    return {
+        "events": best["events"],
+        "json_mb": mb,
+        "read_s": best["seconds"],
+        "read_mb_s": mb / best["seconds"],
+        "read_cpu_s": best["cpu_s"] + best["cpu_s_helpers"],
+    }
+
+
+def _analyze(ctx: Context, path: Path, reader: str) -> float | None:
+    """Wall seconds of ``ctda analyze`` (start-up, read, analysis, report), fastest run."""
+    import subprocess
+
+    cmd = [ctx.python(), "-m", "ctda.cli.app", "analyze", str(path)]
+    best = None
+    for _ in range(ctx.repeat):
+        t0 = time.perf_counter()
+        done = subprocess.run(cmd, env=_env(ctx, reader), capture_output=True, timeout=ctx.timeout_s)
+        if done.returncode != 0:
+            return None
+        best = min(best or float("inf"), time.perf_counter() - t0)
+    return best
+
+
+@register("native", title="Reader: native vs Python", order=11)
+def run(ctx: Context) -> SuiteResult:
+    """One row per reader on the large replica."""
+    notes: list[str] = []
+    source = ctx.corpus / SOURCE if ctx.corpus is not None else ctx.repo / FALLBACK
+    if not source.is_file():
+        return SuiteResult(rows=[], markdown=f"Source trace {source.name} not found: skipped.", notes=notes)
+    syn = corpus.synthetic(
+        source, ctx.cache, log=ctx.log, plain=True, **(TARGET_QUICK if ctx.quick else TARGET)
+    )
+    rows = []
+    for reader in READERS:
+        ctx.log(f"  {reader} reader: read and analyze {syn.path.name} ...")
+        row: dict[str, Any] = {"reader": reader, **_read(ctx, syn.path, reader)}
+        if "error" not in row:
+            row["analyze_s"] = _analyze(ctx, syn.path, reader)
+        rows.append(row)
+        ctx.log(f"    {row}")
+    ok = [r for r in rows if "error" not in r]
+    if len(ok) == 2:
+        if ok[0]["events"] != ok[1]["events"]:
+            notes.append("**The readers disagree on the number of events.**")
+        notes.append(f"Native read speed-up: {ok[1]['read_s'] / ok[0]['read_s']:.1f}x.")
+    body = [
+        [
+            r["reader"],
+            fmt_num(r.get("events")),
+            fmt_num(r.get("json_mb")),
+            fmt_num(r.get("read_s"), 2),
+            fmt_num(r.get("read_mb_s")),
+            fmt_num(r.get("read_cpu_s"), 2),
+            fmt_num(r.get("analyze_s"), 1) if r.get("analyze_s") else r.get("error", "failed"),
+        ]
+        for r in rows
+    ]
+    table = markdown_table(
+        ["reader", "events", "JSON MB", "read s", "MB/s", "read CPU s", "`ctda analyze` s"], body, "lrrrrrr"
+    )
+    intro = (
+        f"`read_trace` (fresh process, `python -m bench.child read`) and `ctda analyze` on "
+        f"`{syn.source}` replicated to {syn.n_events:,} events (plain JSON), with the native "
+        "extension and with `CTDA_READER=python`."
+    )
+    md = "\n\n".join([intro, table, *notes])
+    return SuiteResult(rows=rows, markdown=md, notes=notes)
