@@ -12,7 +12,7 @@ without any rank's graph. Rows carry their event's name, for the reports.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
@@ -29,16 +29,27 @@ I64 = npt.NDArray[np.int64]
 class Segments:
     """Chains of binding edges, walk order (latest first), one block per start node.
 
-    ``rows``: ``t0``, ``t1`` (rank clock), ``etype``, ``event`` (rank-local, -1 for waits),
-    ``cls``; ``start``/``stop`` index ``rows`` per start node; ``end`` is the node each chain
-    stops at. ``completion_src`` maps a collective's completion node to the node its local
-    binding edge starts at (that one edge is the chain starting at the completion node).
+    ``rows``: ``t0`` (rank clock), ``etype``, ``event`` (rank-local, -1 for waits), ``cls``,
+    ``name``; ``index`` maps each start node to its block of ``rows`` and the node its chain
+    stops at. A row's end time is not sent (it is what the workers send most of): in a
+    chain each edge ends where the one before it (later in time) starts, so ``t1`` is the
+    previous row's ``t0`` and, on a block's first row, the start node's time (``heads``:
+    ``[row, t1]`` per non-empty block). :meth:`t1` rebuilds the column.
     """
 
     rows: pd.DataFrame
     index: dict[int, tuple[int, int, int]]  # start node -> (row start, row stop, end node)
     source: int  # the rank's SOURCE node
     source_time: int  # its time (a RELEASE edge starts there; the job's SOURCE is the earliest)
+    heads: I64 = field(default_factory=lambda: np.zeros((0, 2), dtype=np.int64))
+
+    def t1(self) -> I64:
+        """Each row's end time (rank clock): the previous row's start, or its block's head."""
+        t0 = self.rows.t0.to_numpy(dtype=np.int64)
+        out = np.empty_like(t0)
+        out[1:] = t0[:-1]
+        out[self.heads[:, 0]] = self.heads[:, 1]
+        return out
 
 
 def segments(a: Analysis, arrive_events: I64, done_events: I64) -> Segments:
@@ -67,15 +78,16 @@ def segments(a: Analysis, arrive_events: I64, done_events: I64) -> Segments:
     rows = pd.DataFrame(
         {
             "t0": t0,
-            "t1": t1,
             "etype": g.etype[edges],
-            "event": owner,
+            "event": owner.astype(np.int32),  # rank-local: half the bytes sent
             "cls": edge_classes(g, edges, owner, a.event_cls),
             "name": pd.Categorical(np.where(owner >= 0, names, "").astype(object)),
         }
     )
     index = {int(s): (int(ptr[k]), int(ptr[k + 1]), int(end[k])) for k, s in enumerate(starts)}
-    return Segments(rows, index, a.nodes.source, int(tm.time[a.nodes.source]))
+    full = np.flatnonzero(ptr[1:] > ptr[:-1])
+    heads = np.stack([ptr[full], t1[ptr[full]]], axis=1).astype(np.int64).reshape(-1, 2)
+    return Segments(rows, index, a.nodes.source, int(tm.time[a.nodes.source]), heads)
 
 
 @njit(cache=True)  # type: ignore[misc]

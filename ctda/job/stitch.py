@@ -73,11 +73,49 @@ def stitched_paths(
     # the job's SOURCE: what a rank's RELEASE edges start from in the job graph
     t_source = min(sk.segments.source_time + offsets.offset.get(r, 0) for r, sk in skels.items())
     cols = {r: _rank_columns(sk, r, base[r], offsets.offset.get(r, 0), t_source) for r, sk in skels.items()}
-    out = []
-    for s in steps.itertuples():
-        out.append(_walk_step(skels, cols, offsets, done_of, parts, cls_of, done_at, base, s))
-    frame = pd.concat(out, ignore_index=True) if out else pd.DataFrame(columns=COLUMNS)
-    return frame[COLUMNS]
+    # every rank's rows one after the other; a step's path is a list of row ranges in it
+    first, acc = {}, 0
+    for r in cols:
+        first[r] = acc
+        acc += len(cols[r]["t0"])
+    walk = _Walk(skels, cols, first, acc, offsets, done_of, parts, cls_of, done_at, base)
+    ranges = [walk.step(s) for s in steps.itertuples()]
+    if not any(ranges):
+        return pd.DataFrame(columns=COLUMNS)
+    return _path_frame(cols, walk.cross, ranges, steps)
+
+
+def _path_frame(
+    cols: dict[int, dict[str, np.ndarray]],
+    cross: dict[str, list[object]],
+    ranges: list[list[tuple[int, int]]],
+    steps: pd.DataFrame,
+) -> pd.DataFrame:
+    """The steps' rows (each range reversed, the ranges in reverse: time order), clipped to
+    their step; rows left empty by the clip are dropped."""
+    keys = [k for k in COLUMNS[1:] if k != "ns"]
+    table = {
+        k: np.concatenate(
+            [*(c[k] for c in cols.values()), np.asarray(cross[k], dtype=object if k == "name" else np.int64)]
+        )
+        for k in keys
+    }
+    lo_hi = [(int(s.t_start), int(s.t_end)) for s in steps.itertuples()]
+    a = np.array([a for rs in ranges for a, _ in reversed(rs)], dtype=np.int64)
+    b = np.array([b for rs in ranges for _, b in reversed(rs)], dtype=np.int64)
+    step = np.repeat(np.arange(len(ranges)), [len(rs) for rs in ranges])
+    n = b - a
+    within = np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n)
+    idx = np.repeat(b - 1, n) - within  # each range from its last row back to its first
+    row_step = np.repeat(step, n)
+    lo = np.array([x for x, _ in lo_hi], dtype=np.int64)[row_step]
+    hi = np.array([y for _, y in lo_hi], dtype=np.int64)[row_step]
+    path = pd.DataFrame({k: table[k][idx] for k in keys})
+    path["ns"] = np.minimum(path.t1.to_numpy(), hi) - np.maximum(path.t0.to_numpy(), lo)
+    keep = path.ns.to_numpy() > 0
+    path = path[keep].reset_index(drop=True)
+    path["label"] = steps.label.to_numpy(dtype=object)[row_step[keep]]
+    return path[COLUMNS]
 
 
 def _rank_columns(sk: Skeleton, rank: int, base: int, off: int, t_source: int) -> dict[str, np.ndarray]:
@@ -88,7 +126,7 @@ def _rank_columns(sk: Skeleton, rank: int, base: int, off: int, t_source: int) -
     ev = rows.event.to_numpy(dtype=np.int64)
     return {
         "t0": t0,
-        "t1": rows.t1.to_numpy(dtype=np.int64) + off,
+        "t1": sk.segments.t1() + off,
         "etype": rows.etype.to_numpy(dtype=np.int64),
         "event": np.where(ev >= 0, ev + base, -1),
         "cls": rows.cls.to_numpy(dtype=np.int64),
@@ -105,48 +143,60 @@ def _names(col: pd.Series) -> np.ndarray:
     return np.asarray(col.astype(str), dtype=object)
 
 
-def _walk_step(skels, cols, offsets, done_of, parts, cls_of, done_at, base, s) -> pd.DataFrame:  # type: ignore[no-untyped-def]
-    lo, hi = int(s.t_start), int(s.t_end)
-    r, v = int(s.end_rank), int(s.end_node)
-    pieces: list[dict[str, np.ndarray]] = []
-    while True:
-        seg = skels[r].segments
-        c_r = cols[r]
-        if (r, v) in done_of:
-            c, ev = done_of[(r, v)]
-            a, b, _ = seg.index[v]
-            local_t = int(c_r["t0"][a]) if b > a else None
-            q, eq, tq = max(((pr, pe, pt) for pr, pe, pt in parts[c] if pr != r), key=lambda x: (x[2], -x[0]))
-            if local_t is None or tq > local_t:
-                t_done, name = done_at[(r, ev)]
-                pieces.append(
-                    {
-                        "t0": np.array([tq]),
-                        "t1": np.array([t_done + offsets.offset.get(r, 0)]),
-                        "etype": np.array([int(EdgeType.CROSS_RANK)]),
-                        "event": np.array([base[r] + ev]),
-                        "cls": np.array([cls_of.get((r, ev), 0)]),
-                        "name": np.array([name], dtype=object),
-                        "rank": np.array([r]),
-                    }
+class _Walk:
+    """Walks one step's path over the chains; a path is a list of ``[a, b)`` ranges of the
+    ranks' concatenated rows (``first[r]``: rank ``r``'s first row) in walk order (latest
+    first), a transfer row being one row appended to ``cross`` (indexed from ``n_rows``)."""
+
+    def __init__(self, skels, cols, first, n_rows, offsets, done_of, parts, cls_of, done_at, base):  # type: ignore[no-untyped-def]
+        self.skels, self.cols, self.first, self.n_rows = skels, cols, first, n_rows
+        self.offsets, self.done_of, self.parts = offsets, done_of, parts
+        self.cls_of, self.done_at, self.base = cls_of, done_at, base
+        self.cross: dict[str, list[object]] = {k: [] for k in COLUMNS[1:] if k != "ns"}
+
+    def _transfer(self, r: int, ev: int, tq: int) -> tuple[int, int]:
+        t_done, name = self.done_at[(r, ev)]
+        row = {
+            "t0": tq,
+            "t1": t_done + self.offsets.offset.get(r, 0),
+            "etype": int(EdgeType.CROSS_RANK),
+            "event": self.base[r] + ev,
+            "cls": self.cls_of.get((r, ev), 0),
+            "name": name,
+            "rank": r,
+        }
+        k = self.n_rows + len(self.cross["t0"])
+        for key, v in row.items():
+            self.cross[key].append(v)
+        return (k, k + 1)
+
+    def step(self, s) -> list[tuple[int, int]]:  # type: ignore[no-untyped-def]
+        lo = int(s.t_start)
+        r, v = int(s.end_rank), int(s.end_node)
+        pieces: list[tuple[int, int]] = []
+        while True:
+            seg = self.skels[r].segments
+            t0 = self.cols[r]["t0"]
+            if (r, v) in self.done_of:
+                c, ev = self.done_of[(r, v)]
+                a, b, _ = seg.index[v]
+                local_t = int(t0[a]) if b > a else None
+                q, eq, tq = max(
+                    ((pr, pe, pt) for pr, pe, pt in self.parts[c] if pr != r), key=lambda x: (x[2], -x[0])
                 )
-                if tq <= lo:
-                    break
-                r, v = q, 2 * eq
-                continue
-        if v not in seg.index:  # SOURCE, or a node nothing binds
-            break
-        a, b, end = seg.index[v]
-        stop = np.flatnonzero(c_r["t0"][a:b] <= lo)
-        last = a + int(stop[0]) + 1 if len(stop) else b
-        pieces.append({k: col[a:last] for k, col in c_r.items()})
-        if len(stop) or b == a or end == seg.source:
-            break
-        v = end
-    if not pieces:
-        return pd.DataFrame(columns=COLUMNS)
-    path = pd.DataFrame({k: np.concatenate([pc[k] for pc in pieces])[::-1] for k in COLUMNS[1:] if k != "ns"})
-    path["ns"] = np.minimum(path.t1, hi) - np.maximum(path.t0, lo)
-    path = path[path.ns > 0].reset_index(drop=True)
-    path["label"] = s.label
-    return path
+                if local_t is None or tq > local_t:
+                    pieces.append(self._transfer(r, ev, tq))
+                    if tq <= lo:
+                        break
+                    r, v = q, 2 * eq
+                    continue
+            if v not in seg.index:  # SOURCE, or a node nothing binds
+                break
+            a, b, end = seg.index[v]
+            stop = np.flatnonzero(t0[a:b] <= lo)
+            last = a + int(stop[0]) + 1 if len(stop) else b
+            pieces.append((self.first[r] + a, self.first[r] + last))
+            if len(stop) or b == a or end == seg.source:
+                break
+            v = end
+        return pieces
