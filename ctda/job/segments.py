@@ -21,6 +21,7 @@ from numba import njit
 
 from ctda.analysis.attribution import edge_classes
 from ctda.analysis.engine import Analysis
+from ctda.job.names import NameCodes
 
 I64 = npt.NDArray[np.int64]
 
@@ -52,8 +53,8 @@ class Segments:
         return out
 
 
-def segments(a: Analysis, arrive_events: I64, done_events: I64) -> Segments:
-    """The chains from every entry node of one analysed rank."""
+def segments(a: Analysis, arrive_events: I64, done_events: I64, names: NameCodes | None = None) -> Segments:
+    """The chains from every entry node of one analysed rank (``names``: of its events)."""
     g, tm = a.graph, a.timing
     done_nodes = 2 * np.asarray(done_events, dtype=np.int64) + 1
     ends = np.array([w.end_node for w in a.windows], dtype=np.int64)
@@ -71,9 +72,13 @@ def segments(a: Analysis, arrive_events: I64, done_events: I64) -> Segments:
     single = np.concatenate([np.zeros(len(entries), np.bool_), np.ones(len(done_nodes), np.bool_)])
     edges, t0, t1, ptr, end = _walk(tm.binding_edge, g.src, tm.time, starts, stop, single)
     owner = g.owner[edges]
-    # the names of the rows' events only, as objects: a fixed-width string array of every
-    # event's name cost seconds and a name's longest length in bytes per event
-    names = a.table.decoded("name", a.nodes.uid[np.maximum(owner, 0)])
+    # the rows' names as categories built from the name codes (decoding a string per row
+    # and hashing them again cost seconds per million rows); a wait's name is ""
+    if names is None:
+        names = NameCodes.of(a.table, a.nodes.uid)
+    row_names = names[np.maximum(owner, 0)]
+    empty = len(row_names.values)
+    row_names = NameCodes(np.where(owner >= 0, row_names.codes, empty), np.append(row_names.values, ""))
 
     rows = pd.DataFrame(
         {
@@ -81,7 +86,7 @@ def segments(a: Analysis, arrive_events: I64, done_events: I64) -> Segments:
             "etype": g.etype[edges],
             "event": owner.astype(np.int32),  # rank-local: half the bytes sent
             "cls": edge_classes(g, edges, owner, a.event_cls),
-            "name": pd.Categorical(np.where(owner >= 0, names, "").astype(object)),
+            "name": row_names.categorical(),
         }
     )
     index = {int(s): (int(ptr[k]), int(ptr[k + 1]), int(end[k])) for k, s in enumerate(starts)}
