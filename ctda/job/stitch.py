@@ -72,34 +72,50 @@ def stitched_paths(
     }
     # the job's SOURCE: what a rank's RELEASE edges start from in the job graph
     t_source = min(sk.segments.source_time + offsets.offset.get(r, 0) for r, sk in skels.items())
-    cols = {r: _rank_columns(sk, r, base[r], offsets.offset.get(r, 0), t_source) for r, sk in skels.items()}
+    t0s = {r: _rank_t0(sk, offsets.offset.get(r, 0), t_source) for r, sk in skels.items()}
     # every rank's rows one after the other; a step's path is a list of row ranges in it
     first, acc = {}, 0
-    for r in cols:
+    for r in t0s:
         first[r] = acc
-        acc += len(cols[r]["t0"])
-    walk = _Walk(skels, cols, first, acc, offsets, done_of, parts, cls_of, done_at, base)
+        acc += len(t0s[r])
+    walk = _Walk(skels, t0s, first, acc, offsets, done_of, parts, cls_of, done_at, base)
     ranges = [walk.step(s) for s in steps.itertuples()]
     if not any(ranges):
         return pd.DataFrame(columns=COLUMNS)
-    return _path_frame(cols, walk.cross, ranges, steps)
+    rows = _Rows(skels, t0s, first, acc, walk.cross, base, offsets)
+    return _path_frame(rows, ranges, steps)
 
 
-def _path_frame(
-    cols: dict[int, dict[str, np.ndarray]],
-    cross: dict[str, list[object]],
-    ranges: list[list[tuple[int, int]]],
-    steps: pd.DataFrame,
-) -> pd.DataFrame:
+class _Rows:
+    """The rows a path takes, read from the ranks' chains only where the path has them (the
+    ranks' chains are many times longer than the paths through them)."""
+
+    def __init__(self, skels, t0s, first, n_rows, cross, base, offsets):  # type: ignore[no-untyped-def]
+        self.skels, self.t0s, self.n_rows, self.cross = skels, t0s, n_rows, cross
+        self.ranks = list(first)
+        self.firsts = np.array([first[r] for r in self.ranks], dtype=np.int64)
+        self.base, self.offsets = base, offsets
+
+    def take(self, idx: np.ndarray) -> dict[str, np.ndarray]:
+        """Columns (``COLUMNS`` but ``label`` and ``ns``) of rows ``idx``, in that order."""
+        keys = [k for k in COLUMNS[1:] if k != "ns"]
+        out = {k: np.empty(len(idx), dtype=object if k == "name" else np.int64) for k in keys}
+        pos = np.searchsorted(self.firsts, idx, side="right") - 1
+        extra = idx >= self.n_rows
+        for k in keys:
+            out[k][extra] = np.asarray(self.cross[k], dtype=out[k].dtype)[idx[extra] - self.n_rows]
+        for j, r in enumerate(self.ranks):
+            sel = np.flatnonzero((pos == j) & ~extra)
+            if len(sel):
+                got = _rank_rows(self.skels[r], r, self.base[r], self.offsets.offset.get(r, 0), self.t0s[r], idx[sel] - self.firsts[j])
+                for k in keys:
+                    out[k][sel] = got[k]
+        return out
+
+
+def _path_frame(rows: _Rows, ranges: list[list[tuple[int, int]]], steps: pd.DataFrame) -> pd.DataFrame:
     """The steps' rows (each range reversed, the ranges in reverse: time order), clipped to
     their step; rows left empty by the clip are dropped."""
-    keys = [k for k in COLUMNS[1:] if k != "ns"]
-    table = {
-        k: np.concatenate(
-            [*(c[k] for c in cols.values()), np.asarray(cross[k], dtype=object if k == "name" else np.int64)]
-        )
-        for k in keys
-    }
     lo_hi = [(int(s.t_start), int(s.t_end)) for s in steps.itertuples()]
     a = np.array([a for rs in ranges for a, _ in reversed(rs)], dtype=np.int64)
     b = np.array([b for rs in ranges for _, b in reversed(rs)], dtype=np.int64)
@@ -110,7 +126,7 @@ def _path_frame(
     row_step = np.repeat(step, n)
     lo = np.array([x for x, _ in lo_hi], dtype=np.int64)[row_step]
     hi = np.array([y for _, y in lo_hi], dtype=np.int64)[row_step]
-    path = pd.DataFrame({k: table[k][idx] for k in keys})
+    path = pd.DataFrame(rows.take(idx))
     path["ns"] = np.minimum(path.t1.to_numpy(), hi) - np.maximum(path.t0.to_numpy(), lo)
     keep = path.ns.to_numpy() > 0
     path = path[keep].reset_index(drop=True)
@@ -118,29 +134,35 @@ def _path_frame(
     return path[COLUMNS]
 
 
-def _rank_columns(sk: Skeleton, rank: int, base: int, off: int, t_source: int) -> dict[str, np.ndarray]:
-    """A rank's chain rows as job-clock numpy columns (job event ids), made once per job."""
+def _rank_t0(sk: Skeleton, off: int, t_source: int) -> np.ndarray:
+    """A rank's chain rows' start times on the job clock (a RELEASE edge: the job's SOURCE)."""
     rows = sk.segments.rows
     t0 = rows.t0.to_numpy(dtype=np.int64) + off
     t0[rows.etype.to_numpy() == int(EdgeType.RELEASE)] = t_source
-    ev = rows.event.to_numpy(dtype=np.int64)
+    return t0
+
+
+def _rank_rows(sk: Skeleton, rank: int, base: int, off: int, t0: np.ndarray, at: np.ndarray) -> dict[str, np.ndarray]:
+    """Rows ``at`` of a rank's chains as job-clock columns (job event ids)."""
+    rows = sk.segments.rows
+    ev = rows.event.to_numpy()[at].astype(np.int64)
     return {
-        "t0": t0,
-        "t1": sk.segments.t1() + off,
-        "etype": rows.etype.to_numpy(dtype=np.int64),
+        "t0": t0[at],
+        "t1": sk.segments.t1()[at] + off,
+        "etype": rows.etype.to_numpy()[at].astype(np.int64),
         "event": np.where(ev >= 0, ev + base, -1),
-        "cls": rows.cls.to_numpy(dtype=np.int64),
-        "name": _names(rows["name"]),
-        "rank": np.full(len(rows), rank, dtype=np.int64),
+        "cls": rows.cls.to_numpy()[at].astype(np.int64),
+        "name": _names(rows["name"], at),
+        "rank": np.full(len(at), rank, dtype=np.int64),
     }
 
 
-def _names(col: pd.Series) -> np.ndarray:
-    """Strings of a (categorical) name column, decoded through its categories once."""
+def _names(col: pd.Series, at: np.ndarray) -> np.ndarray:
+    """Strings of rows ``at`` of a (categorical) name column, decoded through its categories."""
     if isinstance(col.dtype, pd.CategoricalDtype):
         cats = np.asarray(col.cat.categories.astype(object), dtype=object)
-        return cats[col.cat.codes.to_numpy()] if len(cats) else np.full(len(col), "", dtype=object)
-    return np.asarray(col.astype(str), dtype=object)
+        return cats[col.cat.codes.to_numpy()[at]] if len(cats) else np.full(len(at), "", dtype=object)
+    return np.asarray(col.astype(str), dtype=object)[at]
 
 
 class _Walk:
@@ -148,8 +170,8 @@ class _Walk:
     ranks' concatenated rows (``first[r]``: rank ``r``'s first row) in walk order (latest
     first), a transfer row being one row appended to ``cross`` (indexed from ``n_rows``)."""
 
-    def __init__(self, skels, cols, first, n_rows, offsets, done_of, parts, cls_of, done_at, base):  # type: ignore[no-untyped-def]
-        self.skels, self.cols, self.first, self.n_rows = skels, cols, first, n_rows
+    def __init__(self, skels, t0s, first, n_rows, offsets, done_of, parts, cls_of, done_at, base):  # type: ignore[no-untyped-def]
+        self.skels, self.t0s, self.first, self.n_rows = skels, t0s, first, n_rows
         self.offsets, self.done_of, self.parts = offsets, done_of, parts
         self.cls_of, self.done_at, self.base = cls_of, done_at, base
         self.cross: dict[str, list[object]] = {k: [] for k in COLUMNS[1:] if k != "ns"}
@@ -176,7 +198,7 @@ class _Walk:
         pieces: list[tuple[int, int]] = []
         while True:
             seg = self.skels[r].segments
-            t0 = self.cols[r]["t0"]
+            t0 = self.t0s[r]
             if (r, v) in self.done_of:
                 c, ev = self.done_of[(r, v)]
                 a, b, _ = seg.index[v]
