@@ -12,7 +12,7 @@ and the path's top items on it in that step.
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -221,7 +221,9 @@ def _top_items(on_path: pd.DataFrame) -> dict[tuple[object, int], list[tuple[int
     names = last["name"].astype(str).reindex(ev).tolist()
     classes = last.cls.reindex(ev).tolist()
     out: dict[tuple[object, int], list[tuple[int, str, int, str]]] = {}
-    for label, r, e, ns, name, c in zip(items.label, items["rank"].tolist(), ev.tolist(), items.ns.tolist(), names, classes):
+    for label, r, e, ns, name, c in zip(
+        items.label, items["rank"].tolist(), ev.tolist(), items.ns.tolist(), names, classes
+    ):
         out.setdefault((label, int(r)), []).append((int(e), name, int(ns), CLASSES[int(c)]))
     return out
 

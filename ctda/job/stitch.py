@@ -107,7 +107,14 @@ class _Rows:
         for j, r in enumerate(self.ranks):
             sel = np.flatnonzero((pos == j) & ~extra)
             if len(sel):
-                got = _rank_rows(self.skels[r], r, self.base[r], self.offsets.offset.get(r, 0), self.t0s[r], idx[sel] - self.firsts[j])
+                got = _rank_rows(
+                    self.skels[r],
+                    r,
+                    self.base[r],
+                    self.offsets.offset.get(r, 0),
+                    self.t0s[r],
+                    idx[sel] - self.firsts[j],
+                )
                 for k in keys:
                     out[k][sel] = got[k]
         return out
@@ -142,7 +149,9 @@ def _rank_t0(sk: Skeleton, off: int, t_source: int) -> np.ndarray:
     return t0
 
 
-def _rank_rows(sk: Skeleton, rank: int, base: int, off: int, t0: np.ndarray, at: np.ndarray) -> dict[str, np.ndarray]:
+def _rank_rows(
+    sk: Skeleton, rank: int, base: int, off: int, t0: np.ndarray, at: np.ndarray
+) -> dict[str, np.ndarray]:
     """Rows ``at`` of a rank's chains as job-clock columns (job event ids)."""
     rows = sk.segments.rows
     ev = rows.event.to_numpy()[at].astype(np.int64)
