@@ -34,7 +34,7 @@ class NameCodes:
 
     @classmethod
     def of(cls, table: EventTable, rows: I64) -> NameCodes:
-        values = np.append(table.strings("name"), None).astype(object)
+        values = np.append(table.strings("name"), np.array([None], dtype=object))
         codes = table.col("name")[rows].astype(np.int64)
         return cls(np.where(codes >= 0, codes, len(values) - 1), values)
 

@@ -123,7 +123,7 @@ class _Rows:
 def _path_frame(rows: _Rows, ranges: list[list[tuple[int, int]]], steps: pd.DataFrame) -> pd.DataFrame:
     """The steps' rows (each range reversed, the ranges in reverse: time order), clipped to
     their step; rows left empty by the clip are dropped."""
-    lo_hi = [(int(s.t_start), int(s.t_end)) for s in steps.itertuples()]
+    lo_hi = list(zip(steps.t_start.astype(np.int64).tolist(), steps.t_end.astype(np.int64).tolist()))
     a = np.array([a for rs in ranges for a, _ in reversed(rs)], dtype=np.int64)
     b = np.array([b for rs in ranges for _, b in reversed(rs)], dtype=np.int64)
     step = np.repeat(np.arange(len(ranges)), [len(rs) for rs in ranges])
