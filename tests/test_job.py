@@ -358,12 +358,31 @@ def test_dask_cluster_executor_gives_the_same_job(jobs) -> None:  # type: ignore
     ) as cluster:
         # workers send back skeletons only: no rank's events or graph reach this process
         job = analyze_job([job_dir("g_ddp_ws2_sleep40_r1")], executor=cluster.scheduler_address, full=False)
+        # the command line, pointed at the same running scheduler (as the README shows)
+        assert cluster.scheduler_address.startswith("tcp://")
+        out = _cli_json(
+            ["analyze", str(job_dir("g_ddp_ws2_sleep40_r1")), "--executor", cluster.scheduler_address]
+        )
     base = jobs["g_ddp_ws2_sleep40_r1"]
     assert job.graph is None and all(p.analysis is None and p.replay_exact for p in job.parts.values())
     assert list(job.steps.job_step_ns) == list(base.steps.job_step_ns)
     assert list(job.stragglers.straggler) == [1] * 5
     for col in ("t0", "t1", "ns", "event", "rank"):
         assert (job.paths[col].to_numpy() == base.paths[col].to_numpy()).all()
+    assert [s["straggler"] for s in out["steps"]] == [1] * 5
+    assert [s["job_step_ns"] for s in out["steps"]] == list(base.steps.job_step_ns)
+    assert out["checks"]["cp_vs_job_step_max_error_ns"] == 0
+
+
+def _cli_json(args: list[str]) -> dict:  # type: ignore[type-arg]
+    from typer.testing import CliRunner
+
+    import ctda.cli.analyze_cmd  # noqa: F401  (registers the command)
+    from ctda.cli.common import app
+
+    res = CliRunner(env={"COLUMNS": "160", "NO_COLOR": "1"}).invoke(app, [*args, "--format", "json"])
+    assert res.exit_code == 0, res.output
+    return json.loads(res.stdout)  # type: ignore[no-any-return]
 
 
 def test_unknown_executor_is_a_clear_error() -> None:

@@ -50,6 +50,7 @@ from ctda.analysis.classify import CLASS_CODE
 from ctda.analysis.contention import _intersect, _timeline_edges
 from ctda.analysis.engine import Analysis
 from ctda.analysis.rules.cross_thread import BLOCKING_FRAMES
+from ctda.job.names import NameCodes
 
 I64 = npt.NDArray[np.int64]
 #: a common op stalled when its self time is this many times its median ...
@@ -133,8 +134,9 @@ def normalize(names: npt.NDArray[np.object_]) -> npt.NDArray[np.object_]:
     return per_name(names, bare, object)
 
 
-def work_table(a: Analysis, window: I64, done: I64) -> Work:
-    """The rank's CPU events in its windows (``window``: per analysed event, -1 outside).
+def work_table(a: Analysis, window: I64, done: I64, names: NameCodes | None = None) -> Work:
+    """The rank's CPU events in its windows (``window``: per analysed event, -1 outside;
+    ``names``: of the analysed events).
 
     ``done``: completion times of the rank's collectives (its clock); an event open while
     one completed may have waited for peers, so it neither stalls nor counts as busy.
@@ -146,14 +148,16 @@ def work_table(a: Analysis, window: I64, done: I64) -> Work:
     self_ns = np.bincount(own[own >= 0], weights=d[own >= 0], minlength=n.n).astype(np.int64)
     ev = np.flatnonzero(~n.is_gpu & (window >= 0))
     ev = ev[np.lexsort((n.ts[ev], window[ev]))]
-    names = normalize(a.table.decoded("name", n.uid[ev]))
-    frame = pd.DataFrame({"window": window[ev], "name": names, "event": ev})
+    # names without addresses, as codes: grouped as integers, sent back as categories
+    bare_names = (names or NameCodes.of(a.table, n.uid))[ev].mapped(bare)
+    frame = pd.DataFrame({"window": window[ev], "name": bare_names.codes, "event": ev})
     frame["k"] = frame.groupby(["window", "name"], sort=False).cumcount()
     counts = frame.groupby(["window", "name"], sort=False).size().reset_index(name="n")
     done = np.sort(done)
     # a completion inside (ts, end]: the event may have been waiting for the collective
     waited = np.searchsorted(done, n.end[ev], side="right") > np.searchsorted(done, n.ts[ev], side="right")
-    blocking = _mask(names, BLOCKING_FRAMES)
+    rx = re.compile(BLOCKING_FRAMES)
+    blocking = bare_names.map(lambda v: rx.match(v) is not None, bool)
     comm = a.event_cls[ev] == CLASS_CODE["communication"]
     frame["t0"], frame["t1"], frame["self_ns"] = n.ts[ev], n.end[ev], self_ns[ev]
     frame["busy"] = ~blocking & ~waited
@@ -162,14 +166,9 @@ def work_table(a: Analysis, window: I64, done: I64) -> Work:
     keep = frame.self_ns.to_numpy() >= KEEP_NS
     events = frame.loc[keep, WORK_COLUMNS].reset_index(drop=True)
     # names as categories: each distinct name is sent back once, not once per event
-    events["name"] = events.name.astype("category")
-    counts["name"] = counts.name.astype("category")
+    events["name"] = NameCodes(events.name.to_numpy(dtype=np.int64), bare_names.values).categorical()
+    counts["name"] = NameCodes(counts.name.to_numpy(dtype=np.int64), bare_names.values).categorical()
     return Work(events, counts)
-
-
-def _mask(names: npt.NDArray[np.object_], pattern: str) -> npt.NDArray[np.bool_]:
-    rx = re.compile(pattern)
-    return per_name(names, lambda v: rx.match(v) is not None, bool)
 
 
 def host_contention(

@@ -12,7 +12,7 @@ and the path's top items on it in that step.
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -164,45 +164,68 @@ def stragglers(
     charged = by_rank.copy()
     if moved is not None and len(moved):
         charged = charged.add(_charged_shift(late, moved), fill_value=0)
-    on_path = paths[paths.event >= 0]
-    # time per (step, rank, event) on the path, summed once for every step
-    items = on_path.groupby(["label", "rank", "event"], observed=True).ns.sum().reset_index()
-    names = dict(zip(on_path.event.tolist(), on_path["name"].astype(str).tolist()))
-    classes = dict(zip(on_path.event.tolist(), on_path.cls.tolist()))
-    items_by = {k: g for k, g in items.groupby(["label", "rank"], observed=True)}
+    late_of, charged_of = _by_label(by_rank), _by_label(charged)
+    top_of = _top_items(paths[paths.event >= 0])
     extra_top = {}
     if extra is not None:
         for label, r, name, ns in zip(extra.label, extra["rank"], extra.top_name, extra.top_ns):
             extra_top[(label, int(r))] = (-1, str(name), int(ns), "extra work")
     rows: list[tuple[object, ...]] = []
-    labels = set(by_rank.index.get_level_values(0))
     for label in steps.label.tolist():
-        per_rank = by_rank.loc[label] if label in labels else pd.Series(dtype=int)
-        mine_charged = charged.loc[label] if label in labels else pd.Series(dtype=int)
-        if per_rank.empty or mine_charged.max() <= 0:
+        ranks, lates = late_of.get(label, _NONE)
+        c_ranks, c_vals = charged_of.get(label, _NONE)
+        if len(ranks) == 0 or c_vals.max() <= 0:
             rows.append((label, -1, 0, {}, [], -1, {}))
             continue
-        strag = int(cast(int, mine_charged.idxmax()))
-        last = int(cast(int, per_rank.idxmax())) if per_rank.max() > 0 else -1
-        mine = items_by.get((label, strag), items.iloc[:0])
-        top = mine.sort_values("ns", ascending=False, kind="stable").head(TOP_ITEMS)
-        listed = [
-            (int(e), names[int(e)], int(ns), CLASSES[int(classes[int(e)])])
-            for e, ns in zip(top.event, top.ns)
-        ]
+        strag = int(c_ranks[np.argmax(c_vals)])
+        last = int(ranks[np.argmax(lates)]) if lates.max() > 0 else -1
+        listed = list(top_of.get((label, strag), []))
         if (label, strag) in extra_top and (not listed or strag != last):
             # named for what its extra work did to others: that work is what it was doing
             x = extra_top[(label, strag)]
             same = [it for it in listed if bare(it[1]) == bare(x[1])]
             first = same[0] if same else x
             listed = [first, *(it for it in listed if it is not first)][:TOP_ITEMS]
-        late_by = {int(cast(int, k)): int(v) for k, v in per_rank.items()}
-        charged_by = {int(cast(int, k)): round(float(v)) for k, v in mine_charged.items()}
-        rows.append((label, strag, round(float(mine_charged.max())), late_by, listed, last, charged_by))
+        late_by = {int(k): int(v) for k, v in zip(ranks.tolist(), lates.tolist())}
+        charged_by = {int(k): round(float(v)) for k, v in zip(c_ranks.tolist(), c_vals.tolist())}
+        rows.append((label, strag, round(float(c_vals.max())), late_by, listed, last, charged_by))
     return pd.DataFrame(
         rows,
         columns=["label", "straggler", "late_ns", "late_by_rank", "top_items", "last", "charged_by_rank"],
     )
+
+
+_NONE = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
+
+
+def _by_label(s: pd.Series) -> dict[object, tuple[np.ndarray, np.ndarray]]:
+    """A (label, rank)-indexed series as label -> (ranks, values), in the series' order
+    (what ``s.loc[label]`` gives, without a lookup per step)."""
+    codes, uniq = pd.factorize(s.index.get_level_values(0))
+    order = np.argsort(codes, kind="stable")
+    ranks = s.index.get_level_values(1).to_numpy()[order]
+    vals = s.to_numpy()[order]
+    cuts = np.searchsorted(codes[order], np.arange(len(uniq) + 1))
+    return {u: (ranks[cuts[k] : cuts[k + 1]], vals[cuts[k] : cuts[k + 1]]) for k, u in enumerate(uniq)}
+
+
+def _top_items(on_path: pd.DataFrame) -> dict[tuple[object, int], list[tuple[int, str, int, str]]]:
+    """Per (step, rank): the path's ``TOP_ITEMS`` events on that rank by time (ties: the
+    lower event id), as (event, name, ns, class); an event's name and class are those of
+    its last row on the path."""
+    items = on_path.groupby(["label", "rank", "event"], observed=True).ns.sum().reset_index()
+    items = items.sort_values(["label", "rank", "ns", "event"], ascending=[True, True, False, True])
+    items = items.groupby(["label", "rank"], observed=True, sort=False).head(TOP_ITEMS)
+    last = on_path.drop_duplicates("event", keep="last").set_index("event")
+    ev = items.event.to_numpy()
+    names = last["name"].astype(str).reindex(ev).tolist()
+    classes = last.cls.reindex(ev).tolist()
+    out: dict[tuple[object, int], list[tuple[int, str, int, str]]] = {}
+    for label, r, e, ns, name, c in zip(
+        items.label, items["rank"].tolist(), ev.tolist(), items.ns.tolist(), names, classes
+    ):
+        out.setdefault((label, int(r)), []).append((int(e), name, int(ns), CLASSES[int(c)]))
+    return out
 
 
 def _charged_shift(late: pd.DataFrame, moved: pd.DataFrame) -> pd.Series:

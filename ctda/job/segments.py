@@ -12,7 +12,7 @@ without any rank's graph. Rows carry their event's name, for the reports.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
@@ -21,6 +21,7 @@ from numba import njit
 
 from ctda.analysis.attribution import edge_classes
 from ctda.analysis.engine import Analysis
+from ctda.job.names import NameCodes
 
 I64 = npt.NDArray[np.int64]
 
@@ -29,20 +30,31 @@ I64 = npt.NDArray[np.int64]
 class Segments:
     """Chains of binding edges, walk order (latest first), one block per start node.
 
-    ``rows``: ``t0``, ``t1`` (rank clock), ``etype``, ``event`` (rank-local, -1 for waits),
-    ``cls``; ``start``/``stop`` index ``rows`` per start node; ``end`` is the node each chain
-    stops at. ``completion_src`` maps a collective's completion node to the node its local
-    binding edge starts at (that one edge is the chain starting at the completion node).
+    ``rows``: ``t0`` (rank clock), ``etype``, ``event`` (rank-local, -1 for waits), ``cls``,
+    ``name``; ``index`` maps each start node to its block of ``rows`` and the node its chain
+    stops at. A row's end time is not sent (it is what the workers send most of): in a
+    chain each edge ends where the one before it (later in time) starts, so ``t1`` is the
+    previous row's ``t0`` and, on a block's first row, the start node's time (``heads``:
+    ``[row, t1]`` per non-empty block). :meth:`t1` rebuilds the column.
     """
 
     rows: pd.DataFrame
     index: dict[int, tuple[int, int, int]]  # start node -> (row start, row stop, end node)
     source: int  # the rank's SOURCE node
     source_time: int  # its time (a RELEASE edge starts there; the job's SOURCE is the earliest)
+    heads: I64 = field(default_factory=lambda: np.zeros((0, 2), dtype=np.int64))
+
+    def t1(self) -> I64:
+        """Each row's end time (rank clock): the previous row's start, or its block's head."""
+        t0 = self.rows.t0.to_numpy(dtype=np.int64)
+        out = np.empty_like(t0)
+        out[1:] = t0[:-1]
+        out[self.heads[:, 0]] = self.heads[:, 1]
+        return out
 
 
-def segments(a: Analysis, arrive_events: I64, done_events: I64) -> Segments:
-    """The chains from every entry node of one analysed rank."""
+def segments(a: Analysis, arrive_events: I64, done_events: I64, names: NameCodes | None = None) -> Segments:
+    """The chains from every entry node of one analysed rank (``names``: of its events)."""
     g, tm = a.graph, a.timing
     done_nodes = 2 * np.asarray(done_events, dtype=np.int64) + 1
     ends = np.array([w.end_node for w in a.windows], dtype=np.int64)
@@ -60,22 +72,27 @@ def segments(a: Analysis, arrive_events: I64, done_events: I64) -> Segments:
     single = np.concatenate([np.zeros(len(entries), np.bool_), np.ones(len(done_nodes), np.bool_)])
     edges, t0, t1, ptr, end = _walk(tm.binding_edge, g.src, tm.time, starts, stop, single)
     owner = g.owner[edges]
-    # the names of the rows' events only, as objects: a fixed-width string array of every
-    # event's name cost seconds and a name's longest length in bytes per event
-    names = a.table.decoded("name", a.nodes.uid[np.maximum(owner, 0)])
+    # the rows' names as categories built from the name codes (decoding a string per row
+    # and hashing them again cost seconds per million rows); a wait's name is ""
+    if names is None:
+        names = NameCodes.of(a.table, a.nodes.uid)
+    row_names = names[np.maximum(owner, 0)]
+    empty = len(row_names.values)
+    row_names = NameCodes(np.where(owner >= 0, row_names.codes, empty), np.append(row_names.values, ""))
 
     rows = pd.DataFrame(
         {
             "t0": t0,
-            "t1": t1,
             "etype": g.etype[edges],
-            "event": owner,
+            "event": owner.astype(np.int32),  # rank-local: half the bytes sent
             "cls": edge_classes(g, edges, owner, a.event_cls),
-            "name": pd.Categorical(np.where(owner >= 0, names, "").astype(object)),
+            "name": row_names.categorical(),
         }
     )
     index = {int(s): (int(ptr[k]), int(ptr[k + 1]), int(end[k])) for k, s in enumerate(starts)}
-    return Segments(rows, index, a.nodes.source, int(tm.time[a.nodes.source]))
+    full = np.flatnonzero(ptr[1:] > ptr[:-1])
+    heads = np.stack([ptr[full], t1[ptr[full]]], axis=1).astype(np.int64).reshape(-1, 2)
+    return Segments(rows, index, a.nodes.source, int(tm.time[a.nodes.source]), heads)
 
 
 @njit(cache=True)  # type: ignore[misc]

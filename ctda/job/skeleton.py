@@ -34,7 +34,8 @@ from ctda.analysis.nodes import Nodes
 from ctda.analysis.rules.context import RuleContext
 from ctda.ingest.columns import NA
 from ctda.ingest.kinds import Kind
-from ctda.job.hostload import Work, per_name, work_table
+from ctda.job.hostload import Work, work_table
+from ctda.job.names import NameCodes
 from ctda.job.segments import Segments, segments
 
 I64 = npt.NDArray[np.int64]
@@ -95,19 +96,20 @@ class Skeleton:
 
 def skeleton(a: Analysis, rank: int) -> Skeleton:
     """The collective skeleton of one analysed rank."""
-    names = a.table.decoded("name", a.nodes.uid)
+    names = NameCodes.of(a.table, a.nodes.uid)
     kind = a.nodes.kind
     nccl = (kind == Kind.KERNEL) & _match(names, NCCL_RE)
     gloo = ~a.nodes.is_gpu & _match(names, GLOO_RE)
     rows = np.flatnonzero(nccl | gloo)
     rows = rows[np.argsort(a.nodes.ts[rows], kind="stable")]
     issue = issue_ops(a.nodes, names, rows[gloo[rows]])
+    row_names = names[rows].decoded()
     issue_of = np.full(len(rows), -1, dtype=np.int64)
     issue_of[gloo[rows]] = issue
     frame = pd.DataFrame(
         {
             "kind": np.where(nccl[rows], "nccl", "gloo"),
-            "op": [op_key(str(n)) for n in names[rows]],
+            "op": [op_key(str(n)) for n in row_names],
             "group": np.where(nccl[rows], "nccl", "gloo"),  # no group recorded: one per backend
             "seq": -1,
             "size": -1,
@@ -117,10 +119,10 @@ def skeleton(a: Analysis, rank: int) -> Skeleton:
             "t_done": a.nodes.end[rows],
             "window": _window_of(a, a.nodes.ts[rows]),
             "cls": a.event_cls[rows],
-            "name": names[rows].astype(str),
+            "name": row_names.astype(str),
         }
     )
-    _attach_meta(a, frame)
+    _attach_meta(a, frame, names)
     # issue order where known (gloo's worker threads may start work out of order)
     key = np.where(frame.issue >= 0, a.nodes.ts[np.maximum(frame.issue.to_numpy(), 0)], frame.t_arrive)
     frame = frame.iloc[np.lexsort((frame.t_arrive.to_numpy(), key))].reset_index(drop=True)
@@ -135,18 +137,19 @@ def skeleton(a: Analysis, rank: int) -> Skeleton:
     wins["t_start"] = a.timing.time[wins.start_node.to_numpy()]
     wins["t_end"] = a.timing.time[wins.end_node.to_numpy()]
     ev = frame.event.to_numpy(dtype=np.int64)
-    work = work_table(a, _window_of(a, a.nodes.ts), frame.t_done.to_numpy(dtype=np.int64))
-    return Skeleton(rank, a.table.meta.host_name, frame, wins, a.nodes.n_nodes, segments(a, ev, ev), work)
+    work = work_table(a, _window_of(a, a.nodes.ts), frame.t_done.to_numpy(dtype=np.int64), names)
+    segs = segments(a, ev, ev, names)
+    return Skeleton(rank, a.table.meta.host_name, frame, wins, a.nodes.n_nodes, segs, work)
 
 
-def _match(names: npt.NDArray[np.object_], rx: re.Pattern[str]) -> npt.NDArray[np.bool_]:
-    return per_name(names, lambda v: rx.match(v) is not None, bool)
+def _match(names: NameCodes, rx: re.Pattern[str]) -> npt.NDArray[np.bool_]:
+    return names.map(lambda v: rx.match(v) is not None, bool)
 
 
 def issue_rule(ctx: RuleContext) -> EdgeBatch:
     """``collective_issue``: the ``c10d::*`` op that queued gloo work (start) -> that work's
     start on gloo's thread. Reads names, threads and times; pairs in order per operation."""
-    names = ctx.names
+    names = NameCodes.of(ctx.table, ctx.nodes.uid)
     gloo = np.flatnonzero(~ctx.nodes.is_gpu & _match(names, GLOO_RE))
     gloo = gloo[np.argsort(ctx.nodes.ts[gloo], kind="stable")]
     src = issue_ops(ctx.nodes, names, gloo)
@@ -154,7 +157,7 @@ def issue_rule(ctx: RuleContext) -> EdgeBatch:
     return EdgeBatch.of(2 * src[ok], 2 * gloo[ok], EdgeType.CROSS_THREAD, "collective_issue")
 
 
-def issue_ops(nodes: Nodes, names: npt.NDArray[np.object_], gloo_rows: I64) -> I64:
+def issue_ops(nodes: Nodes, names: NameCodes, gloo_rows: I64) -> I64:
     """For each gloo annotation, the ``c10d::*`` op that queued it (-1 if none).
 
     Outermost c10d ops on non-gloo threads, paired in time order with the annotations of
@@ -170,10 +173,11 @@ def issue_ops(nodes: Nodes, names: npt.NDArray[np.object_], gloo_rows: I64) -> I
     outer = outer[~np.isin(nodes.lane[outer], list(gloo_lanes))]
     outer = outer[np.argsort(nodes.ts[outer], kind="stable")]
     pending: dict[str, list[int]] = {}
-    for i in outer.tolist():
-        pending.setdefault(op_key(str(names[i])), []).append(i)
-    for k, g in enumerate(gloo_rows.tolist()):
-        queue = pending.get(op_key(str(names[g])), [])
+    outer_names = names[outer].decoded()
+    for i, name in zip(outer.tolist(), outer_names):
+        pending.setdefault(op_key(str(name)), []).append(i)
+    for k, (g, name) in enumerate(zip(gloo_rows.tolist(), names[gloo_rows].decoded())):
+        queue = pending.get(op_key(str(name)), [])
         if queue and nodes.ts[queue[0]] <= nodes.ts[g]:
             out[k] = queue.pop(0)
     return out
@@ -189,14 +193,13 @@ def _window_of(a: Analysis, t: I64) -> I64:
     return np.where(inside, w, -1).astype(np.int64)
 
 
-def _attach_meta(a: Analysis, frame: pd.DataFrame) -> None:
+def _attach_meta(a: Analysis, frame: pd.DataFrame, names: NameCodes) -> None:
     """Group, sequence number and size, where the trace records them: on the collective's
     own event (newer NCCL kernels), else on the ``record_param_comms`` op inside its issue
     op, else on the issue op itself."""
     if "coll_seq" not in a.table.events.column_names:
         return  # a table saved before these columns existed
-    names = a.table.decoded("name", a.nodes.uid)
-    rpc = np.flatnonzero((names == "record_param_comms") & (a.nodes.parent >= 0))
+    rpc = np.flatnonzero(names.map(lambda v: v == "record_param_comms", bool) & (a.nodes.parent >= 0))
     rpc_of = np.full(a.nodes.n, -1, dtype=np.int64)
     rpc_of[a.nodes.parent[rpc]] = rpc
     own = frame.event.to_numpy(dtype=np.int64)

@@ -72,81 +72,162 @@ def stitched_paths(
     }
     # the job's SOURCE: what a rank's RELEASE edges start from in the job graph
     t_source = min(sk.segments.source_time + offsets.offset.get(r, 0) for r, sk in skels.items())
-    cols = {r: _rank_columns(sk, r, base[r], offsets.offset.get(r, 0), t_source) for r, sk in skels.items()}
-    out = []
-    for s in steps.itertuples():
-        out.append(_walk_step(skels, cols, offsets, done_of, parts, cls_of, done_at, base, s))
-    frame = pd.concat(out, ignore_index=True) if out else pd.DataFrame(columns=COLUMNS)
-    return frame[COLUMNS]
+    t0s = {r: _rank_t0(sk, offsets.offset.get(r, 0), t_source) for r, sk in skels.items()}
+    # every rank's rows one after the other; a step's path is a list of row ranges in it
+    first, acc = {}, 0
+    for r in t0s:
+        first[r] = acc
+        acc += len(t0s[r])
+    walk = _Walk(skels, t0s, first, acc, offsets, done_of, parts, cls_of, done_at, base)
+    ranges = [walk.step(s) for s in steps.itertuples()]
+    if not any(ranges):
+        return pd.DataFrame(columns=COLUMNS)
+    rows = _Rows(skels, t0s, first, acc, walk.cross, base, offsets)
+    return _path_frame(rows, ranges, steps)
 
 
-def _rank_columns(sk: Skeleton, rank: int, base: int, off: int, t_source: int) -> dict[str, np.ndarray]:
-    """A rank's chain rows as job-clock numpy columns (job event ids), made once per job."""
+class _Rows:
+    """The rows a path takes, read from the ranks' chains only where the path has them (the
+    ranks' chains are many times longer than the paths through them)."""
+
+    def __init__(self, skels, t0s, first, n_rows, cross, base, offsets):  # type: ignore[no-untyped-def]
+        self.skels, self.t0s, self.n_rows, self.cross = skels, t0s, n_rows, cross
+        self.ranks = list(first)
+        self.firsts = np.array([first[r] for r in self.ranks], dtype=np.int64)
+        self.base, self.offsets = base, offsets
+
+    def take(self, idx: np.ndarray) -> dict[str, np.ndarray]:
+        """Columns (``COLUMNS`` but ``label`` and ``ns``) of rows ``idx``, in that order."""
+        keys = [k for k in COLUMNS[1:] if k != "ns"]
+        out = {k: np.empty(len(idx), dtype=object if k == "name" else np.int64) for k in keys}
+        pos = np.searchsorted(self.firsts, idx, side="right") - 1
+        extra = idx >= self.n_rows
+        for k in keys:
+            out[k][extra] = np.asarray(self.cross[k], dtype=out[k].dtype)[idx[extra] - self.n_rows]
+        for j, r in enumerate(self.ranks):
+            sel = np.flatnonzero((pos == j) & ~extra)
+            if len(sel):
+                got = _rank_rows(
+                    self.skels[r],
+                    r,
+                    self.base[r],
+                    self.offsets.offset.get(r, 0),
+                    self.t0s[r],
+                    idx[sel] - self.firsts[j],
+                )
+                for k in keys:
+                    out[k][sel] = got[k]
+        return out
+
+
+def _path_frame(rows: _Rows, ranges: list[list[tuple[int, int]]], steps: pd.DataFrame) -> pd.DataFrame:
+    """The steps' rows (each range reversed, the ranges in reverse: time order), clipped to
+    their step; rows left empty by the clip are dropped."""
+    lo_hi = list(zip(steps.t_start.astype(np.int64).tolist(), steps.t_end.astype(np.int64).tolist()))
+    a = np.array([a for rs in ranges for a, _ in reversed(rs)], dtype=np.int64)
+    b = np.array([b for rs in ranges for _, b in reversed(rs)], dtype=np.int64)
+    step = np.repeat(np.arange(len(ranges)), [len(rs) for rs in ranges])
+    n = b - a
+    within = np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n)
+    idx = np.repeat(b - 1, n) - within  # each range from its last row back to its first
+    row_step = np.repeat(step, n)
+    lo = np.array([x for x, _ in lo_hi], dtype=np.int64)[row_step]
+    hi = np.array([y for _, y in lo_hi], dtype=np.int64)[row_step]
+    path = pd.DataFrame(rows.take(idx))
+    path["ns"] = np.minimum(path.t1.to_numpy(), hi) - np.maximum(path.t0.to_numpy(), lo)
+    keep = path.ns.to_numpy() > 0
+    path = path[keep].reset_index(drop=True)
+    path["label"] = steps.label.to_numpy(dtype=object)[row_step[keep]]
+    return path[COLUMNS]
+
+
+def _rank_t0(sk: Skeleton, off: int, t_source: int) -> np.ndarray:
+    """A rank's chain rows' start times on the job clock (a RELEASE edge: the job's SOURCE)."""
     rows = sk.segments.rows
     t0 = rows.t0.to_numpy(dtype=np.int64) + off
     t0[rows.etype.to_numpy() == int(EdgeType.RELEASE)] = t_source
-    ev = rows.event.to_numpy(dtype=np.int64)
+    return t0
+
+
+def _rank_rows(
+    sk: Skeleton, rank: int, base: int, off: int, t0: np.ndarray, at: np.ndarray
+) -> dict[str, np.ndarray]:
+    """Rows ``at`` of a rank's chains as job-clock columns (job event ids)."""
+    rows = sk.segments.rows
+    ev = rows.event.to_numpy()[at].astype(np.int64)
     return {
-        "t0": t0,
-        "t1": rows.t1.to_numpy(dtype=np.int64) + off,
-        "etype": rows.etype.to_numpy(dtype=np.int64),
+        "t0": t0[at],
+        "t1": sk.segments.t1()[at] + off,
+        "etype": rows.etype.to_numpy()[at].astype(np.int64),
         "event": np.where(ev >= 0, ev + base, -1),
-        "cls": rows.cls.to_numpy(dtype=np.int64),
-        "name": _names(rows["name"]),
-        "rank": np.full(len(rows), rank, dtype=np.int64),
+        "cls": rows.cls.to_numpy()[at].astype(np.int64),
+        "name": _names(rows["name"], at),
+        "rank": np.full(len(at), rank, dtype=np.int64),
     }
 
 
-def _names(col: pd.Series) -> np.ndarray:
-    """Strings of a (categorical) name column, decoded through its categories once."""
+def _names(col: pd.Series, at: np.ndarray) -> np.ndarray:
+    """Strings of rows ``at`` of a (categorical) name column, decoded through its categories."""
     if isinstance(col.dtype, pd.CategoricalDtype):
         cats = np.asarray(col.cat.categories.astype(object), dtype=object)
-        return cats[col.cat.codes.to_numpy()] if len(cats) else np.full(len(col), "", dtype=object)
-    return np.asarray(col.astype(str), dtype=object)
+        return cats[col.cat.codes.to_numpy()[at]] if len(cats) else np.full(len(at), "", dtype=object)
+    return np.asarray(col.astype(str), dtype=object)[at]
 
 
-def _walk_step(skels, cols, offsets, done_of, parts, cls_of, done_at, base, s) -> pd.DataFrame:  # type: ignore[no-untyped-def]
-    lo, hi = int(s.t_start), int(s.t_end)
-    r, v = int(s.end_rank), int(s.end_node)
-    pieces: list[dict[str, np.ndarray]] = []
-    while True:
-        seg = skels[r].segments
-        c_r = cols[r]
-        if (r, v) in done_of:
-            c, ev = done_of[(r, v)]
-            a, b, _ = seg.index[v]
-            local_t = int(c_r["t0"][a]) if b > a else None
-            q, eq, tq = max(((pr, pe, pt) for pr, pe, pt in parts[c] if pr != r), key=lambda x: (x[2], -x[0]))
-            if local_t is None or tq > local_t:
-                t_done, name = done_at[(r, ev)]
-                pieces.append(
-                    {
-                        "t0": np.array([tq]),
-                        "t1": np.array([t_done + offsets.offset.get(r, 0)]),
-                        "etype": np.array([int(EdgeType.CROSS_RANK)]),
-                        "event": np.array([base[r] + ev]),
-                        "cls": np.array([cls_of.get((r, ev), 0)]),
-                        "name": np.array([name], dtype=object),
-                        "rank": np.array([r]),
-                    }
+class _Walk:
+    """Walks one step's path over the chains; a path is a list of ``[a, b)`` ranges of the
+    ranks' concatenated rows (``first[r]``: rank ``r``'s first row) in walk order (latest
+    first), a transfer row being one row appended to ``cross`` (indexed from ``n_rows``)."""
+
+    def __init__(self, skels, t0s, first, n_rows, offsets, done_of, parts, cls_of, done_at, base):  # type: ignore[no-untyped-def]
+        self.skels, self.t0s, self.first, self.n_rows = skels, t0s, first, n_rows
+        self.offsets, self.done_of, self.parts = offsets, done_of, parts
+        self.cls_of, self.done_at, self.base = cls_of, done_at, base
+        self.cross: dict[str, list[object]] = {k: [] for k in COLUMNS[1:] if k != "ns"}
+
+    def _transfer(self, r: int, ev: int, tq: int) -> tuple[int, int]:
+        t_done, name = self.done_at[(r, ev)]
+        row = {
+            "t0": tq,
+            "t1": t_done + self.offsets.offset.get(r, 0),
+            "etype": int(EdgeType.CROSS_RANK),
+            "event": self.base[r] + ev,
+            "cls": self.cls_of.get((r, ev), 0),
+            "name": name,
+            "rank": r,
+        }
+        k = self.n_rows + len(self.cross["t0"])
+        for key, v in row.items():
+            self.cross[key].append(v)
+        return (k, k + 1)
+
+    def step(self, s) -> list[tuple[int, int]]:  # type: ignore[no-untyped-def]
+        lo = int(s.t_start)
+        r, v = int(s.end_rank), int(s.end_node)
+        pieces: list[tuple[int, int]] = []
+        while True:
+            seg = self.skels[r].segments
+            t0 = self.t0s[r]
+            if (r, v) in self.done_of:
+                c, ev = self.done_of[(r, v)]
+                a, b, _ = seg.index[v]
+                local_t = int(t0[a]) if b > a else None
+                q, eq, tq = max(
+                    ((pr, pe, pt) for pr, pe, pt in self.parts[c] if pr != r), key=lambda x: (x[2], -x[0])
                 )
-                if tq <= lo:
-                    break
-                r, v = q, 2 * eq
-                continue
-        if v not in seg.index:  # SOURCE, or a node nothing binds
-            break
-        a, b, end = seg.index[v]
-        stop = np.flatnonzero(c_r["t0"][a:b] <= lo)
-        last = a + int(stop[0]) + 1 if len(stop) else b
-        pieces.append({k: col[a:last] for k, col in c_r.items()})
-        if len(stop) or b == a or end == seg.source:
-            break
-        v = end
-    if not pieces:
-        return pd.DataFrame(columns=COLUMNS)
-    path = pd.DataFrame({k: np.concatenate([pc[k] for pc in pieces])[::-1] for k in COLUMNS[1:] if k != "ns"})
-    path["ns"] = np.minimum(path.t1, hi) - np.maximum(path.t0, lo)
-    path = path[path.ns > 0].reset_index(drop=True)
-    path["label"] = s.label
-    return path
+                if local_t is None or tq > local_t:
+                    pieces.append(self._transfer(r, ev, tq))
+                    if tq <= lo:
+                        break
+                    r, v = q, 2 * eq
+                    continue
+            if v not in seg.index:  # SOURCE, or a node nothing binds
+                break
+            a, b, end = seg.index[v]
+            stop = np.flatnonzero(t0[a:b] <= lo)
+            last = a + int(stop[0]) + 1 if len(stop) else b
+            pieces.append((self.first[r] + a, self.first[r] + last))
+            if len(stop) or b == a or end == seg.source:
+                break
+            v = end
+        return pieces
