@@ -157,8 +157,8 @@ def _kinds(item: pytest.Item) -> set[str]:
     return {v for v in params.values() if isinstance(v, str) and v in STORE_KINDS}
 
 
-def tiers_of(item: pytest.Item) -> set[str]:
-    """The tier marks ``item`` gets (see the comment above)."""
+def _item_reach(item: pytest.Item) -> tuple[set[str], list[Any]]:
+    """:func:`_reach` of the test's function and of every fixture it uses."""
     fixtures = set(getattr(item, "fixturenames", ()))
     funcs = [getattr(item, "function", None)]
     info = getattr(item, "_fixtureinfo", None)
@@ -172,6 +172,13 @@ def tiers_of(item: pytest.Item) -> set[str]:
             more, vals = _reach(fn)
             words |= more
             values += vals
+    return words, values
+
+
+def tiers_of(item: pytest.Item) -> set[str]:
+    """The tier marks ``item`` gets (see the comment above)."""
+    fixtures = set(getattr(item, "fixturenames", ()))
+    words, values = _item_reach(item)
     params = list(getattr(getattr(item, "callspec", None), "params", {}).values())
     tiers: set[str] = set()
     kinds = _kinds(item)
@@ -207,6 +214,27 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.xdist_group("neo4j"))
         elif shares_a_fixture(item):
             item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+    items[:] = shared_ingest_last(items)
+
+
+#: the helper (tests/test_store_suite.py) that ingests the shipped traces into the session's
+#: Neo4j server once for every test that reads them
+SHARED_INGEST = "shipped_in_neo4j"
+
+
+def shared_ingest_last(items: list[pytest.Item]) -> list[pytest.Item]:
+    """``items`` with the Neo4j tests that read the shared ingest (:data:`SHARED_INGEST`)
+    moved, in their order, behind every other Neo4j test (they all run on one worker, in
+    this order): no test empties the server between two of them, which would make the next
+    one ingest everything again, nor after them, which costs about as much as the ingest."""
+    neo4j = [i for i in items if i.get_closest_marker("neo4j") is not None]
+    readers = [i for i in neo4j if SHARED_INGEST in _item_reach(i)[0]]
+    if not readers:
+        return items
+    moved = set(map(id, readers))
+    rest = [i for i in items if id(i) not in moved]
+    last = max((k for k, i in enumerate(rest) if i.get_closest_marker("neo4j") is not None), default=-1)
+    return rest[: last + 1] + readers + rest[last + 1 :]
 
 
 def shares_a_fixture(item: pytest.Item) -> bool:

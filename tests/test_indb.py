@@ -26,23 +26,19 @@ from ctda.store.ingest import ingest
 from ctda.whatif import indb
 from ctda.whatif.scenario import run as run_scenario
 from ctda.whatif.select import Override, parse_scale
-from tests.conftest import CORPUS
 from tests.neo4j_fixture import neo4j_server  # noqa: F401
-from tests.test_store_suite import SHIPPED, neo4j_target, wipe
+from tests.test_store_suite import NOGIL, neo4j_target, shipped_in_neo4j
 
 if TYPE_CHECKING:
     from scripts.neo4j_server import ServerInfo
 
 pytestmark = pytest.mark.neo4j
 ROOT = Path(__file__).resolve().parents[1]
-SHIPPED_GLOO = ROOT / "tests" / "data" / "hta" / "cpu_only_gloo_rank34_full.json.gz"
 JAVA = ROOT / "neo4j" / "procedures" / "src" / "main" / "java" / "ctda" / "procedures" / "Replay.java"
 DEMO = "rocm62_mi250_minitoy_train.json.gz"
 #: the gloo trace again, analysed without the GIL rule: no contention model, so the
 #: database's predictions must equal Python's (the shipped copy keeps the default options)
-GLOO = "cpu_only_gloo_rank34_full.json.gz#nogil"
-
-CORPUS_RUNS = ("hta/ddp_nccl_allreduce_ws2_rank0.json.gz", "generated/e_cnn_bgthread_before.pt.trace.json.gz")
+GLOO = NOGIL
 #: (run, --scale selections) without the GIL-contention model: the procedure must equal Python
 SCENARIOS = [
     ("resnet50_nw0_2020_bare_list.json.gz", ["name~conv=0.5"]),
@@ -56,28 +52,11 @@ SCENARIOS = [
 ]
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def stored(neo4j_server: ServerInfo) -> tuple[Target, dict[str, Analysis]]:  # noqa: F811
-    """Every shipped trace ingested once into the (emptied) server."""
-    t = neo4j_target(neo4j_server)
-    wipe(t)
-    out = {}
-    for path in SHIPPED:
-        got = ingest(path, t, AnalysisOptions(), name=path.name, force=True)
-        assert got.analysis is not None
-        out[path.name] = got.analysis
-    # the corpus traces the store suite ingests, where the corpus is present
-    for rel in CORPUS_RUNS:
-        path = CORPUS / rel if CORPUS is not None else None
-        if path is not None and path.is_file():
-            got = ingest(path, t, AnalysisOptions(), name=path.name, force=True)
-            assert got.analysis is not None
-            out[path.name] = got.analysis
-    no_gil = AnalysisOptions(cross_thread=("backward_join", "cuda_lock", "fwdbwd"))
-    got = ingest(SHIPPED_GLOO, t, no_gil, name=GLOO, force=True)
-    assert got.analysis is not None and len(got.analysis.contention) == 0
-    out[GLOO] = got.analysis
-    return t, out
+    """Every shipped trace and the corpus runs, in the server: the store suite's one ingest."""
+    shipped = shipped_in_neo4j(neo4j_target(neo4j_server))
+    return shipped.target, shipped.runs
 
 
 def _run_id(t: Target, name: str) -> int:

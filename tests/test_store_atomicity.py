@@ -3,7 +3,7 @@
 Real stores only: faults come from the store's own test hooks (a parameter or
 $CTDA_STORE_FAIL_AFTER_BATCHES, and $CTDA_STORE_STALL_AFTER_BATCHES), the writer is a
 real process killed with SIGKILL, and the Neo4j server is a private instance killed
-with SIGKILL in the middle of a large write, then restarted on the same data directory.
+with SIGKILL in the middle of a write, then restarted on the same data directory.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from ctda.analysis.engine import AnalysisOptions
 from ctda.store import InjectedFault, StoreError, open_store
 from ctda.store import neo4j_store as n4
 from ctda.store.config import Target
-from ctda.store.faults import STALL_AFTER_ENV, STALL_MARK
+from ctda.store.faults import STALL_AFTER_ENV, STALL_MARK, FaultCounter
 from tests.conftest import DATA
 from tests.neo4j_fixture import load_server_module, neo4j_server  # noqa: F401
 from tests.test_store_suite import (
@@ -161,13 +161,18 @@ def _restart(server: Any, info: Any) -> Any:
     return fresh
 
 
+#: the victim's write is held after this many committed batches (500 events each, see
+#: ``small_batches``) until the server is killed: the kill lands in the middle every time
+HOLD_AFTER = 6
+
+
 @pytest.mark.neo4j
 @pytest.mark.slow
 def test_neo4j_server_killed_mid_write(
     request: pytest.FixtureRequest, tmp_path: Path, small_batches: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Kill a private server during a large ingest, restart it: no run is visible, and the
-    next ingest removes the dead run's rows."""
+    """Kill a private server in the middle of an ingest, restart it: no run is visible, and
+    the next ingest removes the dead run's rows."""
     request.getfixturevalue("neo4j_server")  # Java, Neo4j and the driver are there (or skip)
     server = load_server_module()
     info = server.start(data_dir=tmp_path)
@@ -175,21 +180,32 @@ def test_neo4j_server_killed_mid_write(
         t = neo4j_target(info)
         auth = (info.user, info.password)
         errors: list[BaseException] = []
+        held, killed = threading.Event(), threading.Event()
+        tick = FaultCounter.tick
+
+        def hold(counter: FaultCounter) -> None:
+            """The store's batch counter, pausing the writer once (the real writes go on)."""
+            tick(counter)
+            if counter.done == HOLD_AFTER:
+                held.set()
+                killed.wait(300)
+
+        monkeypatch.setattr(FaultCounter, "tick", hold)
 
         def write() -> None:
             try:
-                store_ingest(t, LARGE, name="victim")
+                store_ingest(t, STEPS, name="victim")
             except BaseException as exc:
                 errors.append(exc)
 
         writer = threading.Thread(target=write, daemon=True)
         writer.start()
         deadline = time.monotonic() + 300
-        while _event_count(info.uri, auth) < 5000:
+        while not held.wait(0.1):
             assert writer.is_alive(), f"the ingest ended before the kill: {errors}"
             assert time.monotonic() < deadline
-            time.sleep(0.1)
         os.killpg(info.pid, signal.SIGKILL)
+        killed.set()
         writer.join(timeout=300)
         assert not writer.is_alive()
         assert errors and isinstance(errors[0], StoreError), errors
@@ -201,8 +217,8 @@ def test_neo4j_server_killed_mid_write(
             (dead,) = s.runs(include_incomplete=True)
             assert dead.name == "victim" and dead.status == "pending"
             assert s.query("MATCH (r:Run {name: 'victim', status: 'complete'}) RETURN r").rows == []
-        assert _event_count(info.uri, auth) >= 5000  # ... though some of its rows survived
-        monkeypatch.undo()  # normal batch sizes again
+        assert _event_count(info.uri, auth) >= HOLD_AFTER * 500  # ... though its committed rows survived
+        monkeypatch.undo()  # normal batch sizes and batch counter again
         monkeypatch.setenv("CTDA_STALE_S", "0")  # its heartbeat stopped: the next writer removes it
         done = store_ingest(t, STEPS, name="victim", options=AnalysisOptions())
         assert done.stored and done.analysis is not None
