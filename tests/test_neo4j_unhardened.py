@@ -13,6 +13,7 @@ home's ``lib/``, every one of them dies of ``NoClassDefFoundError`` instead, and
 from __future__ import annotations
 
 import http.server
+import re
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -87,6 +88,29 @@ def unhardened(
         yield info
     finally:
         server.stop(info)
+
+
+def compose_settings() -> dict[str, str]:
+    """The Neo4j settings docker-compose.yml gives its server, by their neo4j.conf names
+    (the image reads ``NEO4J_a_b__c`` as ``a.b_c``); ``${VAR:-default}`` is its default."""
+    text = (Path(__file__).resolve().parents[1] / "docker-compose.yml").read_text(encoding="utf-8")
+    out = {}
+    for env, value in re.findall(r"^\s+NEO4J_([a-z]\w*):\s*\"([^\"]*)\"", text, re.MULTILINE):
+        name = env.replace("__", "\0").replace("_", ".").replace("\0", "_")
+        out[name] = re.sub(r"\$\{\w+:-([^}]*)\}", r"\1", value)
+    return out
+
+
+def test_docker_compose_hardens_as_the_test_server() -> None:
+    """The settings the hardened test server runs with are the ones docker-compose ships
+    (spelled as the image reads them: a doubled underscore there once made the image read
+    ``dbms.security.procedures_allowlist``, a setting that does not exist)."""
+    plugins = load_server_module()._plugins_module()
+    shipped = compose_settings()
+    wanted = {k: plugins.SETTINGS[k] for k in plugins.HARDENING} | plugins.APOC_CONF
+    wanted |= {k: plugins.SETTINGS[k] for k in ("db.memory.transaction.max", "db.transaction.timeout")}
+    assert {k: shipped.get(k) for k in wanted} == wanted
+    assert compose_settings()["server.memory.heap.max_size"] == "2g"  # the name read back
 
 
 def test_the_home_has_hadoops_missing_closure(unhardened: ServerInfo) -> None:
