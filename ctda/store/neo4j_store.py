@@ -452,7 +452,12 @@ class Neo4jStore(Staging, Store):
                 )
 
             self._parallel(((0, segment_paths(k)) for k in segments), lambda rows: faults.tick())
-            self._parallel(((0, events(lo)) for lo in range(0, n, NODE_BATCH)), lambda rows: faults.tick())
+            # a run's events carry one of the two labels (staged: hidden or never published;
+            # visible: marked deleting by an older release): the other pass has nothing to do
+            if self._read(f"MATCH (e:{event}) WHERE e.run_id = $rid RETURN e.key LIMIT 1", {"rid": rid}):
+                self._parallel(
+                    ((0, events(lo)) for lo in range(0, n, NODE_BATCH)), lambda rows: faults.tick()
+                )
 
     def close(self) -> None:
         self._driver.close()
