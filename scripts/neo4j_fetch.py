@@ -7,7 +7,9 @@
 published ``.sha1``/``.md5``, or, as Neo4j does not attach that tarball to its Maven
 deployment, the same distribution assembled from the jars that are there (``mvn -C
 dependency:copy-dependencies``: Maven rejects any jar whose checksum does not match) plus
-small generated ``bin/`` launchers. Also the Java checks and the per-instance
+small generated ``bin/`` launchers. Either way the home's ``lib/`` gets the few jars
+``hadoop-common`` needs that Neo4j leaves out (:data:`LIB_EXTRAS`, pinned by SHA-256), so
+APOC and ``LOAD CSV`` behave as on a stock server. Also the Java checks and the per-instance
 configuration (test settings, private ports and directories) the server needs. Standard
 library only; loaded by path from ``neo4j_server.py`` (``scripts/`` is no package).
 """
@@ -15,6 +17,7 @@ library only; loaded by path from ``neo4j_server.py`` (``scripts/`` is no packag
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import fcntl
 import hashlib
 import json
@@ -194,19 +197,21 @@ def fetch(cache_dir: Path | None = None, version: str | None = None) -> Path:
     """Make sure a Neo4j 5.26 home is in ``cache_dir`` and return its path.
 
     With no ``version`` (and no ``$CTDA_NEO4J_VERSION``) an already cached
-    5.26 home is reused without touching the network; otherwise the newest
-    5.26.N on Maven Central is fetched.  Raises :class:`FetchError`.
+    5.26 home is reused without touching the network (but for :data:`LIB_EXTRAS` it
+    lacks); otherwise the newest 5.26.N on Maven Central is fetched.  Raises
+    :class:`FetchError`.
     """
     cache = (cache_dir or default_cache_dir()).expanduser().resolve()
     wanted = version or os.environ.get("CTDA_NEO4J_VERSION") or None
     with _locked(cache):
         cached = _cached_homes(cache)
         if wanted is None and cached:
-            return cached[max(cached, key=version_key)]
-        chosen = wanted or latest_version()
-        if chosen in cached:
-            return cached[chosen]
-        return _install(cache, chosen)
+            home = cached[max(cached, key=version_key)]
+        else:
+            chosen = wanted or latest_version()
+            home = cached[chosen] if chosen in cached else _install(cache, chosen)
+        add_lib_extras(home)
+        return home
 
 
 def _require_published(version: str) -> None:
@@ -238,6 +243,62 @@ def _install(cache: Path, version: str) -> Path:
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return home
+
+
+@dataclasses.dataclass(frozen=True)
+class Jar:
+    """One Maven Central jar, pinned by version and SHA-256."""
+
+    group: str
+    artifact: str
+    version: str
+    sha256: str
+
+    @property
+    def name(self) -> str:
+        return f"{self.artifact}-{self.version}.jar"
+
+    def url(self) -> str:
+        return f"{_maven_repo()}/{self.group.replace('.', '/')}/{self.artifact}/{self.version}/{self.name}"
+
+
+#: What ``hadoop-common`` (in ``lib/`` for Neo4j's Parquet import) needs to initialise, which
+#: Neo4j's pom excludes. APOC's URL handler asks for ``org.apache.hadoop.fs.FileSystem`` on
+#: every URL the server opens (``apoc.util.SupportedProtocols``): without these,
+#: ``apoc.load.*`` and ``LOAD CSV FROM 'http://...'`` die of ``NoClassDefFoundError``
+#: before any security setting is consulted, so a test server would refuse them for the
+#: wrong reason. The closure was found by loading that class (versions of hadoop 3.5.0's pom).
+LIB_EXTRAS: tuple[Jar, ...] = (
+    Jar("com.fasterxml.woodstox", "woodstox-core", "5.4.0",
+        "dbb958cb89f1d45238b061e146249494ff887f5f42b671a3956e98956e0d5c53"),
+    Jar("org.codehaus.woodstox", "stax2-api", "4.2.1",
+        "678567e48b51a42c65c699f266539ad3d676d4b1a5b0ad7d89ece8b9d5772579"),
+    Jar("org.apache.commons", "commons-collections4", "4.4",
+        "1df8b9430b5c8ed143d7815e403e33ef5371b2400aadbe9bda0883762e0846d1"),
+    Jar("org.apache.hadoop.thirdparty", "hadoop-shaded-guava", "1.5.0",
+        "70d5c152622df6fffbf8836af7833215dc7acdd5d9c881af11b8c0fbf30cdc0a"),
+)  # fmt: skip
+
+
+def add_lib_extras(home: Path) -> None:
+    """Put each of :data:`LIB_EXTRAS` into ``home/lib`` unless a version of it is there
+    (a home from the official tarball may ship its own); each download is checked against
+    its pinned SHA-256 and lands under its name only when it matches."""
+    lib = home / "lib"
+    for jar in LIB_EXTRAS:
+        if any(lib.glob(f"{jar.artifact}-[0-9]*.jar")):
+            continue
+        part = lib / f".{jar.name}.part"
+        try:
+            _log(f"downloading {jar.url()}")
+            actual = _download(jar.url(), part, "sha256")
+        except (urllib.error.URLError, OSError) as error:
+            part.unlink(missing_ok=True)
+            raise FetchError(f"cannot download {jar.url()}: {error}") from error
+        if actual != jar.sha256:
+            part.unlink()
+            raise FetchError(f"sha256 mismatch for {jar.url()}: got {actual}, expected {jar.sha256}")
+        part.rename(lib / jar.name)
 
 
 def _published_digest(version: str) -> tuple[str, str] | None:

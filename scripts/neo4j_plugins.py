@@ -52,6 +52,27 @@ APOC_CONF = {
     "apoc.export.file.enabled": "false",
     "apoc.trigger.enabled": "false",
 }
+#: the keys of SETTINGS that harden the server (the rest size it)
+HARDENING = (
+    "dbms.security.procedures.unrestricted",
+    "dbms.security.procedures.allowlist",
+    "dbms.security.allow_csv_import_from_file_urls",
+    "internal.dbms.cypher_ip_blocklist",
+)
+#: a server without the hardening (``neo4j_server.start(hardened=False)``): Neo4j's defaults
+#: (every procedure loaded, file URLs and every address allowed) and APOC's file import on,
+#: what a user's APOC may be set up to do. tests/test_neo4j_unhardened.py shows that what the
+#: hardened server refuses works there, so each refusal is the hardening's doing
+OPEN_SETTINGS = {k: v for k, v in SETTINGS.items() if k not in HARDENING} | {
+    "dbms.security.procedures.unrestricted": "apoc.*",
+}
+OPEN_APOC_CONF = {"apoc.import.file.enabled": "true"}
+#: APOC core and its runtime dependencies (apoc-core's pom) among the plugin jars, by name
+#: prefix: a server that needs APOC alone starts faster without GDS
+APOC_JARS = (
+    "apoc-", "json-path-", "json-smart-", "accessors-smart-", "asm-", "opencsv-",
+    "RoaringBitmap-", "HdrHistogram-",
+)  # fmt: skip
 
 PLUGINS_POM = """<?xml version="1.0" encoding="UTF-8"?>
 <project xmlns="http://maven.apache.org/POM/4.0.0">

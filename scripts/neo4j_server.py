@@ -298,11 +298,16 @@ def start(
     version: str | None = None,
     extra_conf: Mapping[str, str] | None = None,
     plugins: bool = False,
+    hardened: bool = True,
+    only: Sequence[str] = (),
 ) -> ServerInfo:
     """Start a fresh Neo4j instance and return how to reach it.
 
     ``plugins`` installs Graph Data Science, APOC core and ctda's own procedures
-    (``scripts/neo4j_plugins.py``) into the instance.
+    (``scripts/neo4j_plugins.py``) into the instance, with the settings that harden the
+    server against its users' queries, or without them when ``hardened`` is false (the
+    check that each refusal is the hardening's). ``only`` keeps the plugin jars whose names
+    start with one of its prefixes (``APOC_JARS``: APOC alone).
 
     ``data_dir`` is the parent directory for the new instance directory
     (default: the system temp dir); each call gets its own directory, so
@@ -312,20 +317,23 @@ def start(
     _check_java()
     secret = password if password is not None else new_password()
     _check_password(secret)
-    jars: Path | None = None
+    jars: list[Path] | None = None
+    apoc: Mapping[str, str] = {}
     extra = dict(extra_conf or {})
     if plugins:
         helper = _plugins_module()
         try:
-            jars = helper.plugin_dir((cache_dir or default_cache_dir()).expanduser().resolve())
+            folder = helper.plugin_dir((cache_dir or default_cache_dir()).expanduser().resolve())
         except helper.PluginError as error:
             raise FetchError(str(error)) from error
-        extra = {**helper.SETTINGS, **extra}
+        jars = [j for j in sorted(folder.glob("*.jar")) if not only or j.name.startswith(tuple(only))]
+        extra = {**(helper.SETTINGS if hardened else helper.OPEN_SETTINGS), **extra}
+        apoc = helper.APOC_CONF if hardened else helper.OPEN_APOC_CONF
         # GDS and APOC load thousands of classes at start: slow on a small, busy machine
         timeout = max(timeout, PLUGINS_START_TIMEOUT)
     for attempt in range(1, START_ATTEMPTS + 1):
         try:
-            return _start_once(home, data_dir, secret, timeout, extra, jars)
+            return _start_once(home, data_dir, secret, timeout, extra, jars, apoc)
         except _PortClashError:
             _log(f"port taken by another process, retrying ({attempt}/{START_ATTEMPTS})")
     raise StartError(f"could not find free ports after {START_ATTEMPTS} attempts")
@@ -346,14 +354,14 @@ def _start_once(
     password: str,
     timeout: float,
     extra: Mapping[str, str],
-    jars: Path | None = None,
+    jars: list[Path] | None = None,
+    apoc: Mapping[str, str] | None = None,
 ) -> ServerInfo:
     """One start attempt; cleans up after itself when it fails."""
     instance = _make_instance(home, data_dir)
     if jars is not None:
-        apoc = _plugins_module().APOC_CONF
-        (instance / "conf" / "apoc.conf").write_text("".join(f"{k}={v}\n" for k, v in apoc.items()))
-        for jar in jars.glob("*.jar"):
+        (instance / "conf" / "apoc.conf").write_text("".join(f"{k}={v}\n" for k, v in (apoc or {}).items()))
+        for jar in jars:
             try:
                 os.link(jar, instance / "plugins" / jar.name)
             except OSError:

@@ -87,6 +87,7 @@ def attacks(url: str, file: Path) -> dict[str, str]:
         "apoc-periodic-iterate": "CALL apoc.periodic.iterate('MATCH (n) RETURN n', 'SET n.x = 1', {})",
         "apoc-load-json": f"CALL apoc.load.json('{url}') YIELD value RETURN value",
         "apoc-load-csv": f"CALL apoc.load.csv('{furl}') YIELD list RETURN list",
+        "apoc-load-json-file": f"CALL apoc.load.json('{furl}') YIELD value RETURN value",
         "gds-write": "CALL gds.pageRank.write('g', {writeProperty: 'pr'})",
         "dbms-listconfig": "CALL dbms.listConfig() YIELD name, value RETURN name, value",
         "subquery-load": f"MATCH (n) CALL (n) {{ LOAD CSV FROM '{url}' AS l RETURN l }} RETURN l",
@@ -496,24 +497,32 @@ def test_a_dead_worker_is_one_line() -> None:
 def test_neo4j_server_refuses_files_procedures_and_outbound(
     target: Target, probe: str, sentinel: Path
 ) -> None:
+    """Each refusal for its setting's reason (tests/test_neo4j_unhardened.py runs the same
+    on the same home without the settings: there they work)."""
     if target.kind != "neo4j":
         pytest.skip("Neo4j's own settings")
     import neo4j
 
     assert target.auth is not None
-    queries = [
-        f"LOAD CSV FROM '{probe}' AS l RETURN l",  # internal.dbms.cypher_ip_blocklist
-        f"LOAD CSV FROM 'file://{sentinel}' AS l RETURN l",  # allow_csv_import_from_file_urls
-        f"CALL apoc.load.json('{probe}') YIELD value RETURN value",  # not on the allow-list
-        f"CALL apoc.load.json('file://{sentinel}') YIELD value RETURN value",  # nor files
-        "RETURN apoc.cypher.runFirstColumnSingle('RETURN 1', {}) AS x",
-        "CALL apoc.periodic.repeat('x', 'RETURN 1', 1000)",
-        "CALL gds.graph.list()",
-    ]
+    unknown = "no procedure with the name `{}` registered"
+    queries = {
+        f"LOAD CSV FROM '{probe}' AS l RETURN l": "cypher_ip_blocklist",
+        f"LOAD CSV FROM 'file://{sentinel}' AS l RETURN l": "allow_csv_import_from_file_urls",
+        f"CALL apoc.load.json('{probe}') YIELD value RETURN value": unknown.format("apoc.load.json"),
+        f"CALL apoc.load.json('file://{sentinel}') YIELD value RETURN value": unknown.format(
+            "apoc.load.json"
+        ),
+        f"CALL apoc.load.csv('{probe}') YIELD list RETURN list": unknown.format("apoc.load.csv"),
+        "RETURN apoc.cypher.runFirstColumnSingle('RETURN 1', {}) AS x": "Unknown function",
+        "CALL apoc.periodic.repeat('x', 'RETURN 1', 1000)": unknown.format("apoc.periodic.repeat"),
+        "CALL gds.graph.list()": unknown.format("gds.graph.list"),
+    }
     with neo4j.GraphDatabase.driver(target.location, auth=target.auth) as driver:
-        for text in queries:
-            with driver.session() as s, pytest.raises(neo4j.exceptions.Neo4jError):
+        for text, reason in queries.items():
+            with driver.session() as s, pytest.raises(neo4j.exceptions.Neo4jError) as refused:
                 s.run(text).consume()
+            message = str(refused.value.message)
+            assert reason in message and "NoClassDefFound" not in message, (text, message)
         with driver.session() as s:  # what ctda calls is there
             assert s.run("RETURN apoc.convert.toJson([1]) AS j").single()["j"] == "[1]"
     assert _Probe.hits == []

@@ -174,18 +174,25 @@ class Store(JobFlows, Engine):
                 put(label, tables[label.name])
 
     def _delete_ids(self, ids: list[int]) -> None:
-        """Remove the runs ``ids`` and everything they own (already invisible to readers)."""
-        for rid in ids:
-            # paths first, from their segments: a node holding fewer relationships loses
-            # each one faster (see schema.SEGMENT_SIZE)
-            self._write("MATCH (g:Segment) WHERE g.run_id = $r DETACH DELETE g", {"r": rid})
-            self._write("MATCH (w:Window) WHERE w.run_id = $r DETACH DELETE w", {"r": rid})
-            self._write("MATCH (s:Scenario) WHERE s.run_id = $r DETACH DELETE s", {"r": rid})
-            self._write("MATCH (e:Event) WHERE e.run_id = $r DETACH DELETE e", {"r": rid})
-            self._write("MATCH (b:Blob) WHERE b.run_id = $r DELETE b", {"r": rid})
-            for label in schema.BREAKDOWN_LABELS.values():
-                self._write(f"MATCH (x:{label.name}) WHERE x.run_id = $r DELETE x", {"r": rid})
-            self._write("MATCH (r:Run) WHERE r.id = $r DETACH DELETE r", {"r": rid})
+        """Remove the runs ``ids`` and everything they own. By default in one transaction
+        (the scope of :meth:`_whole_write`, where the backend has one): a reader sees each
+        run whole until it commits, nothing after. A backend that removes in many
+        transactions hides the runs first (:meth:`_hide`)."""
+        faults = FaultCounter.removal()
+        with self._whole_write():
+            for rid in ids:
+                # paths first, from their segments: a node holding fewer relationships loses
+                # each one faster (see schema.SEGMENT_SIZE)
+                self._write("MATCH (g:Segment) WHERE g.run_id = $r DETACH DELETE g", {"r": rid})
+                faults.tick()
+                self._write("MATCH (w:Window) WHERE w.run_id = $r DETACH DELETE w", {"r": rid})
+                self._write("MATCH (s:Scenario) WHERE s.run_id = $r DETACH DELETE s", {"r": rid})
+                self._write("MATCH (e:Event) WHERE e.run_id = $r DETACH DELETE e", {"r": rid})
+                faults.tick()
+                self._write("MATCH (b:Blob) WHERE b.run_id = $r DELETE b", {"r": rid})
+                for label in schema.BREAKDOWN_LABELS.values():
+                    self._write(f"MATCH (x:{label.name}) WHERE x.run_id = $r DELETE x", {"r": rid})
+                self._write("MATCH (r:Run) WHERE r.id = $r DETACH DELETE r", {"r": rid})
 
     def _writable(self) -> None:
         """Raise :class:`StoreError` unless the store was opened for writing."""
@@ -321,6 +328,8 @@ class Store(JobFlows, Engine):
                 raise StoreError(f"run {name!r} already exists")
             # (a list parameter never empty: Ladybug cannot type an empty list)
             run("MATCH (r:Run) WHERE r.id IN $ids SET r.status = $d", {"ids": olds or [-1], "d": DELETING})
+            if olds:  # out of sight with this commit, though its removal comes after
+                self._hide(run, olds, [])
             flipped = run(
                 f"MATCH (r:{self._at('Run')}) WHERE r.id = $rid AND r.status = $p "
                 "SET r.status = $c RETURN count(r) AS n",
@@ -335,6 +344,11 @@ class Store(JobFlows, Engine):
     def _publish(self, run: Run, run_ids: list[int], job_ids: list[int]) -> None:
         """Inside the flip's transaction: give the nodes of runs ``run_ids`` and jobs
         ``job_ids`` their visible labels. Nothing to do where runs are not staged."""
+
+    def _hide(self, run: Run, run_ids: list[int], job_ids: list[int]) -> None:
+        """Inside the transaction that marks runs ``run_ids`` and jobs ``job_ids``
+        ``deleting``: hide all they own from raw queries, so that no reader sees one half
+        removed. Nothing to do where the removal is one transaction (:meth:`_delete_ids`)."""
 
     def _forget(self, rid: int) -> None:
         """Best-effort removal of a failed run; what is left, a later writer removes."""
@@ -353,9 +367,14 @@ class Store(JobFlows, Engine):
         ids = [r.id for r in self.runs(include_incomplete=True) if r.name == name]
         if not ids:
             return False
-        # hidden first (one statement), so a delete cut short never shows half a run
-        for lab in self._both("Run"):
-            self._write(f"MATCH (r:{lab}) WHERE r.id IN $ids SET r.status = $d", {"ids": ids, "d": DELETING})
+
+        def hide(run: Run) -> None:
+            # hidden first (one transaction), so a delete cut short never shows half a run
+            for lab in self._both("Run"):
+                run(f"MATCH (r:{lab}) WHERE r.id IN $ids SET r.status = $d", {"ids": ids, "d": DELETING})
+            self._hide(run, ids, [])
+
+        self._transaction(hide)
         self._delete_ids(ids)
         return True
 

@@ -17,6 +17,9 @@ FAIL_AFTER_ENV = "CTDA_STORE_FAIL_AFTER_BATCHES"
 #: test hook: stop (sleep) after this many write batches, so a test can kill the writer
 STALL_AFTER_ENV = "CTDA_STORE_STALL_AFTER_BATCHES"
 STALL_MARK = "ctda-store: stalled"
+#: test hook: stall (as above) after this many steps of removing runs, so a test can read the
+#: store while a removal is half done
+STALL_REMOVAL_ENV = "CTDA_STORE_STALL_REMOVAL_AFTER_STEPS"
 
 
 class StoreError(CtdaError):
@@ -40,10 +43,18 @@ class FaultCounter:
     stderr and sleeps for good instead, for tests that kill the writing process.
     """
 
-    def __init__(self, fail_after: int | None) -> None:
+    def __init__(self, fail_after: int | None, stall_env: str = STALL_AFTER_ENV) -> None:
         self.fail_after = fail_after if fail_after is not None else _env_int(FAIL_AFTER_ENV)
-        self.stall_after = _env_int(STALL_AFTER_ENV)
+        self.stall_after = _env_int(stall_env)
         self.done = 0
+
+    @classmethod
+    def removal(cls) -> FaultCounter:
+        """The counter of a removal's committed steps: it only stalls
+        ($CTDA_STORE_STALL_REMOVAL_AFTER_STEPS), never fails."""
+        counter = cls(None, STALL_REMOVAL_ENV)
+        counter.fail_after = None
+        return counter
 
     def tick(self) -> None:
         self.done += 1
@@ -55,4 +66,12 @@ class FaultCounter:
                 time.sleep(3600)
 
 
-__all__ = ["FAIL_AFTER_ENV", "STALL_AFTER_ENV", "STALL_MARK", "FaultCounter", "InjectedFault", "StoreError"]
+__all__ = [
+    "FAIL_AFTER_ENV",
+    "STALL_AFTER_ENV",
+    "STALL_MARK",
+    "STALL_REMOVAL_ENV",
+    "FaultCounter",
+    "InjectedFault",
+    "StoreError",
+]

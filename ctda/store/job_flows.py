@@ -56,6 +56,7 @@ class JobFlows:
     _at: Callable[[str], str]
     _both: Callable[[str], list[str]]
     _publish: Callable[[Any, list[int], list[int]], None]
+    _hide: Callable[[Any, list[int], list[int]], None]
     _whole_write: Callable[[], contextlib.AbstractContextManager[None]]
     _delete_ids: Callable[[list[int]], None]
     _purge_deleting: Callable[[], None]
@@ -224,6 +225,8 @@ class JobFlows:
             gone = sorted({int(r["id"]) for r in old_runs}) or [-1]
             run("MATCH (r:Run) WHERE r.id IN $ids SET r.status = $d", {"ids": gone, "d": DELETING})
             run("MATCH (j:Job) WHERE j.id IN $ids SET j.status = $d", {"ids": olds or [-1], "d": DELETING})
+            if olds or old_runs:  # out of sight with this commit, though their removal comes after
+                self._hide(run, [i for i in gone if i >= 0], olds)
             flipped = run(
                 f"MATCH (j:{self._at('Job')}) WHERE j.id = $j AND j.status = $p "
                 "SET j.status = $c RETURN count(j) AS n",
@@ -246,6 +249,7 @@ class JobFlows:
         ids = [j.id for j in self.jobs(include_incomplete=True) if j.name == name]
         if not ids:
             return False
+        runs = self._job_run_ids(ids)
 
         def hide(run: Any) -> None:
             # hidden first (one transaction), so a delete cut short never shows half a job
@@ -255,6 +259,7 @@ class JobFlows:
                     f"MATCH (j:{job})-[:HAS_RANK]->(r) WHERE j.id IN $ids SET r.status = $d",
                     {"ids": ids, "d": DELETING},
                 )
+            self._hide(run, runs, ids)
 
         self._transaction(hide)
         self._delete_job_ids(ids)
@@ -263,6 +268,11 @@ class JobFlows:
     def _delete_job_ids(self, ids: list[int], extra_runs: Sequence[int] = ()) -> None:
         """Remove jobs ``ids`` with their runs (and ``extra_runs``, not linked yet)."""
         runs = sorted(set(self._job_run_ids(ids)) | set(extra_runs))
+        with self._whole_write():  # one transaction where the backend has one (_delete_ids)
+            self._delete_job_rows(ids, runs)
+
+    def _delete_job_rows(self, ids: list[int], runs: list[int]) -> None:
+        """The statements of :meth:`_delete_job_ids`, in its transaction where there is one."""
         for jid in ids:
             for step in self._both("JobStep"):
                 self._write(f"MATCH (s:{step}) WHERE s.job_id = $j DETACH DELETE s", {"j": jid})

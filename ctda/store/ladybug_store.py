@@ -207,8 +207,12 @@ class LadybugStore(Store):
 
     @contextlib.contextmanager
     def _whole_write(self) -> Iterator[None]:
-        """One transaction around a run's (or job's) whole write: committed at the end,
-        rolled back on any error; the flows' own transactions join it."""
+        """One transaction around a run's (or job's) whole write or removal: committed at
+        the end, rolled back on any error; the flows' own transactions, and a removal
+        inside a removal (a job's runs), join it."""
+        if self._in_write:
+            yield
+            return
         self._exec("BEGIN TRANSACTION")
         self._in_write = True
         try:

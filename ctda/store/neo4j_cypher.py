@@ -1,5 +1,6 @@
 """The Cypher a Neo4j store sends, and the driver's values made plain: DDL from the schema,
-columnar ``UNWIND`` batches, the batched deletes and the flip's relabelling, row
+columnar ``UNWIND`` batches, the batched deletes and the relabelling of the flip and of a
+removal, row
 conversion (kept apart from the store's flows in :mod:`ctda.store.neo4j_store`)."""
 
 from __future__ import annotations
@@ -116,20 +117,24 @@ def delete_steps(at: Callable[[str], str]) -> tuple[str, ...]:
     )
 
 
-def publish_steps() -> list[tuple[str, str]]:
+def publish_steps(hide: bool = False) -> list[tuple[str, str]]:
     """(owner key, statement) pairs giving a batch of a flipped run's (``run_id``) or job's
-    (``job_id``) staged nodes their labels; each returns how many it relabelled."""
+    (``job_id``) staged nodes their labels; with ``hide`` the reverse, a removed run's or
+    job's visible nodes their staging labels. Each returns how many it relabelled."""
     out = []
     for label in schema.OWNED:
         key = {"Run": "id", "Job": "id"}.get(label.name) or (
             "job_id" if "job_id" in label.columns else "run_id"
         )
         owner = "job" if label.name == "Job" or key == "job_id" else "run"
+        old, new = schema.staged(label.name), label.name
+        if hide:
+            old, new = new, old
         out.append(
             (
                 owner,
-                f"MATCH (n:{schema.staged(label.name)}) WHERE n.{key} IN $ids WITH n LIMIT $n "
-                f"SET n:{label.name} REMOVE n:{schema.staged(label.name)} RETURN count(*) AS n",
+                f"MATCH (n:{old}) WHERE n.{key} IN $ids WITH n LIMIT $n "
+                f"SET n:{new} REMOVE n:{old} RETURN count(*) AS n",
             )
         )
     return out

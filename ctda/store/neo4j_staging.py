@@ -5,8 +5,10 @@ many, each under the staging label of its label (``PendingEvent``,
 :func:`ctda.store.schema.staged`), which no user's query may read (the query gate refuses
 plans naming one, and plans reading nodes or relationships without a label). A
 heartbeat keeps the pending run from looking abandoned; the flip's one transaction gives
-every node its visible label, in batches; removal looks under both labels, since a
-failed run's nodes are still staged and a replaced or deleted one's are not.
+every node its visible label, in batches. Removal runs the other way: one transaction
+marks a run ``deleting`` and gives its nodes back their staging labels (a replaced run's
+in the flip of the run replacing it), then batches delete them; it looks under both
+labels, for a store whose removal was cut short before runs were hidden so.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import pyarrow as pa
 
 from ctda.store import schema
 from ctda.store.contract import Run
+from ctda.store.faults import FaultCounter
 from ctda.store.neo4j_cypher import delete_steps, publish_steps
 
 HEARTBEAT_S = 5.0
@@ -38,12 +41,26 @@ class Staging:
     _both: Callable[[str], list[str]]
     _add_nodes: Callable[..., None]
     _add_rels: Callable[..., None]
-    _delete_parallel: Callable[[int], None]
+    _delete_parallel: Callable[[int, FaultCounter], None]
 
     def _publish(self, run: Run, run_ids: list[int], job_ids: list[int]) -> None:
         # inside the flip's transaction: all of it becomes visible at its commit, or none
+        self._relabel(run, run_ids, job_ids, hide=False)
+
+    def _hide(self, run: Run, run_ids: list[int], job_ids: list[int]) -> None:
+        # inside the transaction marking them deleting: at its commit every node they own
+        # goes back under its staging label, so the many transactions of the removal that
+        # follows are never seen; a job that keeps a hidden run loses its link to it
+        run(
+            "MATCH (j:Job)-[h:HAS_RANK]->(r:Run) WHERE r.id IN $r AND NOT j.id IN $j DELETE h",
+            {"r": run_ids or [-1], "j": job_ids or [-1]},
+        )
+        self._relabel(run, run_ids, job_ids, hide=True)
+
+    @staticmethod
+    def _relabel(run: Run, run_ids: list[int], job_ids: list[int], *, hide: bool) -> None:
         ids = {"run": run_ids or [-1], "job": job_ids or [-1]}
-        for owner, q in publish_steps():
+        for owner, q in publish_steps(hide):
             while int(run(q, {"ids": ids[owner], "n": PUBLISH_BATCH})[0]["n"]):
                 pass
 
@@ -52,19 +69,22 @@ class Staging:
         (self._add_nodes if label.ends is None else self._add_rels)(label, rows, staged=True)
 
     def _delete_ids(self, ids: list[int]) -> None:
+        # many transactions: the runs are hidden already (_hide), or were never published
+        faults = FaultCounter.removal()
         for rid in ids:
-            self._delete_parallel(rid)
+            self._delete_parallel(rid, faults)
             # whatever the parallel pass missed (an unknown event count): one batch at a time;
-            # a pending run's nodes are staged, a replaced or deleted one's are not
+            # a run of an older release marked deleting may still carry its visible labels
             for q in delete_steps(str) + delete_steps(self._at):
-                self._until_empty(q, {"rid": rid, "n": DELETE_BATCH})
+                self._until_empty(q, {"rid": rid, "n": DELETE_BATCH}, faults)
             for lab in self._both("Run"):
                 self._write(f"MATCH (r:{lab} {{id: $rid}}) DETACH DELETE r", {"rid": rid})
 
-    def _until_empty(self, query: str, params: dict[str, Any]) -> None:
+    def _until_empty(self, query: str, params: dict[str, Any], faults: FaultCounter | None = None) -> None:
         """Run a batched delete (it returns how many it removed) until it removes nothing."""
         while self._write(query, params)[0]["n"]:
-            pass
+            if faults is not None:
+                faults.tick()
 
 
 class Heartbeat:

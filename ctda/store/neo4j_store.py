@@ -422,7 +422,7 @@ class Neo4jStore(Staging, Store):
             self._driver.verify_connectivity()  # fails fast when the server is gone
             super()._forget(rid)
 
-    def _delete_parallel(self, rid: int) -> None:
+    def _delete_parallel(self, rid: int, faults: FaultCounter) -> None:
         """Delete a run's paths and events on several sessions, in disjoint batches.
 
         Each segment's CP relationships go in one job (they share the segment node); events
@@ -452,8 +452,13 @@ class Neo4jStore(Staging, Store):
                     self._write_none, q, {"lo": base + lo, "hi": base + min(lo + NODE_BATCH, n)}
                 )
 
-            self._parallel(((0, segment_paths(k)) for k in segments), lambda rows: None)
-            self._parallel(((0, events(lo)) for lo in range(0, n, NODE_BATCH)), lambda rows: None)
+            self._parallel(((0, segment_paths(k)) for k in segments), lambda rows: faults.tick())
+            # a run's events carry one of the two labels (staged: hidden or never published;
+            # visible: marked deleting by an older release): the other pass has nothing to do
+            if self._read(f"MATCH (e:{event}) WHERE e.run_id = $rid RETURN e.key LIMIT 1", {"rid": rid}):
+                self._parallel(
+                    ((0, events(lo)) for lo in range(0, n, NODE_BATCH)), lambda rows: faults.tick()
+                )
 
     def close(self) -> None:
         self._driver.close()
