@@ -88,10 +88,15 @@ BROWSER_FIXTURE = "browser_paths"
 CORPUS_WORDS = frozenset({"CORPUS", "corpus_traces", "manifest_rows", "SKIP_CORPUS"})
 PROCESS_WORDS = frozenset({"subprocess", "Popen"})
 STORE_KINDS = frozenset({"ladybug", "neo4j"})
-# In-process tests long enough (> ~10 s on two cores) to leave the fast tier: node-id prefixes.
+# In-process tests long enough (> ~7 s on two cores) to leave the fast tier: node-id prefixes.
 LONG: tuple[str, ...] = (
     # every shipped trace through the embedded store (the other store tests cover each step)
     "tests/test_store_suite.py::test_shipped_traces_match_analyze[ladybug]",
+    # every named query on the embedded store (test_api and test_hostile_queries keep a few)
+    "tests/test_store_cli.py::test_query_named_and_cypher[ladybug]",
+    # the bench harnesses: every UI page timed, a replicated trace read back
+    "tests/test_ui_bench.py::test_measure_every_page",
+    "tests/test_bench_replicate.py::test_bare_list_trace",
 )
 
 
