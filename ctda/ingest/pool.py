@@ -14,6 +14,7 @@ so the queues carry only small messages and nothing is pickled twice.
 from __future__ import annotations
 
 import ctypes
+import gc
 import mmap
 import multiprocessing as mp
 import os
@@ -89,8 +90,16 @@ class DecodePool:
             # Python >= 3.12 warns on fork() with other threads alive (e.g. a progress bar's);
             # the children only run decode_piece and take no lock those threads could hold
             warnings.simplefilter("ignore", DeprecationWarning)
-            for proc in self._procs:
-                proc.start()
+            # A child must never run the destructor of an object it inherited: a collected
+            # embedded-store Database joins its thread pool, whose threads do not exist in the
+            # child, and the child waits forever. Frozen objects are never collected, so the
+            # children only collect what they allocate themselves.
+            gc.freeze()
+            try:
+                for proc in self._procs:
+                    proc.start()
+            finally:
+                gc.unfreeze()
 
     @property
     def inflight(self) -> set[int]:
