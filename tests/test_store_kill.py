@@ -30,20 +30,16 @@ pytest.importorskip("ladybug")
 TRACE = Path(__file__).parent / "data" / "hta" / "rocm62_mi250_minitoy_train.json.gz"
 RUN = "victim"
 #: kills at store-file changes, spread evenly from the third change to SPREAD of the changes
-#: a whole write makes (a small trace's write in one transaction makes 30-50 as seen at
-#: POLL_S: opening and checkpointing what the last writer left, the transaction's WAL,
-#: the commit's checkpoint; a write may make a few fewer than the one measured, hence not
-#: to the very end). Ten, since neighbouring changes mostly land in the same stage and each
-#: kill costs a process start; most fall during a checkpoint
+#: a whole write makes (a small trace's write in one transaction makes 40-50: opening and
+#: checkpointing what the last writer left, the transaction's WAL, the commit's checkpoint;
+#: a write may make a few fewer than the one measured, hence not to the very end). Ten,
+#: since neighbouring changes mostly land in the same stage and each kill costs a process
+#: start; most fall during a checkpoint
 CHANGE_KILLS = 10
 SPREAD = 0.85
 #: seconds after the start, before the store is opened for writing
 EARLY_POINTS = [0.3, 1.5]
 CTDA = [sys.executable, "-c", "from ctda.cli.app import main; main()"]
-#: seconds between two looks at the store's files: fine enough to tell a write's stages apart
-#: (a write shows 30-40 changes at 2 ms, 45-50 at 0.2 ms), coarse enough that the watcher
-#: leaves the CPU to the ingest it watches (at 0.2 ms it took 2 s an ingest, at 2 ms 0.5 s)
-POLL_S = 0.002
 
 
 def _state(folder: Path, stem: str) -> tuple[tuple[str, int], ...]:
@@ -89,7 +85,7 @@ def _kill_ingest(db: Path, change: int | None, seconds: float | None) -> tuple[b
                 hit_checkpoint = _in_checkpoint(now)
                 os.kill(proc.pid, signal.SIGKILL)
                 break
-            time.sleep(POLL_S)
+            time.sleep(0.0002)
         _, err = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
