@@ -47,6 +47,16 @@ MIN_RESERVE = 1 << 30
 _OUT_OF_POOL = "Unable to allocate memory"
 
 
+def _torn_wal(text: str) -> bool:
+    """Whether an open failed on a WAL whose last record was cut short.
+
+    A writer killed while its commit was being appended to the WAL leaves a partial record
+    at the end; the engine refuses the whole file by default (a checksum mismatch, or a
+    read past the end when the cut falls inside a record's header).
+    """
+    return "WAL file is corrupted" in text or ("Reading past the end of the file" in text and ".wal" in text)
+
+
 def _open(path: Path, read_only: bool) -> Any:
     """A ``ladybug.Database`` on ``path``, recovering the file first if it needs it.
 
@@ -54,12 +64,16 @@ def _open(path: Path, read_only: bool) -> Any:
     state only a read-write open repairs; a read-only open then refuses. So a reader that
     meets it opens the file read-write once, which completes the recovery under the
     writer lock, and opens read-only again. If the lock is held, a live writer is
-    checkpointing right now: the reader waits (doubling pauses) until it is done.
+    checkpointing right now: the reader waits (doubling pauses) until it is done. A writer
+    killed while appending its commit to the WAL leaves a torn last record: any open
+    (reader or writer) then recovers once leniently, keeping every transaction that
+    committed before it.
     """
     import ladybug
 
     deadline = time.monotonic() + LOCK_WAIT_S
     pause = RETRY_FIRST_S
+    torn_once = False
     while True:
         try:
             return ladybug.Database(str(path), read_only=read_only, **DB_OPTIONS)
@@ -71,6 +85,16 @@ def _open(path: Path, read_only: bool) -> Any:
                 continue  # recovered: open read-only again at once
             except RuntimeError as exc:
                 text = str(exc)
+        if _torn_wal(text) and not torn_once:
+            try:
+                # replay every transaction before the torn record, drop the rest, and
+                # checkpoint: what a commit that finished had written is kept
+                ladybug.Database(str(path), read_only=False, throw_on_wal_replay_failure=False).close()
+                torn_once = True
+                continue
+            except RuntimeError as exc:
+                text = str(exc)
+                torn_once = "lock" not in text.lower()  # a live writer: try again after it
         busy = "lock" in text.lower() or _PENDING in text
         if busy and time.monotonic() < deadline:
             time.sleep(pause)
