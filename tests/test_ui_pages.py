@@ -634,12 +634,16 @@ def test_guided_whatif_from_a_candidate_to_compare(env: Path) -> None:
     at.button(key=f"wi_try_{k}").click().run()
     ok(at)
     assert at.selectbox(key="wi_kind_0").value == "class" and at.selectbox(key="wi_class_0").value == "cpu"
-    assert at.slider(key="wi_f_0").value == 0.5 == at.number_input(key="wi_ft_0").value
+    slider, typed = guide.widget_keys(at.session_state, 0)
+    assert at.slider(key=slider).value == 0.5 == at.number_input(key=typed).value
     sc = api.retime(a, [api.select_group(a, "class", "cpu", 0.5)], name="x")
     assert metric_ms(at.metric[1].value) == pytest.approx(sc.step_times().predicted_ns.mean() / 1e6, abs=1e-3)
-    # a typed factor moves the slider with it; "removed" is a factor of 0
-    at.number_input(key="wi_ft_0").set_value(0.25).run()
-    assert at.slider(key="wi_f_0").value == 0.25
+    # a typed factor moves the slider with it (drawn anew, under its next key); "removed"
+    # is a factor of 0
+    at.number_input(key=typed).set_value(0.25).run()
+    slider, typed = guide.widget_keys(at.session_state, 0)
+    assert at.slider(key=slider).value == 0.25 == at.number_input(key=typed).value
+    assert slider == "wi_f_0~2" and len(at.slider) == 1  # the previous one is gone
     quarter = metric_ms(at.metric[1].value)
     at.checkbox(key="wi_rm_0").check().run()
     gone = api.retime(a, [api.select_group(a, "class", "cpu", 0.0)], name="x")
