@@ -121,8 +121,7 @@ def _names(i: int, state: tuple[float, int, int]) -> tuple[str, str]:
 def widget_keys(state: Any, i: int) -> tuple[str, str]:
     """The keys of group ``i``'s slider and typed value in a session state (an ``AppTest``'s
     too): the widgets to drive."""
-    key = f"wi_fv_{i}"
-    return _names(i, _parse(state[key] if key in state else None))
+    return _names(i, _parse(state.get(f"wi_fv_{i}")))
 
 
 def _moved(i: int, key: str) -> None:
