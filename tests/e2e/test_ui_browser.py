@@ -320,12 +320,40 @@ def test_ui_in_a_real_browser(ui_server: str, driver: Any) -> None:
     outside = browser.external(browser.requests_made(d), ui_server)
     assert not outside, outside
 
-    # a link sent to a colleague: a new session opens the same page, run and step
-    d.get(f"{ui_server}/critical-path?run={RUN}&step=1")
-    wait(d, lambda d: timeline_title(d).startswith("ProfilerStep#1"), "the linked step's timeline")
-    assert selected(d, "Run") == RUN and selected(d, "Step").startswith("ProfilerStep#1")
-    assert f"run={RUN}" in d.current_url and "step=1" in d.current_url
-    shot(d, "13-shared-link")
+    # a link sent to a colleague: a new session opens the same page, run and step -- here in
+    # a browser set to a dark theme: the path is drawn light from the first load on
+    browser.color_scheme(d, "dark")
+    try:
+        d.get(f"{ui_server}/critical-path?run={RUN}&step=1")
+        wait(d, lambda d: timeline_title(d).startswith("ProfilerStep#1"), "the linked step's timeline")
+        assert selected(d, "Run") == RUN and selected(d, "Step").startswith("ProfilerStep#1")
+        assert f"run={RUN}" in d.current_url and "step=1" in d.current_url
+        settled(d)
+        shot(d, "13-shared-link-dark")
+        assert_path_drawn(d, on="dark")
+        # the theme switched back with no script run: the path follows at once
+        browser.color_scheme(d, "light")
+        wait(d, lambda d: path_pixels(d)[1] > 1000, "the path drawn dark on the light page")
+        assert_path_drawn(d, on="light")
+    finally:
+        browser.color_scheme(d, "light")
+
+
+def path_pixels(d: Any) -> tuple[int, int]:
+    """Pixels of the timeline (the last canvas) in the path's colour for a dark page and
+    for a light one."""
+    from ctda.ui import charts
+
+    light, dark = browser.colour_pixels(d, [charts.PATH_COLOR_DARK, charts.PATH_COLOR])
+    return light, dark
+
+
+def assert_path_drawn(d: Any, on: str) -> None:
+    """The timeline's path (outlines and connectors) is drawn in the colour that shows on
+    the page's theme, and hardly any of it in the other (which would not show)."""
+    light, dark = path_pixels(d)
+    seen, unseen = (light, dark) if on == "dark" else (dark, light)
+    assert seen > 1000 and unseen < seen / 10, (on, light, dark)
 
 
 #: rank 1 sleeps 40 ms before each step's all-reduce: the straggler of every step
