@@ -134,7 +134,7 @@ def _moved(i: int, key: str) -> None:
     if new == v:
         return
     st.session_state[f"wi_fv_{i}"] = (new, sv, tv + 1) if key == sk else (new, sv + 1, tv)
-    del st.session_state[tk if key == sk else sk]  # the old twin is neither kept nor restored
+    st.session_state.pop(tk if key == sk else sk, None)  # the old twin: neither kept nor restored
 
 
 def candidates(loaded: data.Loaded) -> None:
