@@ -112,6 +112,24 @@ def click_grid(d: Any, x: float, y: float, nth: int = 0) -> Callable[[], None]:
     return act
 
 
+def metric(d: Any, label: str) -> str:
+    """The value shown by the metric labelled ``label``."""
+    from selenium.webdriver.common.by import By
+
+    box = f"//*[@data-testid='stMetric'][.//*[normalize-space(.)='{label}']]"
+    xpath = f"{box}//*[@data-testid='stMetricValue']"
+    return str(d.find_element(By.XPATH, xpath).text)
+
+
+def predicted_mean_ms(cls: str, factor: float) -> float:
+    """The mean step time (ms) the API predicts for TRACE with class ``cls`` scaled."""
+    from ctda import api
+
+    a = api.analyze(TRACE)
+    sc = api.retime(a, [api.select_group(a, "class", cls, factor)], name="check")
+    return float(sc.step_times().predicted_ns.mean() / 1e6)
+
+
 #: how far the "Saved" note is below the Save button (px; negative: above it)
 NEAR_SAVE = """
 const save = [...document.querySelectorAll('button')].find(b => b.textContent.trim() === 'Save scenario');
@@ -256,6 +274,11 @@ def test_ui_in_a_real_browser(ui_server: str, driver: Any) -> None:
     browser.slide(d, -10)  # 1.00 -> 0.50 in steps of 0.05
     wait(d, lambda d: browser.slider_value(d) == "0.5", "the factor to reach 0.5")
     settled(d)
+    # the typed value says the same, and the prediction is the API's for that factor
+    typed = d.find_elements(By.CSS_SELECTOR, '[data-testid="stNumberInput"] input')
+    assert [t.get_attribute("value") for t in typed] == ["0.5"], [t.get_attribute("value") for t in typed]
+    wait_text(d, "Mean step (predicted)")
+    assert metric(d, "Mean step (predicted)") == f"{predicted_mean_ms('launch_overhead', 0.5):,.3f} ms"
     wait_text(d, "Mean step (predicted)", "Predicted path of step")
     wait(d, lambda d: plots(d) >= 3, "what-if charts")
     shot(d, "07-whatif")
