@@ -541,3 +541,35 @@ return Array.from(document.querySelectorAll('[data-testid="stVegaLiteChart"] can
 });"""
         )
     ]
+
+
+def color_scheme(d: Any, scheme: str) -> None:
+    """Make the browser prefer a ``"dark"`` or ``"light"`` theme, as a person's system
+    setting does (the page follows it at once, without a script run)."""
+    feature = {"name": "prefers-color-scheme", "value": scheme}
+    d.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": [feature]})
+
+
+def colour_pixels(d: Any, colours: list[str], nth: int = -1) -> list[int]:
+    """Pixels of each of ``colours`` (``#RRGGBB``) on the ``nth`` Vega-Lite canvas (a
+    channel sum within 6 of it, nearly opaque): what a canvas draws in which colour."""
+    rgb = [[int(c[k : k + 2], 16) for k in (1, 3, 5)] for c in colours]
+    return [
+        int(n)
+        for n in d.execute_script(
+            """
+const all = document.querySelectorAll('[data-testid="stVegaLiteChart"] canvas');
+const c = Array.from(all).slice(arguments[1])[0];
+const px = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+const out = arguments[0].map(() => 0);
+for (let i = 0; i < px.length; i += 4) {
+  if (px[i + 3] < 200) continue;
+  arguments[0].forEach(([r, g, b], k) => {
+    if (Math.abs(px[i] - r) + Math.abs(px[i + 1] - g) + Math.abs(px[i + 2] - b) < 6) out[k]++;
+  });
+}
+return out;""",
+            rgb,
+            nth,
+        )
+    ]

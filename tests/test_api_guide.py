@@ -39,6 +39,23 @@ def test_candidates_are_the_opportunities_and_optimisations_best_first(minitoy: 
     assert (got.kind.iloc[0], got.target.iloc[0]) == ("optimisation", "cuda-graphs")
 
 
+def test_step_annotations_are_no_candidate(minitoy: api.Analysis) -> None:
+    """``ProfilerStep#*`` is the second hotspot by critical time of this trace, but scaling
+    the step annotation is no change to make: neither ``ctda opportunities`` nor the page's
+    candidates offer it, and the next hotspot takes its place."""
+    hot = [n for n in api.report(minitoy, top=30).hotspots.name if not n.startswith("(")]
+    assert hot[1] == "ProfilerStep#*"
+    opp = api.opportunities(minitoy, top=10)
+    assert set(opp[opp.group == "name"].name) == set(hot[:11]) - {"ProfilerStep#*"}
+    got = api.whatif_candidates(minitoy)
+    assert set(got[got.kind == "hotspot"].target) == set(hot[:6]) - {"ProfilerStep#*"}
+    # the event of a window defined by another annotation is not offered either
+    by_opt = api.analyze(MINITOY, windows=r"^Optimizer\.step#SGD\.step$")
+    assert [w.label for w in by_opt.windows] == ["Optimizer.step#SGD.step"]
+    assert api.report(by_opt).hotspots.name.iloc[0] == "Optimizer.step#SGD.step"
+    assert "Optimizer.step#SGD.step" not in set(api.opportunities(by_opt, top=10).name)
+
+
 def test_a_candidate_group_predicts_what_its_row_says(minitoy: api.Analysis) -> None:
     """A hotspot or class row, set up as a group, saves what the table said it would."""
     got = api.whatif_candidates(minitoy)

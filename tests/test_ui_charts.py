@@ -75,7 +75,7 @@ def test_path_style_lanes_and_tooltips() -> None:
     assert crit.any() and (~crit).any()
     assert (bars.outline[~crit] == 0).all() and (bars.outline[crit] > 0).any()
     layer = next(x for x in chart.spec["layer"] if x["transform"][0]["filter"] == "datum.kind === 'bar'")
-    assert layer["mark"]["stroke"] == charts.PATH_COLOR
+    assert layer["mark"]["stroke"] == charts.PATH_STROKE
     # each class in its colour; off the path faded
     enc = layer["encoding"]
     assert dict(zip(enc["color"]["scale"]["domain"], enc["color"]["scale"]["range"])) == {

@@ -114,7 +114,7 @@ def test_job_timeline_one_band_per_rank_and_connectors_on_rank_changes(
         part = rep.path[rep.path.step == step]
         bars = chart.data[chart.data.kind == "bar"]
         assert len(bars) == len(part) and (chart.data.kind == "busy").sum() == 0
-        assert layer(chart.spec, "bar")["mark"]["stroke"] == charts.PATH_COLOR and bars.outline.max() > 0
+        assert layer(chart.spec, "bar")["mark"]["stroke"] == charts.PATH_STROKE and bars.outline.max() > 0
         # the drawn range is the job step
         job_ms = float(rep.steps.set_index("step").job_step_ns[step]) / 1e6
         assert tl.end_ms - tl.start_ms == pytest.approx(job_ms, abs=1e-6)

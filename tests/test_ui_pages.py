@@ -634,12 +634,16 @@ def test_guided_whatif_from_a_candidate_to_compare(env: Path) -> None:
     at.button(key=f"wi_try_{k}").click().run()
     ok(at)
     assert at.selectbox(key="wi_kind_0").value == "class" and at.selectbox(key="wi_class_0").value == "cpu"
-    assert at.slider(key="wi_f_0").value == 0.5 == at.number_input(key="wi_ft_0").value
+    slider, typed = guide.widget_keys(at.session_state, 0)
+    assert at.slider(key=slider).value == 0.5 == at.number_input(key=typed).value
     sc = api.retime(a, [api.select_group(a, "class", "cpu", 0.5)], name="x")
     assert metric_ms(at.metric[1].value) == pytest.approx(sc.step_times().predicted_ns.mean() / 1e6, abs=1e-3)
-    # a typed factor moves the slider with it; "removed" is a factor of 0
-    at.number_input(key="wi_ft_0").set_value(0.25).run()
-    assert at.slider(key="wi_f_0").value == 0.25
+    # a typed factor moves the slider with it (drawn anew, under its next key); "removed"
+    # is a factor of 0
+    at.number_input(key=typed).set_value(0.25).run()
+    slider, typed = guide.widget_keys(at.session_state, 0)
+    assert at.slider(key=slider).value == 0.25 == at.number_input(key=typed).value
+    assert slider == "wi_f_0~2" and len(at.slider) == 1  # the previous one is gone
     quarter = metric_ms(at.metric[1].value)
     at.checkbox(key="wi_rm_0").check().run()
     gone = api.retime(a, [api.select_group(a, "class", "cpu", 0.0)], name="x")
@@ -683,6 +687,42 @@ def test_guided_whatif_from_a_candidate_to_compare(env: Path) -> None:
     finally:
         with ctda.open_store(env) as store:
             store.load(MINITOY).run.delete_scenario("quarter-cpu")  # type: ignore[union-attr]
+
+
+def test_whatif_factor_ignores_a_page_behind_the_server(env: Path) -> None:
+    """A browser that moves the slider again before it has the server's answer to the last
+    move still reports the typed box it showed then: that box's old value is no edit, and
+    the factor stays what the slider says (it once jumped back to the stale value)."""
+    from streamlit.proto.WidgetStates_pb2 import WidgetState
+
+    import ctda
+    from ctda import api
+    from ctda.ui import guide
+
+    at = app("whatif")
+    at.selectbox(key="wi_class_0").set_value("launch_overhead").run()
+    stale = at.number_input(key="wi_ft_0")  # the typed box as the browser shows it: 1.0
+    at.slider(key="wi_f_0").set_value(0.95).run()
+    ok(at)
+    # the browser's next message: the slider one notch on, the typed box it still shows
+    # first (Streamlit calls the changed widgets' callbacks in the message's order)
+    slider, typed = guide.widget_keys(at.session_state, 0)
+    assert typed != "wi_ft_0"  # the typed box was drawn anew, under its next key
+    states = at._tree.get_widget_states()  # private: the only way to send a stale state
+    shown = (at.slider(key=slider).id, at.number_input(key=typed).id)
+    kept = [w for w in states.widgets if w.id not in shown]
+    at.slider(key=slider).set_value(0.9)
+    behind = [WidgetState(id=stale.id, double_value=1.0), at.slider(key=slider)._widget_state]
+    del states.widgets[:]
+    states.widgets.extend([*behind, *kept])
+    at._run(states)
+    ok(at)
+    slider, typed = guide.widget_keys(at.session_state, 0)
+    assert at.slider(key=slider).value == 0.9 == at.number_input(key=typed).value
+    with ctda.open_store(env) as store:
+        a = store.analysis(MINITOY)
+    sc = api.retime(a, [api.select_group(a, "class", "launch_overhead", 0.9)], name="x")
+    assert metric_ms(at.metric[1].value) == pytest.approx(sc.step_times().predicted_ns.mean() / 1e6, abs=1e-3)
 
 
 def test_whatif_groups_belong_to_their_run(env: Path) -> None:

@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 from ctda.analysis.nodes import Nodes
 from ctda.ingest.table import EventTable
@@ -51,6 +52,17 @@ def by_name(table: EventTable, nodes: Nodes, pattern: str) -> list[Window]:
 def steps(table: EventTable, nodes: Nodes) -> list[Window]:
     """A window per ``ProfilerStep#N`` on a CPU thread."""
     return by_name(table, nodes, r"^ProfilerStep#\d+$")
+
+
+def step_annotations(table: EventTable, nodes: Nodes, windows: list[Window]) -> npt.NDArray[np.bool_]:
+    """Which analysed events mark a step rather than do work: each window's defining event
+    and every ``ProfilerStep#N`` span (also when the windows are something else). Making
+    one of them faster is no change a person can make to the program."""
+    out = np.zeros(nodes.n, dtype=bool)
+    out[[w.event for w in windows if w.event >= 0]] = True
+    values = table.strings("name")
+    lut = np.array([bool(STEP_RE.match(v or "")) for v in values] or [False])
+    return out | lut[table.col("name")[nodes.uid]]
 
 
 def resolve(table: EventTable, nodes: Nodes, spec: str) -> list[Window]:

@@ -19,7 +19,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from ctda.api import CLASSES
-from ctda.ui.charts import CLASS_COLORS, PATH_COLOR, ROW_PX, TICK_ANGLE
+from ctda.ui.charts import CLASS_COLORS, PATH_STROKE, ROW_PX, TICK_ANGLE
 
 #: times in tooltips: ms, to the nanosecond, without trailing zeros (one unit everywhere)
 MS_FORMAT = ",.6~f"
@@ -165,7 +165,7 @@ def outlined(kind: str, x: dict[str, Any], y: dict[str, Any], **encoding: Any) -
     """A layer of bars, outlined in the path colour as wide as their ``outline`` says."""
     return {
         "transform": only(kind),
-        "mark": {"type": "rect", "clip": True, "stroke": PATH_COLOR},
+        "mark": {"type": "rect", "clip": True, "stroke": PATH_STROKE},
         "encoding": {
             **box(x, y),
             "strokeWidth": {"field": "outline", "type": "quantitative", "scale": None, "legend": None},
@@ -178,7 +178,7 @@ def links(x: dict[str, Any], y: dict[str, Any]) -> dict[str, Any]:
     """Thin segments (x0, y0) -> (x1, y1) in the path colour: where it changes lane or rank."""
     return {
         "transform": only("link"),
-        "mark": {"type": "rule", "color": PATH_COLOR, "strokeWidth": 1, "clip": True, "tooltip": None},
+        "mark": {"type": "rule", "color": PATH_STROKE, "strokeWidth": 1, "clip": True, "tooltip": None},
         "encoding": box(x, y),
     }
 

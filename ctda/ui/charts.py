@@ -31,9 +31,14 @@ CLASS_COLORS = dict(
 CLASS_PATTERNS = {"gpu_gap": "/"}
 #: the path's own style: critical events outlined in it, and thin connectors where the
 #: path jumps from one lane to another (no class uses a colour this dark); on a dark theme
-#: the pages draw it in PATH_COLOR_DARK instead (``figures.themed``)
+#: it is drawn in PATH_COLOR_DARK instead (see PATH_STROKE and ``figures.themed``)
 PATH_COLOR = "#1B1B1B"
 PATH_COLOR_DARK = "#EDEDED"
+#: the path's colour in a Vega-Lite spec: picked by the browser as it draws, from the
+#: chart's background (the page's theme), so it is right from the first load and follows a
+#: theme switch at once. The server's idea of the theme is the one the browser reported
+#: with its last rerun: stale after a switch (and, Streamlit warns, on a first load).
+PATH_STROKE = {"expr": f"luminance(background) < 0.5 ? '{PATH_COLOR_DARK}' : '{PATH_COLOR}'"}
 ROW_PX = 18
 
 

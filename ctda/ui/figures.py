@@ -59,9 +59,10 @@ def is_dark() -> bool:
 
 
 def themed(spec: dict[str, Any], dark: bool | None = None) -> dict[str, Any]:
-    """``spec`` (a Vega-Lite spec or a Plotly figure's dict) with the path's colour made
-    visible on the page's theme (``dark``: None asks the page): near-black outlines and
-    connectors vanish on a dark one."""
+    """``spec`` (a Plotly figure's dict) with the path's colour made visible on the page's
+    theme (``dark``: None asks the page): near-black marks vanish on a dark one. A Plotly
+    figure cannot pick its colours in the browser as a Vega-Lite spec does
+    (``charts.PATH_STROKE``), so it follows the theme the browser last reported."""
     if not (is_dark() if dark is None else dark):
         return spec
     text = json.dumps(spec, cls=PlotlyJSONEncoder)
@@ -69,9 +70,10 @@ def themed(spec: dict[str, Any], dark: bool | None = None) -> dict[str, Any]:
 
 
 def show(chart: canvas.Chart, key: str) -> None:
-    """A canvas chart under its title (a line of the page, so it reads as text)."""
+    """A canvas chart under its title (a line of the page, so it reads as text); its path
+    colour follows the page's theme in the browser (``charts.PATH_STROKE``)."""
     st.markdown(f"**{chart.title}**")
-    st.vega_lite_chart(chart.data, themed(chart.spec), width="stretch", key=key)
+    st.vega_lite_chart(chart.data, chart.spec, width="stretch", key=key)
 
 
 def plotly(fig: go.Figure, key: str) -> None:

@@ -29,6 +29,7 @@ GROUP_KEYS: tuple[str, ...] = (
     "wi_name_",
     "wi_f_",
     "wi_ft_",
+    "wi_fv_",
     "wi_rm_",
 )
 GROUP_KEYS += ("wi_qpick_", "wi_qtext_", "wi_qlast_", "wi_rows_", "wi_apply", "wi_name")
@@ -60,21 +61,32 @@ def own_groups(run: str) -> None:
 
 
 def factor(i: int, where: Any) -> float:
-    """Group ``i``'s factor: a slider and a typed value kept equal, or 0 when "removed"."""
-    fk, tk, rk = f"wi_f_{i}", f"wi_ft_{i}", f"wi_rm_{i}"
-    st.session_state.setdefault(fk, 1.0)
-    st.session_state.setdefault(tk, float(st.session_state[fk]))
-    removed = where.checkbox("removed", key=rk, help="Remove the events' time (factor 0).")
+    """Group ``i``'s factor: a slider and a typed value showing the same number, or 0 when
+    "removed".
+
+    The factor lives in ``wi_fv_{i}`` as (value, slider version, typed version); each widget
+    writes it and never the other widget's value. A widget whose value the server changes
+    is reported with its old value by a browser that sent another change before it got the
+    new one (arrow keys pressed faster than the page reruns), and Streamlit takes that stale
+    value for an edit: the slider jumped back to an older factor while the prediction moved
+    on. The twin is instead drawn anew under the next version of its key, starting at the
+    factor, and a change from a widget of an older version is ignored.
+    """
+    v = _state(i)[0]
+    sk, tk = widget_keys(st.session_state, i)
+    st.session_state.setdefault(sk, v)
+    st.session_state.setdefault(tk, v)
+    removed = where.checkbox("removed", key=f"wi_rm_{i}", help="Remove the events' time (factor 0).")
     c1, c2 = where.columns([3, 2])
     c1.slider(
         "Factor",
         0.0,
         MAX_FACTOR,
         step=0.05,
-        key=fk,
+        key=sk,
         disabled=removed,
-        on_change=_copy,
-        args=(fk, tk),
+        on_change=_moved,
+        args=(i, sk),
         help="New time as a multiple of the old: 0 removes the work, 0.5 halves it, 2 doubles it.",
     )
     c2.number_input(
@@ -85,14 +97,44 @@ def factor(i: int, where: Any) -> float:
         format="%.3g",
         key=tk,
         disabled=removed,
-        on_change=_copy,
-        args=(tk, fk),
+        on_change=_moved,
+        args=(i, tk),
     )
-    return 0.0 if removed else float(st.session_state[fk])
+    return 0.0 if removed else v
 
 
-def _copy(src: str, dst: str) -> None:
-    st.session_state[dst] = st.session_state[src]
+def _state(i: int) -> tuple[float, int, int]:
+    return _parse(st.session_state.get(f"wi_fv_{i}"))
+
+
+def _parse(got: Any) -> tuple[float, int, int]:
+    return (float(got[0]), int(got[1]), int(got[2])) if got else (1.0, 0, 0)
+
+
+def _names(i: int, state: tuple[float, int, int]) -> tuple[str, str]:
+    """The keys of group ``i``'s slider and typed value at their versions ("wi_f_0", then
+    "wi_f_0~1", ...)."""
+    _, sv, tv = state
+    return f"wi_f_{i}" + (f"~{sv}" if sv else ""), f"wi_ft_{i}" + (f"~{tv}" if tv else "")
+
+
+def widget_keys(state: Any, i: int) -> tuple[str, str]:
+    """The keys of group ``i``'s slider and typed value in a session state (an ``AppTest``'s
+    too): the widgets to drive."""
+    return _names(i, _parse(state.get(f"wi_fv_{i}")))
+
+
+def _moved(i: int, key: str) -> None:
+    """A factor widget changed (its callback): the factor follows it, the twin is redrawn."""
+    sk, tk = widget_keys(st.session_state, i)
+    if key not in (sk, tk) or key not in st.session_state:
+        return  # a widget of an older version, reported by a page behind the server
+    v, sv, tv = _state(i)
+    new = float(st.session_state[key])
+    if new == v:
+        return
+    st.session_state[f"wi_fv_{i}"] = (new, sv, tv + 1) if key == sk else (new, sv + 1, tv)
+    st.session_state.pop(tk if key == sk else sk, None)  # the old twin: neither kept nor restored
 
 
 def candidates(loaded: data.Loaded) -> None:
@@ -143,6 +185,7 @@ def short(text: str, n: int = 40) -> str:
 
 def apply_candidate(kind: str, target: str, f: float) -> None:
     """Make the page's groups this candidate alone (a button's callback: before drawing)."""
+    _, sv, tv = _state(0)
     for k in [k for k in list(st.session_state) if _is_group_key(k)]:
         del st.session_state[k]
     st.session_state["wi_n"] = 1
@@ -152,7 +195,8 @@ def apply_candidate(kind: str, target: str, f: float) -> None:
     st.session_state["wi_apply"] = []
     st.session_state["wi_kind_0"] = KIND_LABELS[kind]
     st.session_state[f"{_VALUE_KEY[kind]}0"] = target
-    st.session_state["wi_f_0"] = st.session_state["wi_ft_0"] = f
+    # the factor widgets drawn anew (not set), like a change of the twin in :func:`_moved`
+    st.session_state["wi_fv_0"] = (f, sv + 1, tv + 1)
 
 
 def saved_note(loaded: data.Loaded, digest: str) -> tuple[str, str] | None:

@@ -15,7 +15,7 @@ import pandas as pd
 from ctda.api import CLASSES
 from ctda.ui import canvas
 from ctda.ui.canvas import Chart
-from ctda.ui.charts import PATH_COLOR, fmt_ms
+from ctda.ui.charts import PATH_STROKE, fmt_ms
 from ctda.ui.frames import Timeline
 
 #: rows of a GPU stream are drawn this many times taller than a CPU call level: a stream
@@ -141,9 +141,9 @@ def chart(tl: Timeline) -> Chart:
             "type": "nominal",
             "title": None,
             "scale": {"domain": ["critical", "off the path"], "range": [1.0, FADED]},
-            # the swatch in the path's colour (swapped on a dark theme), not the
+            # the swatch in the path's colour (light on a dark theme), not the
             # renderer's default black
-            "legend": {"symbolFillColor": PATH_COLOR, "symbolType": "square"},
+            "legend": {"symbolFillColor": PATH_STROKE, "symbolType": "square"},
         },
         tooltip=[
             {"field": "event"},

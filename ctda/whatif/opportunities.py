@@ -10,6 +10,7 @@ from ctda.analysis.classify import CLASSES
 from ctda.analysis.engine import Analysis
 from ctda.analysis.report import build
 from ctda.analysis.tables import display_names
+from ctda.analysis.windows import step_annotations
 from ctda.whatif import optimisations
 from ctda.whatif.scenario import run
 from ctda.whatif.select import Override
@@ -23,12 +24,18 @@ def _total(a: Analysis) -> int:
 
 
 def groups(a: Analysis, top: int) -> list[tuple[str, str, np.ndarray]]:
-    """(kind, label, events) for the top hotspot names and every class on the path."""
+    """(kind, label, events) for the top hotspot names and every class on the path; not the
+    step annotations (``ProfilerStep#*``, the windows' events: a step, not work in it)."""
     rep = build(a, top=top * 3)
     names = display_names(a)
-    out = []
-    for name in [n for n in rep.hotspots.name if not str(n).startswith("(")][:top]:
-        out.append(("name", str(name), np.flatnonzero(names == name)))
+    steps = step_annotations(a.table, a.nodes, a.windows)
+    out: list[tuple[str, str, np.ndarray]] = []
+    for name in [n for n in rep.hotspots.name if not str(n).startswith("(")]:
+        ev = np.flatnonzero(names == name)
+        if len(out) == top:
+            break
+        if not steps[ev].any():
+            out.append(("name", str(name), ev))
     for cls in rep.by_class["class"]:
         ev = np.flatnonzero(a.event_cls == CLASSES.index(cls))
         if len(ev):

@@ -112,6 +112,24 @@ def click_grid(d: Any, x: float, y: float, nth: int = 0) -> Callable[[], None]:
     return act
 
 
+def metric(d: Any, label: str) -> str:
+    """The value shown by the metric labelled ``label``."""
+    from selenium.webdriver.common.by import By
+
+    box = f"//*[@data-testid='stMetric'][.//*[normalize-space(.)='{label}']]"
+    xpath = f"{box}//*[@data-testid='stMetricValue']"
+    return str(d.find_element(By.XPATH, xpath).text)
+
+
+def predicted_mean_ms(cls: str, factor: float) -> float:
+    """The mean step time (ms) the API predicts for TRACE with class ``cls`` scaled."""
+    from ctda import api
+
+    a = api.analyze(TRACE)
+    sc = api.retime(a, [api.select_group(a, "class", cls, factor)], name="check")
+    return float(sc.step_times().predicted_ns.mean() / 1e6)
+
+
 #: how far the "Saved" note is below the Save button (px; negative: above it)
 NEAR_SAVE = """
 const save = [...document.querySelectorAll('button')].find(b => b.textContent.trim() === 'Save scenario');
@@ -256,6 +274,11 @@ def test_ui_in_a_real_browser(ui_server: str, driver: Any) -> None:
     browser.slide(d, -10)  # 1.00 -> 0.50 in steps of 0.05
     wait(d, lambda d: browser.slider_value(d) == "0.5", "the factor to reach 0.5")
     settled(d)
+    # the typed value says the same, and the prediction is the API's for that factor
+    typed = d.find_elements(By.CSS_SELECTOR, '[data-testid="stNumberInput"] input')
+    assert [t.get_attribute("value") for t in typed] == ["0.5"], [t.get_attribute("value") for t in typed]
+    wait_text(d, "Mean step (predicted)")
+    assert metric(d, "Mean step (predicted)") == f"{predicted_mean_ms('launch_overhead', 0.5):,.3f} ms"
     wait_text(d, "Mean step (predicted)", "Predicted path of step")
     wait(d, lambda d: plots(d) >= 3, "what-if charts")
     shot(d, "07-whatif")
@@ -320,12 +343,40 @@ def test_ui_in_a_real_browser(ui_server: str, driver: Any) -> None:
     outside = browser.external(browser.requests_made(d), ui_server)
     assert not outside, outside
 
-    # a link sent to a colleague: a new session opens the same page, run and step
-    d.get(f"{ui_server}/critical-path?run={RUN}&step=1")
-    wait(d, lambda d: timeline_title(d).startswith("ProfilerStep#1"), "the linked step's timeline")
-    assert selected(d, "Run") == RUN and selected(d, "Step").startswith("ProfilerStep#1")
-    assert f"run={RUN}" in d.current_url and "step=1" in d.current_url
-    shot(d, "13-shared-link")
+    # a link sent to a colleague: a new session opens the same page, run and step -- here in
+    # a browser set to a dark theme: the path is drawn light from the first load on
+    browser.color_scheme(d, "dark")
+    try:
+        d.get(f"{ui_server}/critical-path?run={RUN}&step=1")
+        wait(d, lambda d: timeline_title(d).startswith("ProfilerStep#1"), "the linked step's timeline")
+        assert selected(d, "Run") == RUN and selected(d, "Step").startswith("ProfilerStep#1")
+        assert f"run={RUN}" in d.current_url and "step=1" in d.current_url
+        settled(d)
+        shot(d, "13-shared-link-dark")
+        assert_path_drawn(d, on="dark")
+        # the theme switched back with no script run: the path follows at once
+        browser.color_scheme(d, "light")
+        wait(d, lambda d: path_pixels(d)[1] > 1000, "the path drawn dark on the light page")
+        assert_path_drawn(d, on="light")
+    finally:
+        browser.color_scheme(d, "light")
+
+
+def path_pixels(d: Any) -> tuple[int, int]:
+    """Pixels of the timeline (the last canvas) in the path's colour for a dark page and
+    for a light one."""
+    from ctda.ui import charts
+
+    light, dark = browser.colour_pixels(d, [charts.PATH_COLOR_DARK, charts.PATH_COLOR])
+    return light, dark
+
+
+def assert_path_drawn(d: Any, on: str) -> None:
+    """The timeline's path (outlines and connectors) is drawn in the colour that shows on
+    the page's theme, and hardly any of it in the other (which would not show)."""
+    light, dark = path_pixels(d)
+    seen, unseen = (light, dark) if on == "dark" else (dark, light)
+    assert seen > 1000 and unseen < seen / 10, (on, light, dark)
 
 
 #: rank 1 sleeps 40 ms before each step's all-reduce: the straggler of every step
