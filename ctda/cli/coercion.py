@@ -3,9 +3,11 @@
 Newer typer converts every option value with a Pydantic ``TypeAdapter``, built the first
 time an option is processed: the first command-line option of a run (``--db``, or the root's
 ``--max-trace-bytes`` that every command passes through) imports Pydantic and its plugin
-loader, about a quarter of a second of start-up. Most values need no converting: a string
-for a ``str`` option, or an option's own default (``Format.table`` for ``--format``). Those
-are returned as they are, exactly what the adapter returns for them; every other value
+loader, about a quarter of a second of start-up. Most values need no converting: an option
+not given (None, which typer's coercion answers itself: None, or ``()`` for a repeatable
+option such as ``--param``), a string for a ``str`` option, or an option's own default
+(``Format.table`` for ``--format``). Those are returned as typer's coercion returns them
+(the adapter returns the others unchanged); every other value
 (``--top 5``, ``--format json``, a path, a list) goes to typer's own coercion, built on first
 use, so conversions and error messages stay typer's. An older typer has no such coercion and
 is left alone.
@@ -28,11 +30,13 @@ class _Deferred:
         self.plain = descriptor.file_annotation is None and info.parser is None and not descriptor.is_ranged
 
     def coerce(self, value: Any, param: Any, ctx: Any) -> Any:
+        if value is None:  # an option not given: typer's coercion answers before any adapter
+            return () if param.multiple or param.nargs == -1 else None
         annotation = self.descriptor.annotation
         # ``type(...) is``: a subclass (bool for int) still takes typer's path
         if (
             self.plain
-            and (value is None or type(value) is annotation)
+            and type(value) is annotation
             and not (param.multiple or param.nargs != 1)
         ):
             return value

@@ -20,9 +20,7 @@ import time
 from collections.abc import Callable, Iterator
 from decimal import Decimal
 from pathlib import Path
-from typing import Any, TypeVar
-
-import pyarrow as pa
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ctda.queries.gate import GateError, Level
 from ctda.queries.limits import QueryLimitError, QueryLimits
@@ -30,6 +28,9 @@ from ctda.store import migrate, schema
 from ctda.store.backends import register
 from ctda.store.base import QueryResult, Run, Store, StoreError
 from ctda.store.config import Target
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 T = TypeVar("T")
 
