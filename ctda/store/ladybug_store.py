@@ -142,15 +142,15 @@ class LadybugStore(Store):
     )
 
     def __init__(self, path: str | Path, *, read_only: bool = False) -> None:
-        import ladybug
-
         self.path = Path(path).expanduser()
         self.read_only = read_only
         self._db: Any = None
         self._conn: Any = None
         self._in_write = False  # inside _whole_write: transactions join it
         if read_only and not self.path.exists():
-            return  # an empty store: nothing ingested yet
+            return  # an empty store: nothing ingested yet (and no driver to load)
+        import ladybug
+
         if not read_only:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         self._db = _open(self.path, read_only)
