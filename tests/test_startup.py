@@ -83,6 +83,27 @@ def test_command_help_loads_no_library() -> None:
         assert "--db" in out and "--format" in out, command
     loaded, out = _loaded("--help")
     assert loaded == [] and "ingest" in out and "query" in out
+
+
+def test_help_is_rich_without_markdown() -> None:
+    """typer's help module is imported without rich's Markdown and traceback modules (see
+    ctda.cli.helpfmt), and the help it prints is byte for byte what it prints with them."""
+    loaded, _ = _loaded("--help", watch=("markdown_it", "pygments"))
+    assert loaded == []
+    for args in (["--help"], ["query", "--help"], ["query", "--bogus"]):
+        res = [
+            subprocess.run(
+                [sys.executable, "-c", f"{pre}from ctda.cli.app import main; main()", *args],
+                cwd=REPO,
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
+            for pre in ("", "import rich.markdown, rich.traceback; ")
+        ]
+        assert res[0].stdout == res[1].stdout and res[0].stderr == res[1].stderr, args
+        assert res[0].returncode == res[1].returncode == (2 if "--bogus" in args else 0), args
+    assert "Usage" in res[0].stderr and "--bogus" in res[0].stderr
     loaded, _ = _loaded("--max-trace-bytes", "1G", "runs", "--help")
     assert loaded == []
 
