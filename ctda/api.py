@@ -11,7 +11,8 @@
 
 The functions live by area: one trace in memory (:mod:`ctda.api_analysis`), stored runs
 (:mod:`ctda.api_store`, jobs in :mod:`ctda.api_jobs`), reports and jobs on files
-(:mod:`ctda.api_reports`); this module is the one door, importing them all (``__all__``).
+(:mod:`ctda.api_reports`); this module is the one door to them all (``__all__``), importing
+each name's module on its first use (listing or querying stored runs loads no numpy or pandas).
 Analysis options are typed keyword arguments (``windows``, ``cross_thread``, ``mode``,
 ``rule_options``, or ``options=`` an :class:`AnalysisOptions` holding them all).
 
@@ -23,61 +24,182 @@ option, an unreadable file, an unknown run, a query that does not bind) is raise
 
 from __future__ import annotations
 
-from ctda import api_ui, api_views
-from ctda.analysis.breakdowns import Breakdowns, JobBreakdowns
-from ctda.analysis.engine import Analysis
-from ctda.analysis.report import Report
-from ctda.analysis.rules.context import RuleOptions
-from ctda.api_analysis import (
-    PathLike,
-    Reader,
-    analyze,
-    compare,
-    convert,
-    export,
-    named_queries,
-    opportunities,
-    optimisation_names,
-    optimisation_opportunities,
-    overrides,
-    read,
-    report,
-    run_names,
-    summarize,
-    validate,
-    whatif,
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ctda.analysis.breakdowns import Breakdowns, JobBreakdowns
+    from ctda.analysis.engine import Analysis
+    from ctda.analysis.report import Report
+    from ctda.analysis.rules.context import RuleOptions
+    from ctda.api_analysis import (
+        PathLike,
+        Reader,
+        analyze,
+        compare,
+        convert,
+        export,
+        opportunities,
+        optimisation_names,
+        optimisation_opportunities,
+        overrides,
+        read,
+        report,
+        run_names,
+        summarize,
+        validate,
+        whatif,
+    )
+    from ctda.api_jobs import JobSession
+    from ctda.api_reports import (
+        BREAKDOWN_KINDS,
+        HTA_VERSIONS,
+        HtaReport,
+        JobWhatif,
+        analyze_job,
+        breakdown_kinds,
+        hta_report,
+        whatif_job,
+    )
+    from ctda.api_store import RunLike, Source, StoreSession, breakdowns, named_queries, open_store
+    from ctda.api_ui import *  # noqa: F403  (what the UI asks of a store)
+    from ctda.api_views import *  # noqa: F403  (what the UI draws from an analysis)
+    from ctda.errors import CtdaError
+    from ctda.ingest.errors import TraceError
+    from ctda.ingest.merge import MergeSummary, merge_processes
+    from ctda.ingest.native import reader_name as reader_in_use
+    from ctda.ingest.summary import TraceSummary
+    from ctda.ingest.table import EventTable
+    from ctda.options import AnalysisOptions, OptionError, validate_options
+    from ctda.queries.limits import QueryLimits
+    from ctda.queries.loader import NamedQuery, QueryError
+    from ctda.store.base import QueryResult, RunInfo, StoreError
+    from ctda.store.config import Target
+    from ctda.store.ingest import Ingested, check_run_name
+    from ctda.store.runs import StoredRun
+    from ctda.whatif.indb import InDbResult
+    from ctda.whatif.scenario import Scenario
+    from ctda.whatif.select import Override, SelectionError
+    from ctda.whatif.selfcheck import SelfCheck, floor_check
+
+#: where each public name lives: :func:`__getattr__` imports that module on first use, so
+#: ``ctda.api.open_store`` costs the store's session and not the engine (numpy, pandas,
+#: numba), which loads with the first function that analyses or re-times
+_WHERE = {
+    **dict.fromkeys(("Breakdowns", "JobBreakdowns"), "ctda.analysis.breakdowns"),
+    "Analysis": "ctda.analysis.engine",
+    "Report": "ctda.analysis.report",
+    "RuleOptions": "ctda.analysis.rule_options",
+    **dict.fromkeys(
+        (
+            "PathLike",
+            "Reader",
+            "analyze",
+            "compare",
+            "convert",
+            "export",
+            "opportunities",
+            "optimisation_names",
+            "optimisation_opportunities",
+            "overrides",
+            "read",
+            "report",
+            "run_names",
+            "summarize",
+            "validate",
+            "whatif",
+        ),
+        "ctda.api_analysis",
+    ),
+    "JobSession": "ctda.api_jobs",
+    **dict.fromkeys(
+        (
+            "BREAKDOWN_KINDS",
+            "HTA_VERSIONS",
+            "HtaReport",
+            "JobWhatif",
+            "analyze_job",
+            "breakdown_kinds",
+            "hta_report",
+            "whatif_job",
+        ),
+        "ctda.api_reports",
+    ),
+    **dict.fromkeys(
+        ("RunLike", "Source", "StoreSession", "breakdowns", "named_queries", "open_store"), "ctda.api_store"
+    ),
+    "CtdaError": "ctda.errors",
+    "TraceError": "ctda.ingest.errors",
+    **dict.fromkeys(("MergeSummary", "merge_processes"), "ctda.ingest.merge"),
+    "TraceSummary": "ctda.ingest.summary",
+    "EventTable": "ctda.ingest.table",
+    **dict.fromkeys(("AnalysisOptions", "OptionError", "validate_options"), "ctda.options"),
+    "QueryLimits": "ctda.queries.limits",
+    **dict.fromkeys(("NamedQuery", "QueryError"), "ctda.queries.loader"),
+    **dict.fromkeys(("QueryResult", "RunInfo", "StoreError"), "ctda.store.base"),
+    "Target": "ctda.store.config",
+    **dict.fromkeys(("Ingested", "check_run_name"), "ctda.store.ingest"),
+    "StoredRun": "ctda.store.runs",
+    "InDbResult": "ctda.whatif.indb",
+    "Scenario": "ctda.whatif.scenario",
+    **dict.fromkeys(("Override", "SelectionError"), "ctda.whatif.select"),
+    **dict.fromkeys(("SelfCheck", "floor_check"), "ctda.whatif.selfcheck"),
+}
+#: names bound under another name in their module
+_RENAMED = {"reader_in_use": ("ctda.ingest.native", "reader_name")}
+#: what the UI asks of a store and draws from an analysis (their modules' ``__all__``,
+#: listed here so that naming them loads neither; a test holds the lists equal)
+UI_NAMES = (
+    "GraphCycleError",
+    "LoadedRun",
+    "NamedQuery",
+    "QueryError",
+    "QueryParam",
+    "QueryResult",
+    "StoreError",
+    "StoreFacts",
+    "StoredRun",
+    "TraceError",
+    "guess_param",
+    "load_run",
+    "named_query_text",
+    "run_class_shares",
+    "store_facts",
+    "store_stamp",
+    "trace_reader",
+    "whatif_stored_job",
 )
-from ctda.api_jobs import JobSession
-from ctda.api_reports import (
-    BREAKDOWN_KINDS,
-    HTA_VERSIONS,
-    HtaReport,
-    JobWhatif,
-    analyze_job,
-    breakdown_kinds,
-    hta_report,
-    whatif_job,
+VIEWS_NAMES = (
+    "CLASSES",
+    "GAP_NAMES",
+    "GROUP_KINDS",
+    "Comparison",
+    "Names",
+    "OptimisationError",
+    "Override",
+    "SelectionError",
+    "Side",
+    "Windows",
+    "blind_spots",
+    "class_ns",
+    "class_table",
+    "difference_notes",
+    "edge_type_name",
+    "lane_labels",
+    "launch_queue",
+    "memory_series",
+    "optimisation_specs",
+    "retime",
+    "rule_docs",
+    "select_group",
+    "step_pairs",
+    "whatif_candidates",
+    "window_table",
 )
-from ctda.api_store import RunLike, Source, StoreSession, breakdowns, open_store
-from ctda.api_ui import *  # noqa: F403  (what the UI asks of a store)
-from ctda.api_views import *  # noqa: F403  (what the UI draws from an analysis)
-from ctda.errors import CtdaError
-from ctda.ingest.errors import TraceError
-from ctda.ingest.merge import MergeSummary, merge_processes
-from ctda.ingest.native import reader_name as reader_in_use
-from ctda.ingest.summary import TraceSummary
-from ctda.ingest.table import EventTable
-from ctda.options import AnalysisOptions, OptionError, validate_options
-from ctda.queries.limits import QueryLimits
-from ctda.queries.loader import NamedQuery, QueryError
-from ctda.store.base import QueryResult, RunInfo, StoreError
-from ctda.store.config import Target
-from ctda.store.ingest import Ingested, check_run_name
-from ctda.store.runs import StoredRun
-from ctda.whatif.indb import InDbResult
-from ctda.whatif.scenario import Scenario
-from ctda.whatif.select import Override, SelectionError
-from ctda.whatif.selfcheck import SelfCheck, floor_check
+for _name in UI_NAMES:
+    _WHERE.setdefault(_name, "ctda.api_ui")  # a name also imported above keeps its lighter home
+for _name in VIEWS_NAMES:
+    _WHERE.setdefault(_name, "ctda.api_views")
 
 __all__ = [
     "BREAKDOWN_KINDS",
@@ -143,4 +265,20 @@ __all__ = [
     "whatif",
     "whatif_job",
 ]
-__all__ += [*api_ui.__all__, *api_views.__all__]
+__all__ += [*UI_NAMES, *VIEWS_NAMES]
+
+
+def __getattr__(name: str) -> Any:
+    """Import the module a public name lives in, on first use (then cache it here)."""
+    if name in ("api_ui", "api_views"):
+        return importlib.import_module(f"ctda.{name}")
+    module, attr = _RENAMED.get(name) or (_WHERE.get(name), name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), attr)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -32,8 +32,6 @@ from ctda.ingest.summary import TraceSummary
 from ctda.ingest.summary import summarize as summarize_table
 from ctda.ingest.table import EventTable
 from ctda.options import AnalysisOptions, OptionError
-from ctda.queries import loader
-from ctda.queries.loader import NamedQuery
 from ctda.store.ingest import default_name
 from ctda.whatif import compare as cmp
 from ctda.whatif import optimisations
@@ -223,11 +221,6 @@ def compare(
     against a measured side). Labels default to the trace files and scenario names."""
     la, lb = labels or (_label(a, "a"), _label(b, "b"))
     return cmp.compare(_side(a, la), _side(b, lb))
-
-
-def named_queries() -> dict[str, NamedQuery]:
-    """The named Cypher queries shipped with ctda, by name."""
-    return loader.load_all()
 
 
 def run_names(paths: Sequence[PathLike], run: str | None = None) -> list[str]:

@@ -5,19 +5,24 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ctda.analysis.engine import Analysis
-from ctda.ingest.reader import read_trace
-from ctda.ingest.table import EventTable
 from ctda.options import AnalysisOptions, OptionError, RuleOptions, parse_step, validate_options
-from ctda.whatif import compare as cmp
-from ctda.whatif.scenario import Scenario
-from ctda.whatif.select import SelectionError
 
-Reader = Callable[[Path], EventTable]
+if TYPE_CHECKING:
+    # the checks a stored run's listing or query uses load none of the engine (numpy,
+    # pandas): the checks on analyses and scenarios import it when they run
+    from ctda.analysis.engine import Analysis
+    from ctda.ingest.table import EventTable
+    from ctda.whatif import compare as cmp
+    from ctda.whatif.scenario import Scenario
+
+Reader = Callable[[Path], "EventTable"]
 
 
 def read_with(path: Path, reader: Reader | None) -> EventTable:
+    from ctda.ingest.reader import read_trace
+
     return reader(path) if reader is not None else read_trace(path)
 
 
@@ -32,6 +37,8 @@ def top(top: int) -> None:
 
 
 def strings(values: Sequence[str], what: str) -> list[str]:
+    from ctda.whatif.select import SelectionError
+
     if isinstance(values, str):  # one selection given bare
         return [values]
     if not all(isinstance(v, str) for v in values):
@@ -47,6 +54,9 @@ def is_file(path: Path) -> bool:
 
 
 def label(x: Analysis | Scenario | cmp.Side, default: str) -> str:
+    from ctda.whatif import compare as cmp
+    from ctda.whatif.scenario import Scenario
+
     if isinstance(x, Scenario):
         return x.name
     if isinstance(x, cmp.Side):
@@ -55,6 +65,9 @@ def label(x: Analysis | Scenario | cmp.Side, default: str) -> str:
 
 
 def side(x: Analysis | Scenario | cmp.Side, label: str) -> cmp.Side:
+    from ctda.whatif import compare as cmp
+    from ctda.whatif.scenario import Scenario
+
     if isinstance(x, cmp.Side):
         return x
     if isinstance(x, Scenario):

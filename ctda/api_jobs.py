@@ -8,20 +8,42 @@ one back as the :class:`~ctda.job.report.JobReport` its analysis gave.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from ctda.analysis.rules.context import RuleOptions
 from ctda.api_checks import analysis_options
 from ctda.api_checks import top as check_top
-from ctda.job.report import JobReport
 from ctda.options import AnalysisOptions
-from ctda.store.base import Store, StoreError
+from ctda.store.base import StoreError
 from ctda.store.config import Target
-from ctda.store.job_ingest import JobIngested
-from ctda.store.job_model import JobInfo, report_from
+
+if TYPE_CHECKING:
+    from ctda.analysis.rule_options import RuleOptions
+    from ctda.job.report import JobReport
+    from ctda.store.base import Store
+    from ctda.store.job_ingest import JobIngested
+    from ctda.store.job_model import JobInfo
 
 __all__ = ["JobInfo", "JobIngested", "JobReport", "JobSession"]
+
+#: the job types this module re-exports, loaded on first use: they bring the job model
+#: (numpy, pandas), which a session that lists runs or queries never needs
+_EXPORTS = {
+    "JobInfo": "ctda.store.job_model",
+    "JobIngested": "ctda.store.job_ingest",
+    "JobReport": "ctda.job.report",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
 
 
 class JobSession:
@@ -80,6 +102,8 @@ class JobSession:
     def job(self, name: str, top: int = 10) -> JobReport:
         """The report of stored job ``name``, read back from the store: the tables its
         analysis gave (``top`` rows of the path's items)."""
+        from ctda.store.job_model import report_from
+
         with self._open() as s:
             info = s.find_job(name)
             if info is None:

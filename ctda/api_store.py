@@ -10,14 +10,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ctda.analysis.breakdowns import Breakdowns, JobBreakdowns
-from ctda.analysis.engine import Analysis
-from ctda.analysis.report import Report
-from ctda.analysis.rules.context import RuleOptions
-from ctda.api_analysis import PathLike, Reader, analyze, export, overrides, run_names, whatif
-from ctda.api_checks import analysis_options
+from ctda.api_checks import Reader, analysis_options
 from ctda.api_checks import is_file as _is_file
 from ctda.api_checks import label as _label
 from ctda.api_checks import side as _side
@@ -32,17 +27,34 @@ from ctda.store import backends
 from ctda.store.base import QueryResult, RunInfo, StoreError
 from ctda.store.base import Store as Backend
 from ctda.store.config import Target, resolve
-from ctda.store.ingest import Ingested, check_run_name
-from ctda.store.runs import StoredRun, open_run
-from ctda.whatif import compare as cmp
-from ctda.whatif import indb, optimisations
-from ctda.whatif.indb import InDbResult
-from ctda.whatif.scenario import Scenario
-from ctda.whatif.select import SelectionError
 
-#: what a what-if, export or comparison can start from: a stored run name, a trace file,
-#: or an analysis already in memory
-RunLike = str | Path | Analysis
+if TYPE_CHECKING:
+    # listing runs and querying them load none of these (numpy, pandas, the engine): each
+    # method that analyses, re-times or compares imports what it uses when it runs
+    from ctda.analysis.breakdowns import Breakdowns, JobBreakdowns
+    from ctda.analysis.engine import Analysis
+    from ctda.analysis.report import Report
+    from ctda.analysis.rule_options import RuleOptions
+    from ctda.api_analysis import PathLike
+    from ctda.store.ingest import Ingested
+    from ctda.store.runs import StoredRun
+    from ctda.whatif import compare as cmp
+    from ctda.whatif.indb import InDbResult
+    from ctda.whatif.scenario import Scenario
+
+    #: what a what-if, export or comparison can start from: a stored run name, a trace
+    #: file, or an analysis already in memory
+    RunLike = str | Path | Analysis
+
+
+def __getattr__(name: str) -> Any:
+    # ``RunLike`` names the engine's Analysis class, so it is built on first use
+    if name == "RunLike":
+        from ctda.analysis.engine import Analysis
+
+        value = globals()["RunLike"] = str | Path | Analysis
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass
@@ -118,6 +130,8 @@ class StoreSession(JobSession):
 
         The options and the run names are checked before any file is read.
         """
+        from ctda.api_analysis import run_names
+        from ctda.store.ingest import check_run_name
         from ctda.store.ingest import ingest as store_ingest
 
         opts = analysis_options(options, windows, cross_thread, mode, rule_options)
@@ -217,6 +231,10 @@ class StoreSession(JobSession):
 
     def load(self, source: RunLike) -> Source:
         """An analysis in memory as is, a trace file analysed now, or a stored run."""
+        from ctda.analysis.engine import Analysis
+        from ctda.api_analysis import analyze
+        from ctda.store.runs import open_run
+
         if isinstance(source, Analysis):
             return Source(_label(source, "analysis"), source)
         path = Path(source)
@@ -258,6 +276,10 @@ class StoreSession(JobSession):
         """:func:`whatif` on a stored run or a trace file. ``cypher`` (a named query, a
         ``.cypher`` file or text, with ``params``; ``$run`` is bound) selects events of a
         stored run; the scenario is stored with the run when ``save``."""
+        from ctda.api_analysis import whatif
+        from ctda.whatif import optimisations
+        from ctda.whatif.select import SelectionError
+
         src = self.load(source)
         rows, label = self._rows(src, cypher, params)
         try:
@@ -283,6 +305,10 @@ class StoreSession(JobSession):
         """The what-if of :meth:`whatif`, re-timed by the Neo4j store itself (the
         ``ctda.replay`` procedure); stored with the run like any scenario when ``save``.
         Runs with a GIL-contention model are re-timed without it (``contention_ignored``)."""
+        from ctda.api_analysis import overrides
+        from ctda.whatif import indb
+        from ctda.whatif.select import SelectionError
+
         src = self.load(run)
         stored = _stored(src, "--in-db")
         rows, label = self._rows(src, cypher, params)
@@ -310,6 +336,8 @@ class StoreSession(JobSession):
 
     def export(self, source: RunLike, out: PathLike, scenario: str | None = None) -> int:
         """Write a run's timeline (or one of its stored scenarios) for Perfetto."""
+        from ctda.api_analysis import export
+
         if scenario:
             return export(self.scenario(str(source), scenario), out)
         return export(self.analysis(source), out)
@@ -317,9 +345,15 @@ class StoreSession(JobSession):
     def compare(self, a: RunLike | Scenario, b: RunLike | Scenario) -> cmp.Comparison:
         """Two runs, trace files, analyses or scenarios; ``RUN@SCENARIO`` names a stored
         scenario (a prediction, compared with a measured side it gets an error)."""
+        from ctda.whatif import compare as cmp
+
         return cmp.compare(self._side(a), self._side(b))
 
     def _side(self, spec: RunLike | Scenario) -> cmp.Side:
+        from ctda.analysis.engine import Analysis
+        from ctda.whatif import compare as cmp
+        from ctda.whatif.scenario import Scenario
+
         if isinstance(spec, (Analysis, Scenario)):
             return _side(spec, _label(spec, "analysis"))
         base, at, scen = str(spec).partition("@")
@@ -327,6 +361,11 @@ class StoreSession(JobSession):
             return cmp.Side(str(spec), self.analysis(spec))
         sc = self.scenario(base, scen)
         return cmp.Side(str(spec), sc.analysis, predicted=True, of=sc.base)
+
+
+def named_queries() -> dict[str, loader.NamedQuery]:
+    """The named Cypher queries shipped with ctda, by name."""
+    return loader.load_all()
 
 
 def open_store(db: PathLike | Target | None = None, *, reader: Reader | None = None) -> StoreSession:
@@ -337,6 +376,8 @@ def open_store(db: PathLike | Target | None = None, *, reader: Reader | None = N
 
 
 def _stored(src: Source, what: str) -> StoredRun:
+    from ctda.whatif.select import SelectionError
+
     if src.run is None:
         raise SelectionError(f"{what} needs a stored run, and {src.label} is not one (ingest it first)")
     return src.run
@@ -347,6 +388,9 @@ def breakdowns(
 ) -> Breakdowns | JobBreakdowns:
     """HTA's breakdowns of device time, each tied to the critical path: of a stored run (in
     ``db``), a trace file analysed on the fly, or every rank of a job's directory."""
+    from ctda.analysis.breakdowns import Breakdowns, JobBreakdowns
+    from ctda.api_analysis import analyze
+
     path = Path(source)
     if path.is_dir():  # a job: every rank's breakdowns, a rank column first
         from ctda.job.load import job_files

@@ -1,7 +1,9 @@
 """``ctda --help`` starts in a fraction of a second: building every command's help loads no
 numba, pandas, pyarrow or numpy, and no command's help (``ctda runs --help``, ``ctda query
 --help``) loads Pydantic either (figures: ``make bench``, suite ``startup``); the names the
-help lists without the engine are the registries' own."""
+help lists without the engine are the registries' own. Listing the runs of an embedded store
+and querying it load only the store's own driver: none of the engine, the other backend's
+driver or Pydantic."""
 
 from __future__ import annotations
 
@@ -9,6 +11,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+import ctda
 from ctda.analysis import breakdowns, modes, names
 from ctda.analysis.rules import registry
 
@@ -18,6 +23,20 @@ HEAVY = ("numba", "pandas", "pyarrow", "numpy")
 #: the Neo4j driver, Pydantic (which newer typer converts option values with) and the
 #: library behind ctda.api (bound lazily: ctda.api_store runs only when the API is used)
 NOT_AT_START = (*HEAVY, "neo4j", "pydantic", "ctda.api_store", "ctda.store")
+#: what listing or querying stored runs must not load: the engine (and the HTA mode), the
+#: run model, the Neo4j driver for an embedded store, Pydantic; and the embedded driver,
+#: which a listing loads (the test says so) and a query leaves to its worker process
+NOT_FOR_STORED = (
+    *HEAVY,
+    "neo4j",
+    "pydantic",
+    "ladybug",
+    "ctda.analysis.engine",
+    "ctda.analysis.hta",
+    "ctda.api_analysis",
+    "ctda.store.model",
+)
+SMALL = REPO / "tests" / "data" / "hta" / "simple_add_param_benchmark.json.gz"
 
 
 def test_building_the_cli_loads_no_engine() -> None:
@@ -39,14 +58,14 @@ def test_help_names_are_the_registries() -> None:
     assert tuple(breakdowns.KINDS) == names.BREAKDOWN_KINDS
 
 
-def _loaded(*args: str) -> tuple[list[str], str]:
-    """Run ``ctda ARGS`` in a fresh interpreter: the modules of :data:`NOT_AT_START` it
-    loaded (each a package or a submodule of one), and its output."""
+def _loaded(*args: str, watch: tuple[str, ...] = NOT_AT_START) -> tuple[list[str], str]:
+    """Run ``ctda ARGS`` in a fresh interpreter: the modules of ``watch`` it loaded (each a
+    package or a submodule of one, or a module of ctda), and its output."""
     code = (
         "import sys; from ctda.cli.app import main; sys.argv = ['ctda', *sys.argv[1:]]\n"
         "try:\n    main()\nexcept SystemExit as e:\n    assert not e.code, e.code\n"
         f"print(sorted({{m.split('.')[0] if m.split('.')[0] != 'ctda' else m for m in sys.modules}}"
-        f" & set({NOT_AT_START!r})), file=sys.stderr)"
+        f" & set({watch!r})), file=sys.stderr)"
     )
     res = subprocess.run(
         [sys.executable, "-c", code, *args], cwd=REPO, capture_output=True, text=True, timeout=120
@@ -62,6 +81,29 @@ def test_command_help_loads_no_library() -> None:
         loaded, out = _loaded(command, "--help")
         assert loaded == [], command
         assert "--db" in out and "--format" in out, command
+    loaded, out = _loaded("--help")
+    assert loaded == [] and "ingest" in out and "query" in out
+
+
+def test_help_is_rich_without_markdown() -> None:
+    """typer's help module is imported without rich's Markdown and traceback modules (see
+    ctda.cli.helpfmt), and the help it prints is byte for byte what it prints with them."""
+    loaded, _ = _loaded("--help", watch=("markdown_it", "pygments"))
+    assert loaded == []
+    for args in (["--help"], ["query", "--help"], ["query", "--bogus"]):
+        res = [
+            subprocess.run(
+                [sys.executable, "-c", f"{pre}from ctda.cli.app import main; main()", *args],
+                cwd=REPO,
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
+            for pre in ("", "import rich.markdown, rich.traceback; ")
+        ]
+        assert res[0].stdout == res[1].stdout and res[0].stderr == res[1].stderr, args
+        assert res[0].returncode == res[1].returncode == (2 if "--bogus" in args else 0), args
+    assert "Usage" in res[0].stderr and "--bogus" in res[0].stderr
     loaded, _ = _loaded("--max-trace-bytes", "1G", "runs", "--help")
     assert loaded == []
 
@@ -80,3 +122,47 @@ def test_typed_option_values_still_convert() -> None:
         timeout=120,
     )
     assert res.returncode == 2 and "xml" in res.stderr and "Traceback" not in res.stderr
+
+
+@pytest.fixture(scope="module")
+def stored_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An embedded store holding one run (``small``) of a shipped trace."""
+    db = tmp_path_factory.mktemp("startup") / "runs.lbug"
+    with ctda.open_store(db) as store:
+        (done,) = store.ingest(SMALL, run="small")
+    assert done.stored and done.run.events > 0
+    return db
+
+
+def test_listing_runs_loads_only_the_store_driver(stored_db: Path) -> None:
+    """``ctda runs`` on an embedded store with a run in it opens the store (so Ladybug is
+    loaded) and prints the run, without the engine, Arrow, the run model, Pydantic or the
+    Neo4j driver."""
+    loaded, out = _loaded("runs", "--db", str(stored_db), watch=NOT_FOR_STORED)
+    assert loaded == ["ladybug"]
+    with ctda.open_store(stored_db) as store:
+        (run,) = store.runs()
+    assert run.name == "small" and f"{run.events:,}" in out and f"{run.edges:,}" in out
+
+
+def test_querying_loads_no_library(stored_db: Path) -> None:
+    """``ctda query NAME --param k=v`` checks the query and hands it to its worker process
+    (which opens the store): the command itself loads none of the engine, Pydantic or either
+    store driver, and prints the rows the API answers. Listing the named queries neither."""
+    loaded, out = _loaded(
+        "query",
+        "--db",
+        str(stored_db),
+        "hotspots_by_name",
+        "--param",
+        "run=small",
+        "-p",
+        "top=3",
+        watch=NOT_FOR_STORED,
+    )
+    assert loaded == []
+    with ctda.open_store(stored_db) as store:
+        rows = store.query("hotspots_by_name", {"run": "small", "top": "3"}).records()
+    assert len(rows) == 3 and all(str(r["cp_ns"]) in out for r in rows)
+    loaded, out = _loaded("query", "--list", watch=NOT_FOR_STORED)
+    assert loaded == [] and "hotspots_by_name" in out

@@ -3,17 +3,19 @@
 Newer typer converts every option value with a Pydantic ``TypeAdapter``, built the first
 time an option is processed: the first command-line option of a run (``--db``, or the root's
 ``--max-trace-bytes`` that every command passes through) imports Pydantic and its plugin
-loader, about a quarter of a second of start-up. Most values need no converting: a string
-for a ``str`` option, or an option's own default (``Format.table`` for ``--format``). Those
-are returned as they are, exactly what the adapter returns for them; every other value
-(``--top 5``, ``--format json``, a path, a list) goes to typer's own coercion, built on first
-use, so conversions and error messages stay typer's. An older typer has no such coercion and
-is left alone.
+loader, about a quarter of a second of start-up. Most values need no converting: an option
+not given (None, which typer's coercion answers itself: None, or ``()`` for a repeatable
+option), a string for a ``str`` option, strings for a repeatable ``list[str]`` option
+(``--param k=v``, answered as a new list, as the adapter does), or an option's own default
+(``Format.table`` for ``--format``). Those are returned as typer's coercion returns them;
+every other value (``--top 5``, ``--format json``, a path, a list of paths) goes to typer's
+own coercion, built on first use, so conversions and error messages stay typer's. An older
+typer has no such coercion and is left alone.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, get_args, get_origin
 
 import typer
 
@@ -26,16 +28,20 @@ class _Deferred:
         self.real: Any = None
         info = descriptor.parameter_info
         self.plain = descriptor.file_annotation is None and info.parser is None and not descriptor.is_ranged
+        # a repeatable string option (``--param k=v``): typer's adapter answers a new list
+        self.strings = self.plain and get_origin(descriptor.annotation) is list
+        self.strings = self.strings and get_args(descriptor.annotation) == (str,)
 
     def coerce(self, value: Any, param: Any, ctx: Any) -> Any:
+        if value is None:  # an option not given: typer's coercion answers before any adapter
+            return () if param.multiple or param.nargs == -1 else None
         annotation = self.descriptor.annotation
         # ``type(...) is``: a subclass (bool for int) still takes typer's path
-        if (
-            self.plain
-            and (value is None or type(value) is annotation)
-            and not (param.multiple or param.nargs != 1)
-        ):
+        if self.plain and type(value) is annotation and not (param.multiple or param.nargs != 1):
             return value
+        multi = param.multiple and param.nargs == 1
+        if self.strings and multi and isinstance(value, (list, tuple)) and all(type(v) is str for v in value):
+            return list(value)
         if self.real is None:
             from typer._coercion import build_runtime_param
 

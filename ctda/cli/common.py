@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from ctda import options
-from ctda.cli import coercion
+from ctda.cli import coercion, helpfmt
 from ctda.errors import CtdaError
 from ctda.render.output import Format, visible
 
@@ -40,6 +40,7 @@ def _flags_show_no_type() -> None:
 
 _flags_show_no_type()
 coercion.install()
+helpfmt.install()
 app = typer.Typer(
     name="ctda",
     help="Critical path analysis for PyTorch profiler (Kineto) traces, across threads and GPU streams.",

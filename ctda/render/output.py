@@ -21,6 +21,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import re
 import sys
 from collections.abc import Callable, Iterable, Sequence
@@ -35,9 +36,9 @@ from rich.text import Text
 if TYPE_CHECKING:
     import pandas as pd
 
-# numpy is imported where a value is read, not at the top: the command line imports this
-# module to build its help, which must not pay for numpy (a value is numpy's only once the
-# library has imported it anyway)
+# numpy is never imported here: the command line imports this module to build its help, and
+# renders stored runs and query rows (plain Python values) without the engine; a value is
+# numpy's only once the library has loaded numpy anyway (see _numpy_is)
 
 
 class Format(str, Enum):
@@ -269,10 +270,8 @@ def shown(value: Any, col: Col) -> str:
     """A cell as a reader sees it (table and md)."""
     if isinstance(value, Shown):
         return clip(value.text)
-    import numpy as np
-
     kind = col.kind
-    if value is None or (isinstance(value, float) and np.isnan(value) and kind != "cell"):
+    if value is None or (isinstance(value, float) and math.isnan(value) and kind != "cell"):
         return ""
     if kind == "ms":
         return f"{float(value) / 1e6:,.3f}"
@@ -285,7 +284,7 @@ def shown(value: Any, col: Col) -> str:
     if kind == "f3":
         return f"{float(value):,.3f}"
     if kind in ("num", "cell"):
-        if isinstance(value, (float, np.floating)):
+        if isinstance(value, float) or _numpy_is(value, "floating"):
             return f"{float(value):.6g}"
         if isinstance(value, (dict, list)):
             return clip(json.dumps(value, default=str))
@@ -341,21 +340,24 @@ def records(section: Section) -> list[dict[str, Any]]:
     return [{k: _raw(v) for k, v in zip(keys, row, strict=True)} for row in section.rows]
 
 
-def _raw(value: Any) -> Any:
-    import numpy as np
+def _numpy_is(value: Any, kind: str) -> bool:
+    """Whether ``value`` is a numpy ``kind`` (``np.generic``, ``np.ndarray``...). Only a
+    process that loaded numpy can hold one, so a listing of stored runs never imports it."""
+    np = sys.modules.get("numpy")
+    return np is not None and isinstance(value, getattr(np, kind))
 
+
+def _raw(value: Any) -> Any:
     value = value.value if isinstance(value, Shown) else value
-    if isinstance(value, np.generic):
+    if _numpy_is(value, "generic"):
         return value.item()
     return value
 
 
 def _json_default(value: Any) -> Any:
-    import numpy as np
-
-    if isinstance(value, np.generic):
+    if _numpy_is(value, "generic"):
         return value.item()
-    if isinstance(value, np.ndarray):
+    if _numpy_is(value, "ndarray"):
         return value.tolist()
     return str(value)
 

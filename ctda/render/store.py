@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ctda.queries.loader import NamedQuery
 from ctda.render.output import Col, Document, Section, Shown
-from ctda.store.base import QueryResult, RunInfo
-from ctda.store.job_model import JobInfo
+
+if TYPE_CHECKING:  # types only: the job model would load the engine's tables
+    from ctda.queries.loader import NamedQuery
+    from ctda.store.base import QueryResult, RunInfo
+    from ctda.store.job_model import JobInfo
 
 RUN_COLS = [
     Col("name", "name"),

@@ -17,18 +17,16 @@ import time
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
-
 from ctda.store import migrate, schema
 from ctda.store.contract import Engine, Progress, QueryResult, RefusedQuery, Run, RunInfo
 from ctda.store.faults import FaultCounter, StoreError
 from ctda.store.job_flows import JobFlows
-from ctda.store.model import RunData
 from ctda.store.schema import COMPLETE, DELETING, META_KEY, PENDING
 
 if TYPE_CHECKING:
     from ctda.queries.gate import Level
     from ctda.queries.limits import QueryLimits
+    from ctda.store.model import RunData  # a write's: listing and querying load no Arrow
 
 __all__ = ["Progress", "QueryResult", "RefusedQuery", "Run", "RunInfo", "Store", "StoreError"]
 
@@ -143,6 +141,8 @@ class Store(JobFlows, Engine):
         """Bulk-write the run's events, edges, scenario, windows and paths, ticking ``faults``
         per table. Each insert may commit on its own: the run stays invisible until
         :meth:`_flip`, and a failure removes it (:meth:`_forget`)."""
+        import pyarrow as pa
+
         tables = data.keyed(rid)
         total = data.n_rows
 

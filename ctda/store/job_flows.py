@@ -12,12 +12,14 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ctda.store import schema
 from ctda.store.faults import FaultCounter, StoreError
-from ctda.store.job_model import JobData, JobInfo, job_rows
 from ctda.store.schema import COMPLETE, DELETING, META_KEY, PENDING
+
+if TYPE_CHECKING:
+    from ctda.store.job_model import JobData, JobInfo
 
 Progress = Callable[[int, int], None]
 
@@ -67,6 +69,8 @@ class JobFlows:
     # --- reads --------------------------------------------------------------------------
     def jobs(self, include_incomplete: bool = False) -> list[JobInfo]:
         """Jobs by name; only complete ones unless asked."""
+        from ctda.store.job_model import JobInfo  # the job model loads the engine's tables
+
         if self._absent():
             return []
         labels = self._both("Job") if include_incomplete else ["Job"]
@@ -161,6 +165,8 @@ class JobFlows:
         """Write the job pending, its runs and tables, then flip it; ``written`` receives
         the ids as they are allocated (-1: the job, each rank: its run), so a failure
         anywhere knows what to remove."""
+        from ctda.store.job_model import job_rows
+
         jid = written[-1] = self._allocate_job(data)
         run_ids: dict[int, int] = {}
         total, done = data.n_rows, 0

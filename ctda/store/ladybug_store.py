@@ -20,9 +20,7 @@ import time
 from collections.abc import Callable, Iterator
 from decimal import Decimal
 from pathlib import Path
-from typing import Any, TypeVar
-
-import pyarrow as pa
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ctda.queries.gate import GateError, Level
 from ctda.queries.limits import QueryLimitError, QueryLimits
@@ -30,6 +28,9 @@ from ctda.store import migrate, schema
 from ctda.store.backends import register
 from ctda.store.base import QueryResult, Run, Store, StoreError
 from ctda.store.config import Target
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 T = TypeVar("T")
 
@@ -141,15 +142,15 @@ class LadybugStore(Store):
     )
 
     def __init__(self, path: str | Path, *, read_only: bool = False) -> None:
-        import ladybug
-
         self.path = Path(path).expanduser()
         self.read_only = read_only
         self._db: Any = None
         self._conn: Any = None
         self._in_write = False  # inside _whole_write: transactions join it
         if read_only and not self.path.exists():
-            return  # an empty store: nothing ingested yet
+            return  # an empty store: nothing ingested yet (and no driver to load)
+        import ladybug
+
         if not read_only:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         self._db = _open(self.path, read_only)

@@ -14,14 +14,13 @@ creates when missing, so the step itself moves no rows.
 
 from __future__ import annotations
 
-from typing import Any
-
-import numpy as np
-import pyarrow as pa
+from typing import TYPE_CHECKING, Any
 
 from ctda.errors import CtdaError
 from ctda.store import schema
-from ctda.store.model import breakdown_rows, keyed_rows, path_segments
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 #: schema 1's paths with what a segment needs of its window (Ladybug returns Arrow)
 V1_PATHS = (
@@ -34,6 +33,12 @@ V1_PATHS = (
 def v1_segments(paths: pa.Table) -> dict[str, pa.Table]:
     """Segment, HAS_SEGMENT and CP rows (ready for COPY) for schema 1's ``paths``
     (the columns of :data:`V1_PATHS`)."""
+    # the engine's tables load only for a migration: a reader asks :func:`outdated` alone
+    import numpy as np
+    import pyarrow as pa
+
+    from ctda.store.model import path_segments
+
     out: dict[str, list[pa.Table]] = {"Segment": [], "HAS_SEGMENT": [], "CP": []}
     keys = paths.column("window_key").to_numpy(zero_copy_only=False).astype(str)
     wkeys, w = np.unique(keys, return_inverse=True)
@@ -85,6 +90,7 @@ def backfill_breakdowns(store: Any) -> None:
     """Give every run of a store older than the breakdown tables its rows, computed from the
     analysis snapshot stored with it (a run without one keeps none: re-ingest it)."""
     from ctda.analysis import snapshot
+    from ctda.store.model import breakdown_rows, keyed_rows
 
     for run in store.runs(include_incomplete=True):
         blob = store.get_blob(run.id, "snapshot")

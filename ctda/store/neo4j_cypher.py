@@ -6,11 +6,12 @@ conversion (kept apart from the store's flows in :mod:`ctda.store.neo4j_store`).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
-
-import pyarrow as pa
+from typing import TYPE_CHECKING, Any
 
 from ctda.store import schema
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 
 def schema_statements() -> list[str]:
@@ -62,6 +63,8 @@ def param_lists(
     table: pa.Table, columns: list[str], lo: int, hi: int, skip: tuple[str, ...] = ()
 ) -> dict[str, list[Any]]:
     """Parameter lists ``p0..pk`` of rows [lo, hi); numpy's tolist is the fast path."""
+    import pyarrow as pa  # a write's: the store's reads need no Arrow
+
     out: dict[str, list[Any]] = {}
     for k, c in enumerate(columns):
         if c in skip:

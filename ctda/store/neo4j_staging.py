@@ -16,14 +16,15 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
-
-import pyarrow as pa
+from typing import TYPE_CHECKING, Any
 
 from ctda.store import schema
 from ctda.store.contract import Run
 from ctda.store.faults import FaultCounter
 from ctda.store.neo4j_cypher import delete_steps, publish_steps
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 HEARTBEAT_S = 5.0
 DELETE_BATCH = 5000

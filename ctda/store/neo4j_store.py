@@ -24,10 +24,7 @@ import os
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from typing import Any, TypeVar
-
-import numpy as np
-import pyarrow as pa
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ctda.queries.gate import Level
 from ctda.queries.limits import QueryLimitError, QueryLimits
@@ -36,8 +33,6 @@ from ctda.store.backends import register
 from ctda.store.base import Progress, QueryResult, Run, RunInfo, Store, StoreError
 from ctda.store.config import Target
 from ctda.store.faults import FaultCounter
-from ctda.store.job_model import JobInfo
-from ctda.store.model import RunData, Segments, int_column, path_segments
 from ctda.store.neo4j_cypher import (
     create_nodes,
     create_rels,
@@ -49,6 +44,14 @@ from ctda.store.neo4j_cypher import (
 )
 from ctda.store.neo4j_staging import DELETE_BATCH, Heartbeat, Staging
 from ctda.store.schema import DELETING, PENDING
+
+if TYPE_CHECKING:
+    # numpy, Arrow and the run model load with a write (listing runs and querying need none)
+    import numpy as np
+    import pyarrow as pa
+
+    from ctda.store.job_model import JobInfo
+    from ctda.store.model import RunData, Segments
 
 T = TypeVar("T")
 
@@ -254,6 +257,8 @@ class Neo4jStore(Staging, Store):
                 raise StoreError(f"lost connection to Neo4j at {self.uri}: {first_line(exc)}") from None
 
     def _load(self, rid: int, data: RunData, faults: FaultCounter, progress: Progress | None) -> None:
+        from ctda.store.model import int_column, path_segments
+
         tables = data.keyed(rid)
         beat = Heartbeat(self, rid)
         total, done = data.n_rows, 0
@@ -314,6 +319,8 @@ class Neo4jStore(Staging, Store):
 
     def _segments(self, segs: Segments, win_ids: np.ndarray) -> np.ndarray:
         """Segment nodes under their windows, in batches; their internal ids, in row order."""
+        import numpy as np
+
         rows = segs.rows.to_pylist()
         ids = np.zeros(len(rows), dtype=np.int64)
         for lo in range(0, len(rows), NODE_BATCH):
@@ -343,6 +350,8 @@ class Neo4jStore(Staging, Store):
         ``same`` holds properties with one value for every node (sent once per batch);
         ``staged``: under the staging label (a run being written).
         """
+        import numpy as np
+
         same = same or {}
         query = create_nodes(label, {p: p for p in same}, self._at(label.name) if staged else label.name)
         ids = np.zeros(table.num_rows, dtype=np.int64)
@@ -407,6 +416,8 @@ class Neo4jStore(Staging, Store):
 
     def _scenario(self, rid: int, data: RunData, windows: pa.Table) -> np.ndarray:
         """Scenario, its windows and links in one transaction; returns window node ids."""
+        import numpy as np
+
         scen = dict(data.scenario, run_id=rid, key=schema.scenario_key(rid, data.scenario["name"]))
         rows = self._write(
             f"MATCH (r:{self._at('Run')} {{id: $rid}}) "
