@@ -108,6 +108,20 @@ def test_help_is_rich_without_markdown() -> None:
     assert loaded == []
 
 
+def test_help_survives_a_typer_that_takes_more_from_rich() -> None:
+    """A typer whose help module imports a name the stand-ins lack still gets rich's real
+    modules (the import is done again the ordinary way), never a failed import."""
+    code = (
+        "import sys, ctda.cli.helpfmt as h; "
+        "h.DEFERRED = (('rich.markdown', 'Markdown'), ('rich.traceback', 'NotInRich')); h.install(); "
+        "import typer.rich_utils as r; "
+        "print(r.Traceback.__module__, r.Markdown.__module__, type(sys.modules['rich.markdown']).__name__)"
+    )
+    res = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.split() == ["rich.traceback", "rich.markdown", "module"]
+
+
 def test_typed_option_values_still_convert() -> None:
     """A value that needs converting (``--format json`` to the enum) takes typer's own
     coercion, which then loads Pydantic: the fast path above only skips values that are

@@ -60,10 +60,20 @@ class _Loader(importlib.abc.Loader):
                 sys.modules[name] = stub
         try:
             self.real.exec_module(module)
+        except ImportError:
+            # a typer that takes more from these modules than the stand-ins offer: import
+            # it the ordinary way (slower help, never a broken one)
+            self._drop(placed)
+            placed = {}
+            self.real.exec_module(module)
         finally:
-            for name, stub in placed.items():
-                if sys.modules.get(name) is stub:
-                    del sys.modules[name]
+            self._drop(placed)
+
+    @staticmethod
+    def _drop(placed: dict[str, types.ModuleType]) -> None:
+        for name, stub in placed.items():
+            if sys.modules.get(name) is stub:
+                del sys.modules[name]
 
 
 class _Finder(importlib.abc.MetaPathFinder):
