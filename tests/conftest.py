@@ -58,8 +58,17 @@ def corpus_traces() -> list[Path]:
     return paths
 
 
-#: the helper below: the tests that call it with a corpus trace run by trace on one worker
-SHARED_ANALYSIS = "corpus_analysis"
+#: the helpers below: the tests that call them with a corpus trace run by trace on one worker
+SHARED_TRACE = frozenset({"corpus_table", "corpus_analysis"})
+
+
+@functools.cache
+def corpus_table(path: Path) -> Any:
+    """``read_trace(path)`` once per process for every module checking a real trace (each
+    trace's tests share a worker, see :func:`analysis_group`); not to be changed."""
+    from ctda.ingest.reader import read_trace
+
+    return read_trace(path)
 
 
 @functools.cache
@@ -69,9 +78,8 @@ def corpus_analysis(path: Path) -> Any:
     analysis of the whole corpus cost about 20 s of CPU, paid once instead of once per module
     and worker."""
     from ctda.analysis.engine import analyze
-    from ctda.ingest.reader import read_trace
 
-    return analyze(read_trace(path))
+    return analyze(corpus_table(path))
 
 
 def axis_labels(axis: dict[str, Any]) -> list[str]:
@@ -263,13 +271,15 @@ def shared_ingest_last(items: list[pytest.Item]) -> list[pytest.Item]:
 
 
 def analysis_group(item: pytest.Item) -> str | None:
-    """The group of a test that reads the shared analysis (:data:`SHARED_ANALYSIS`) of the
-    corpus trace it is parametrised with: one per trace, so that the trace's tests of every
-    module run on the worker that analyses it, and the traces still spread over the workers."""
-    if CORPUS is None or SHARED_ANALYSIS not in _item_reach(item)[0]:
+    """The group of a test that reads the shared table or analysis (:data:`SHARED_TRACE`) of
+    the corpus trace it is parametrised with (a path, or a MANIFEST row): one per trace, so
+    that the trace's tests of every module run on the worker that reads it, and the traces
+    still spread over the workers."""
+    if CORPUS is None or not SHARED_TRACE & _item_reach(item)[0]:
         return None
     params = getattr(getattr(item, "callspec", None), "params", {}).values()
-    paths = [Path(v) for v in params if isinstance(v, (str, os.PathLike)) and _under_corpus(v)]
+    rows = [CORPUS / v["path"] for v in params if isinstance(v, dict) and isinstance(v.get("path"), str)]
+    paths = [Path(v) for v in params if isinstance(v, (str, os.PathLike)) and _under_corpus(v)] + rows
     return f"analysis:{paths[0].relative_to(CORPUS)}" if paths else None
 
 
