@@ -58,6 +58,30 @@ def corpus_traces() -> list[Path]:
     return paths
 
 
+#: the helpers below: the tests that call them with a corpus trace run by trace on one worker
+SHARED_TRACE = frozenset({"corpus_table", "corpus_analysis"})
+
+
+@functools.cache
+def corpus_table(path: Path) -> Any:
+    """``read_trace(path)`` once per process for every module checking a real trace (each
+    trace's tests share a worker, see :func:`analysis_group`); not to be changed."""
+    from ctda.ingest.reader import read_trace
+
+    return read_trace(path)
+
+
+@functools.cache
+def corpus_analysis(path: Path) -> Any:
+    """``analyze(read_trace(path))`` once per process for every module checking a real trace's
+    analysis (each trace's tests share a worker, see :func:`analysis_group`): the read and the
+    analysis of the whole corpus cost about 20 s of CPU, paid once instead of once per module
+    and worker."""
+    from ctda.analysis.engine import analyze
+
+    return analyze(corpus_table(path))
+
+
 def axis_labels(axis: dict[str, Any]) -> list[str]:
     """The labels a canvas timeline's row axis shows, in the order of its ``values``: its
     label expression maps each value to a label (``datum.value === v ? "label" : ...``)."""
@@ -162,8 +186,10 @@ def _kinds(item: pytest.Item) -> set[str]:
     return {v for v in params.values() if isinstance(v, str) and v in STORE_KINDS}
 
 
+@functools.cache  # asked for by the tiers and by the xdist groups, once per test
 def _item_reach(item: pytest.Item) -> tuple[set[str], list[Any]]:
-    """:func:`_reach` of the test's function and of every fixture it uses."""
+    """:func:`_reach` of the test's function and of every fixture it uses (not to be changed:
+    the answer is shared)."""
     fixtures = set(getattr(item, "fixturenames", ()))
     funcs = [getattr(item, "function", None)]
     info = getattr(item, "_fixtureinfo", None)
@@ -217,6 +243,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         # Every other test is free to run wherever a worker is idle, which balances the tiers.
         if "neo4j" in tiers:
             item.add_marker(pytest.mark.xdist_group("neo4j"))
+        elif group := analysis_group(item):
+            item.add_marker(pytest.mark.xdist_group(group))
         elif shares_a_fixture(item):
             item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
     items[:] = shared_ingest_last(items)
@@ -240,6 +268,19 @@ def shared_ingest_last(items: list[pytest.Item]) -> list[pytest.Item]:
     rest = [i for i in items if id(i) not in moved]
     last = max((k for k, i in enumerate(rest) if i.get_closest_marker("neo4j") is not None), default=-1)
     return rest[: last + 1] + readers + rest[last + 1 :]
+
+
+def analysis_group(item: pytest.Item) -> str | None:
+    """The group of a test that reads the shared table or analysis (:data:`SHARED_TRACE`) of
+    the corpus trace it is parametrised with (a path, or a MANIFEST row): one per trace, so
+    that the trace's tests of every module run on the worker that reads it, and the traces
+    still spread over the workers."""
+    if CORPUS is None or not SHARED_TRACE & _item_reach(item)[0]:
+        return None
+    params = getattr(getattr(item, "callspec", None), "params", {}).values()
+    rows = [CORPUS / v["path"] for v in params if isinstance(v, dict) and isinstance(v.get("path"), str)]
+    paths = [Path(v) for v in params if isinstance(v, (str, os.PathLike)) and _under_corpus(v)] + rows
+    return f"analysis:{paths[0].relative_to(CORPUS)}" if paths else None
 
 
 def shares_a_fixture(item: pytest.Item) -> bool:

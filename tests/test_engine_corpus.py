@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from functools import cache
 from pathlib import Path
 
 import numpy as np
@@ -11,15 +10,15 @@ import pytest
 from ctda.analysis.engine import Analysis, AnalysisOptions, analyze
 from ctda.analysis.propagate import path_to
 from ctda.ingest.reader import read_trace
-from tests.conftest import SKIP_CORPUS, corpus_traces
+from tests.conftest import SKIP_CORPUS, corpus_analysis, corpus_traces
 
 TRACES = corpus_traces()
 IDS = [f"{p.parent.name}/{p.name}" for p in TRACES]
 
 
-@cache
 def _analysis(path: Path) -> Analysis:
-    return analyze(read_trace(path))
+    a: Analysis = corpus_analysis(path)
+    return a
 
 
 def _has_ops(a: Analysis) -> bool:

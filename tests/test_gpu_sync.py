@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import statistics
-from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +24,7 @@ from ctda.whatif.invariant import chains, device_floor, waits_of
 from ctda.whatif.scenario import retime, run
 from ctda.whatif.select import parse_scale
 from tests import synth
-from tests.conftest import CORPUS, SKIP_CORPUS, corpus_traces
+from tests.conftest import CORPUS, SKIP_CORPUS, corpus_analysis, corpus_traces
 
 GEMM_US, N_GEMM, PREP_US = 1280, 12, 3000
 SYNC_RULES = {"sync_recorded", "sync_inferred", "blocking_copy"}
@@ -194,9 +193,9 @@ IDS = [f"{p.parent.name}/{p.name}" for p in ALL]
 GPU = _gpu_traces()
 
 
-@cache
 def _analysis(path: Path) -> Analysis:
-    return analyze(read_trace(path))
+    a: Analysis = corpus_analysis(path)
+    return a
 
 
 @SKIP_CORPUS

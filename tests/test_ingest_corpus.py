@@ -17,7 +17,7 @@ from ctda.ingest.kinds import Kind
 from ctda.ingest.reader import read_trace
 from ctda.ingest.summary import BLOCKING_CALLS, summarize
 from ctda.ingest.table import EventTable
-from tests.conftest import CORPUS, SKIP_CORPUS, manifest_rows
+from tests.conftest import CORPUS, SKIP_CORPUS, corpus_table, manifest_rows
 
 MANIFEST_CPU_CATS = {
     "cpu_op",
@@ -120,7 +120,7 @@ def _rows() -> list[dict[str, str]]:
 @pytest.mark.parametrize("row", _rows(), ids=lambda r: r["path"])
 def test_manifest_counts(row: dict[str, str]) -> None:
     assert CORPUS is not None
-    table = read_trace(CORPUS / row["path"])
+    table = corpus_table(CORPUS / row["path"])
     got = manifest_counts(table)
     for col in COUNT_COLUMNS:
         assert got[col] == int(row[col]), col
@@ -139,7 +139,7 @@ def _generated() -> list[Path]:
 @pytest.mark.parametrize("path", _generated(), ids=lambda p: p.name)
 def test_generated_traces(path: Path) -> None:
     expected = GENERATED[path.name.split(".")[0]]
-    table = read_trace(path)
+    table = corpus_table(path)
     got = manifest_counts(table)
     keys = ("n_trace_events", "n_complete_X_events", "n_flow_events", "n_cpu_threads", "n_ProfilerStep")
     assert tuple(got[k] for k in keys) == expected
@@ -191,7 +191,7 @@ def _manifest_sync(text: str) -> dict[str, int]:
 @pytest.mark.parametrize("row", _rows(), ids=lambda r: r["path"])
 def test_inspect_summary_matches_manifest(row: dict[str, str]) -> None:
     assert CORPUS is not None
-    summary = summarize(read_trace(CORPUS / row["path"]))
+    summary = summarize(corpus_table(CORPUS / row["path"]))
     assert len(summary.steps) == int(row["n_ProfilerStep"])
     assert summary.span_ms == pytest.approx(float(row["time_span_ms"]), abs=1.5e-3)
     # sync: every blocking call and cuda_sync kind ctda reports (the manifest lists

@@ -105,6 +105,8 @@ def assert_same_report(got: JobReport, want: JobReport) -> None:
 
 
 def test_a_stored_job_answers_with_its_report(target: Target) -> None:
+    """Read back, the job is its report; written again it is left alone, replaced whole with
+    ``force`` (a failed forced write changes nothing), and removed whole."""
     done = store_job(target)
     assert done.stored and done.report is not None
     want = done.report
@@ -156,25 +158,23 @@ def test_a_stored_job_answers_with_its_report(target: Target) -> None:
     assert not again.stored and again.job.id == done.job.id
     assert counts(target) == before
 
+    # --force replaces the job whole, and a forced write that fails changes nothing (one
+    # ingest of the job serves every check of this test: each costs a whole job write)
+    with pytest.raises(InjectedFault):
+        store_job(target, force=True, fail_after=3)
+    assert counts(target) == before
+    assert api.open_store(target).job(NAME).steps.equals(want.steps)
+    forced = store_job(target, force=True)
+    assert forced.stored and forced.job.id != done.job.id
+    assert counts(target) == before  # the old job and its runs are gone
+    assert [j.id for j in api.open_store(target).jobs(include_incomplete=True)] == [forced.job.id]
+
     # a run of a job goes only with its job; the job takes everything with it
     with pytest.raises(StoreError, match="belongs to job"):
         session.rm(f"{NAME}/r0")
     session.rm(NAME)
     left = counts(target)
     assert all(n == 0 for n in left.values()), left
-
-
-def test_force_replaces_a_job_and_a_failed_write_changes_nothing(target: Target) -> None:
-    first = store_job(target)
-    before = counts(target)
-    with pytest.raises(InjectedFault):
-        store_job(target, force=True, fail_after=3)
-    assert counts(target) == before
-    assert api.open_store(target).job(NAME).steps.equals(first.report.steps)  # type: ignore[union-attr]
-    again = store_job(target, force=True)
-    assert again.stored and again.job.id != first.job.id
-    assert counts(target) == before  # the old job and its runs are gone
-    assert [j.id for j in api.open_store(target).jobs(include_incomplete=True)] == [again.job.id]
 
 
 def test_a_partial_job_names_its_missing_ranks(target: Target) -> None:

@@ -191,6 +191,10 @@ def test_neo4j_server_killed_mid_write(
                 killed.wait(300)
 
         monkeypatch.setattr(FaultCounter, "tick", hold)
+        # the writer's driver gives up on the dead server after a second instead of 15 s per
+        # transaction it tries there (about 30 s in all): how the writer fails is under test,
+        # not how long its driver retried
+        monkeypatch.setenv("CTDA_NEO4J_RETRY_S", "1")
 
         def write() -> None:
             try:

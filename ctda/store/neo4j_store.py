@@ -57,6 +57,9 @@ T = TypeVar("T")
 
 #: a pending run whose heartbeat is older than this ($CTDA_STALE_S) is a dead writer's leftover
 STALE_S = 600.0
+#: seconds the driver retries a transaction that failed for a transient reason (the server
+#: gone or restarting) before the command fails ($CTDA_NEO4J_RETRY_S)
+RETRY_S = 15.0
 # Measured on a 2-core machine: small transactions cost the server less per row (its
 # transaction state stays small: less garbage collection) and three sessions keep it busy
 # while the client packs the next batches; 10k-node batches ran at half the rate.
@@ -110,13 +113,14 @@ class Neo4jStore(Staging, Store):
         self.read_only = read_only
         self.writers = max(1, writers)
         self._function_names: tuple[frozenset[str], frozenset[str]] | None = None
+        retry_s = float(os.environ.get("CTDA_NEO4J_RETRY_S", RETRY_S))
         try:
             self._driver = neo4j.GraphDatabase.driver(
                 uri,
                 auth=auth,
                 notifications_min_severity="OFF",  # id() is deprecated but the fastest endpoint lookup
                 connection_timeout=10.0,
-                max_transaction_retry_time=15.0,
+                max_transaction_retry_time=retry_s,
                 max_connection_pool_size=self.writers + 4,
             )
             self._driver.verify_connectivity()
