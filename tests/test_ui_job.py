@@ -316,3 +316,27 @@ def test_job_page_predicts_the_job_step(job_store: Path, monkeypatch: pytest.Mon
     # observed and predicted side by side, a pair of bars per step
     pairs = canvases(at)[-1][1]
     assert set(pairs.side) == {"observed", "predicted"} and len(pairs) == 2 * len(table)
+
+
+def test_a_job_stored_from_a_relative_path_is_predicted_from_elsewhere(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``ctda ingest job/`` in one directory, the UI started in another: the job's what-if
+    finds its ranks' trace files (stored absolute), not "the trace files ... are gone"."""
+    import shutil
+
+    from ctda import api
+
+    work, elsewhere = tmp_path / "work", tmp_path / "elsewhere"
+    shutil.copytree(SHIPPED, work / "job")
+    elsewhere.mkdir()
+    db = tmp_path / "store.lbug"
+    monkeypatch.chdir(work)
+    with open_store(db) as s:
+        s.ingest_job([Path("job")], executor="serial")
+    monkeypatch.chdir(elsewhere)
+    with open_store(db) as s:
+        files = sorted(r.file for r in s.runs())
+    assert files == [str(work / "job" / f.name) for f in sorted(SHIPPED.glob("rank*"))]
+    sc = api.whatif_stored_job(db, "job", ["rank=1=0.5"]).scenario
+    assert (sc.steps.predicted_ns < sc.steps.base_ns).all()

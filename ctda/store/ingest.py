@@ -64,8 +64,10 @@ def digest(path: Path) -> str:
 
 
 def run_data(a: Analysis, name: str, path: Path, sha: str) -> RunData:
-    """A run's rows with its analysis snapshot (what-ifs re-time the run from it)."""
-    data = build(a, name, str(path), sha)
+    """A run's rows with its analysis snapshot (what-ifs re-time the run from it). The
+    trace's path is stored absolute: a job's what-if reads its ranks' files again, from
+    whatever directory the store is opened in (symbolic links are kept as given)."""
+    data = build(a, name, str(path.absolute()), sha)
     data.blobs["snapshot"] = snapshot.dump(a)
     return data
 
