@@ -75,7 +75,13 @@ class Scenario:
     @property
     def n_changed(self) -> int:
         edges = [e.edges for e in self.effects if len(e.edges)]
-        return int(np.sum(self.factors != 1.0)) + (len(np.unique(np.concatenate(edges))) if edges else 0)
+        if not edges:
+            return int(np.sum(self.factors != 1.0))
+        # distinct edge ids by a mask, not np.unique's sort (0.2 s a call at 1M events)
+        ids = np.concatenate(edges)
+        seen = np.zeros(int(ids.max()) + 1, dtype=bool)
+        seen[ids] = True
+        return int(np.sum(self.factors != 1.0)) + int(seen.sum())
 
 
 def _on_path(a: Analysis) -> npt.NDArray[np.bool_]:
