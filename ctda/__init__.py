@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ctda import lazy
+
 __version__ = "0.1.0"
 
 #: name -> module that defines it
@@ -77,14 +79,8 @@ if TYPE_CHECKING:
     from ctda.options import AnalysisOptions, OptionError, validate_options
 
 
-def __getattr__(name: str) -> Any:
-    import importlib
+_lookup = lazy.exports(globals(), _EXPORTS, modules={"api": "ctda.api"})
 
-    if name == "api":
-        return importlib.import_module("ctda.api")
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'ctda' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+
+def __getattr__(name: str) -> Any:
+    return _lookup(name)

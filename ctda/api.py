@@ -24,8 +24,9 @@ option, an unreadable file, an unknown run, a query that does not bind) is raise
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
+
+from ctda import lazy
 
 if TYPE_CHECKING:
     from ctda.analysis.breakdowns import Breakdowns, JobBreakdowns
@@ -268,16 +269,12 @@ __all__ = [
 __all__ += [*UI_NAMES, *VIEWS_NAMES]
 
 
+_lookup = lazy.exports(globals(), _WHERE, _RENAMED, {m: f"ctda.{m}" for m in ("api_ui", "api_views")})
+
+
 def __getattr__(name: str) -> Any:
     """Import the module a public name lives in, on first use (then cache it here)."""
-    if name in ("api_ui", "api_views"):
-        return importlib.import_module(f"ctda.{name}")
-    module, attr = _RENAMED.get(name) or (_WHERE.get(name), name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), attr)
-    globals()[name] = value
-    return value
+    return _lookup(name)
 
 
 def __dir__() -> list[str]:

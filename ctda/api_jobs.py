@@ -8,11 +8,11 @@ one back as the :class:`~ctda.job.report.JobReport` its analysis gave.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ctda import lazy
 from ctda.api_checks import analysis_options
 from ctda.api_checks import top as check_top
 from ctda.options import AnalysisOptions
@@ -37,13 +37,11 @@ _EXPORTS = {
 }
 
 
+_lookup = lazy.exports(globals(), _EXPORTS)
+
+
 def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+    return _lookup(name)
 
 
 class JobSession:
