@@ -14,6 +14,15 @@ rank's timestamps. One refinement makes a changed
 run honest: a collective needs its transfer time after the last arrival whoever arrives
 last, so its non-binding in-edges (its own duration, the other ranks' arrivals) weigh up to
 the transfer observed on that rank instead of a fixed floor.
+
+A second refinement binds waits the worker thread closes late (``collective_wait_edges``):
+a thread of a rank that woke after a collective's last arrival but before the collective's
+event on gloo's thread closed was woken by that collective (gloo signals the waiting
+future, then is descheduled before it closes its profiler event). Nothing else ties the
+wake to the collective, so without these edges the wait would replay as the waiter's own
+work and hold a changed job at its observed length. They re-time predictions only
+(``JobGraph.model``): the observed job path stays the one the cross-rank stage walks over
+the ranks' skeletons, which know collectives, not wakes.
 """
 
 from __future__ import annotations
@@ -56,6 +65,16 @@ class JobGraph:
     dropped_cross: int = 0  # cross-rank edges the clocks could not make causal
     n_cross: int = 0
     n_issue: int = 0
+    #: the graph and weights what-ifs replay: ``graph`` plus the ``collective_wait`` edges
+    whatif_graph: cdg.Graph | None = None
+    whatif_calibration: Calibration | None = None
+
+    def model(self) -> tuple[cdg.Graph, Calibration]:
+        """The graph and calibration a what-if re-times (replaying them as observed is exact)."""
+        if self.whatif_graph is None or self.whatif_calibration is None:
+            return self.graph, self.calibration
+        return self.whatif_graph, self.whatif_calibration
+
     window_ends: I64 = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
     def job_node(self, rank: int, local_node: I64 | int) -> I64:
@@ -79,7 +98,12 @@ def build_job_graph(analyses: dict[int, Analysis], matching: Matching, offsets: 
     g = cdg.build(nodes, [*batches, issue, cross])
     ctxs = [(RuleContext(analyses[r].table, analyses[r].nodes), analyses[r].graph, base[r]) for r in ranks]
     cal = calibrate(g, union_floors(g, ctxs))
+    waits = collective_wait_edges(g, cal, matching, base, offsets)
     cal = _collective_floors(g, cal, matching, base, offsets)
+    wg, wcal = None, None
+    if len(waits):
+        wg = cdg.build(nodes, [*batches, issue, cross, waits])
+        wcal = _collective_floors(wg, calibrate(wg, union_floors(wg, ctxs)), matching, base, offsets)
     windows = {
         r: [_shift(w, base[r], analyses[r].nodes.n, n_total) for w in analyses[r].windows] for r in ranks
     }
@@ -101,6 +125,8 @@ def build_job_graph(analyses: dict[int, Analysis], matching: Matching, offsets: 
         n_cross=len(cross),
         n_issue=len(issue),
         window_ends=ends,
+        whatif_graph=wg,
+        whatif_calibration=wcal,
     )
 
 
@@ -184,17 +210,17 @@ def issue_edges(matching: Matching, base: dict[int, int]) -> EdgeBatch:
 def _collective_floors(
     g: cdg.Graph, cal: Calibration, matching: Matching, base: dict[int, int], offsets: ClockOffsets
 ) -> Calibration:
-    """Non-binding in-edges of a collective's completion weigh up to its observed transfer."""
+    """Non-binding in-edges of a collective's completion weigh up to its observed transfer,
+    and those of a wake it caused (``collective_wait``) up to the observed delay of the wake."""
     if len(matching.parts) == 0:
         return cal
-    p = matching.parts
-    ev, cid = _parts_nodes(matching, base)
-    t_arr = p.t_arrive.to_numpy() + p["rank"].map(offsets.offset).fillna(0).to_numpy(dtype=np.int64)
-    last = pd.Series(t_arr).groupby(cid).transform("max").to_numpy(dtype=np.int64)
+    ev, _, _, last = _arrivals(g, matching, base, offsets)
     done = g.nodes.time[2 * ev + 1]
     transfer = np.zeros(g.nodes.n, dtype=np.int64)
+    last_of = np.zeros(g.nodes.n, dtype=np.int64)
     is_coll = np.zeros(g.nodes.n, dtype=bool)
     transfer[ev] = np.maximum(done - last, 0)
+    last_of[ev] = last
     is_coll[ev] = True
     into = g.dst % 2 == 1
     owner_ev = np.where(into & (g.dst < 2 * g.nodes.n), g.dst // 2, 0)
@@ -202,7 +228,89 @@ def _collective_floors(
     sel &= (g.etype == EdgeType.CROSS_RANK) | (g.owner == owner_ev)
     w = cal.weight.copy()
     w[sel] = np.minimum(cal.gap[sel], np.maximum(cal.weight[sel], transfer[owner_ev[sel]]))
+    if "collective_wait" in g.rule_names:
+        cw = (g.rule == g.rule_names.index("collective_wait")) & ~cal.binding
+        delay = g.nodes.time[g.dst[cw]] - last_of[g.owner[cw]]
+        w[cw] = np.minimum(cal.gap[cw], np.maximum(cal.weight[cw], delay))
     return Calibration(weight=w, binding=cal.binding, gap=cal.gap)
+
+
+#: the shortest wait taken for a wake by a collective (shorter gaps are the waiter's own)
+MIN_WAIT_NS = 1_000_000
+
+
+def _arrivals(
+    g: cdg.Graph, matching: Matching, base: dict[int, int], offsets: ClockOffsets
+) -> tuple[I64, I64, I64, I64]:
+    """Per matched part: its job event, collective id, its arrival and the collective's last."""
+    p = matching.parts
+    ev, cid = _parts_nodes(matching, base)
+    t_arr = p.t_arrive.to_numpy() + p["rank"].map(offsets.offset).fillna(0).to_numpy(dtype=np.int64)
+    last = pd.Series(t_arr).groupby(cid).transform("max").to_numpy(dtype=np.int64)
+    return ev, cid, t_arr.astype(np.int64), last
+
+
+def collective_wait_edges(
+    g: cdg.Graph, cal: Calibration, matching: Matching, base: dict[int, int], offsets: ClockOffsets
+) -> EdgeBatch:
+    """Every participant's arrival -> a wake its collective caused but no edge explains.
+
+    A wake is the end of a binding gap or stretch of own time on another CPU thread of a
+    participating rank that arrived at least ``MIN_WAIT_NS`` before the last: the thread
+    went into it by the rank's arrival (within ``MIN_WAIT_NS``) and stayed until after the
+    last arrival, and left it before the collective's event closed or within
+    ``MIN_WAIT_NS`` after (no edge from the event's end binds it): the rank's first such
+    wake after the last arrival. A thread that kept computing through the wait began its
+    stretch later, and is left alone. The edges are ``CROSS_RANK`` and charged to the collective on the waking
+    rank; with the observed times the last arrival binds the wake and replay is unchanged.
+    """
+    empty = EdgeBatch.of([], [], EdgeType.CROSS_RANK, "collective_wait")
+    if len(matching.parts) == 0:
+        return empty
+    ev, cid, arrive, last = _arrivals(g, matching, base, offsets)
+    n = g.nodes
+    waited = (last - arrive >= MIN_WAIT_NS) & ~n.is_gpu[ev]
+    ev, cid, arrive, last = ev[waited], cid[waited], arrive[waited], last[waited]
+    inner = (g.src < 2 * n.n) & (g.dst < 2 * n.n)
+    timeline = np.isin(g.etype, [EdgeType.SEGMENT, EdgeType.DURATION, EdgeType.THREAD_SEQ])
+    k = np.flatnonzero(cal.binding & inner & timeline & (cal.gap >= MIN_WAIT_NS))
+    k = k[~n.is_gpu[g.dst[k] // 2]]
+    if len(k) == 0 or len(ev) == 0:
+        return empty
+    starts = np.array([base[r] for r in sorted(base)], dtype=np.int64)
+    rank_ix = np.searchsorted(starts, g.dst[k] // 2, side="right") - 1
+    # candidate wakes sorted by (rank, time): each part searches its rank's block
+    span = int(n.time.max() - n.time.min()) + 1
+    key = rank_ix * span + (n.time[g.dst[k]] - n.time.min())
+    order = np.argsort(key, kind="stable")
+    k, key = k[order], key[order]
+    p_rank = np.searchsorted(starts, ev, side="right") - 1
+    done = n.time[2 * ev + 1] + MIN_WAIT_NS
+    lo = np.searchsorted(key, p_rank * span + (last - n.time.min()), side="left")
+    hi = np.searchsorted(key, p_rank * span + (done - n.time.min()), side="left")
+    count = np.maximum(hi - lo, 0)
+    part = np.repeat(np.arange(len(ev)), count)
+    cand = k[np.repeat(lo, count) + (np.arange(count.sum()) - np.repeat(np.cumsum(count) - count, count))]
+    began = n.time[g.src[cand]]
+    ok = (began < last[part]) & (began <= arrive[part] + MIN_WAIT_NS)
+    ok &= n.lane[g.dst[cand] // 2] != n.lane[ev[part]]
+    part, cand = part[ok], cand[ok]
+    if len(part) == 0:
+        return empty
+    first = np.unique(part, return_index=True)[1]  # candidates are in time order per part
+    part, wake = part[first], g.dst[cand[first]]
+    # every participant of the part's collective arrives -> the wake
+    every, every_cid = _parts_nodes(matching, base)
+    frame = pd.DataFrame({"cid": every_cid, "arrive": 2 * every})
+    woke = pd.DataFrame({"cid": cid[part], "wake": wake, "owner": ev[part]})
+    pairs = woke.merge(frame, on="cid")
+    return EdgeBatch.of(
+        pairs.arrive.to_numpy(dtype=np.int64),
+        pairs.wake.to_numpy(dtype=np.int64),
+        EdgeType.CROSS_RANK,
+        "collective_wait",
+        owner=pairs.owner.to_numpy(dtype=np.int64),
+    )
 
 
 def _shift(w: Window, base: int, n_rank: int, n_total: int) -> Window:

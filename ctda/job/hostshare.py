@@ -72,7 +72,7 @@ def host_cores(job: Job, cpus: int) -> HostCores | None:
 def busy_edges(job: Job, cores: HostCores) -> tuple[I64, I64]:
     """The job graph's busy timeline edges and the index of each one's host in ``cores.hosts``."""
     jg = job.full()
-    g = jg.graph
+    g, _ = jg.model()
     e = _timeline_edges(g)
     own = g.owner[e]
     rx = re.compile(BLOCKING_FRAMES)
@@ -109,7 +109,7 @@ def share_weights(job: Job, cores: HostCores, weights: I64) -> tuple[I64, Timing
     """``weights`` (the scenario's, before sharing) re-timed for cores shared at the
     predicted times, and the replay they give."""
     jg = job.full()
-    g, cal, t = jg.graph, jg.calibration, jg.nodes.time
+    (g, cal), t = jg.model(), jg.nodes.time
     e, host = busy_edges(job, cores)
     per_host = np.array([cores.cores[h] for h in cores.hosts], dtype=np.float64)
     observed = mean_rates(t[g.src[e]], np.minimum(cal.weight[e], t[g.dst[e]] - t[g.src[e]]), host, per_host)

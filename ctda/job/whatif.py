@@ -187,13 +187,12 @@ def job_scenario(
     if not parts:
         raise SelectionError("a job what-if needs --scale or the straggler shorthand")
     f = host_factors(job, f)
-    w = scaled_weights(jg.calibration.weight, f, jg.graph.owner)
+    g, cal = jg.model()
+    w = scaled_weights(cal.weight, f, g.owner)
     cores = host_cores(job, cpus)
     notes = ["cores shared per host: not modelled (the traces record no core count; give --cpus)"]
     if cores is None:
-        timing = replay(
-            jg.graph, w, jg.calibration.binding, int(jg.nodes.time[jg.nodes.source]), jg.window_ends
-        )
+        timing = replay(g, w, cal.binding, int(jg.nodes.time[jg.nodes.source]), jg.window_ends)
     else:
         _, timing = share_weights(job, cores, w)
         notes = [cores.describe()]
