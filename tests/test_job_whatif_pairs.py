@@ -112,9 +112,9 @@ def recorded():  # type: ignore[no-untyped-def]
 
 def test_recorded_pairs(recorded) -> None:  # type: ignore[no-untyped-def]
     """Every recorded straggler job's ``--straggler-median`` prediction against the mean of
-    its world size's two balanced jobs (docs/jobs.md#job-what-ifs): mean miss 10.4 %, the
-    largest -25.3 % and +25.2 % (cores shared by three or four ranks on two, which the
-    default model does not re-time)."""
+    its world size's two balanced jobs (docs/jobs.md#job-what-ifs): mean miss 5.5 % (14.2 %
+    before the collective-wait edges and the job's straggler changed in every step), the
+    largest +11.5 % (a compute straggler on four ranks sharing two cores)."""
     from ctda.job.whatif import job_scenario
 
     errs = {}
@@ -125,18 +125,31 @@ def test_recorded_pairs(recorded) -> None:  # type: ignore[no-untyped-def]
         obs = np.mean([j.steps.job_step_ns.mean() for n, j in recorded.items() if f"{ws}_balanced" in n])
         errs[name] = job_scenario(job, median_straggler=True).mean_predicted_ns / obs - 1
     assert len(errs) == 8
-    assert np.mean(np.abs(list(errs.values()))) < 0.11, errs
-    assert max(abs(e) for e in errs.values()) < 0.27, errs
-    assert abs(errs["d_ws3_sleep60_r1"]) < 0.05 and abs(errs["d_ws2_sleep25_r0"]) < 0.05, errs
+    assert np.mean(np.abs(list(errs.values()))) < 0.065, errs
+    assert max(abs(e) for e in errs.values()) < 0.13, errs
+    close = {n for n, e in errs.items() if abs(e) < 0.05}
+    assert close == {"d_ws2_compute45_r0", "d_ws3_sleep30_r2", "d_ws3_sleep60_r1", "d_ws4_sleep20_r1"}, errs
 
 
-def test_waits_woken_before_gloo_closed_its_event(recorded) -> None:  # type: ignore[no-untyped-def]
-    """On d_ws3_sleep60_r1 DDP's final wait on ranks 0 and 2 ended up to 6 ms before gloo's
-    thread closed the all-reduce's event; bound to the collective (``collective_wait``) the
-    wait follows the straggler once its sleep is gone: 31.6 ms a step for the balanced
-    jobs' 32.1, where held as the waiter's own time it kept two steps at ~86 ms (44.2 ms).
-    One wait stays held (73 ms): rank 0 went into it 3.7 ms after its arrival, beyond the
-    1 ms the rule allows, and woke 0.65 ms after gloo closed the event."""
+def test_straggler_changed_in_steps_within_the_noise(recorded) -> None:  # type: ignore[no-untyped-def]
+    """d_ws4_compute25_r3: rank 3 is named in 9 of 20 steps (the others are within the
+    noise band) and its loop runs in all 20; the shorthand removes it in every step."""
+    from ctda.job import whatif
+
+    job = recorded["d_ws4_compute25_r3"]
+    assert (job.stragglers.straggler == 3).sum() == 9 and (job.stragglers.straggler < 0).sum() == 11
+    f = whatif.median_straggler_factors(job)
+    jg = job.full()
+    gone = np.flatnonzero(f == 0.0)
+    assert set(jg.rank_of[gone].tolist()) == {3}
+    assert (np.char.find(jg.names[gone].astype(str), "busy_loop") >= 0).sum() == 20
+
+
+def test_waits_woken_before_gloo_closed_its_event(recorded, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """On d_ws3_sleep60_r1 DDP's final wait woke before gloo's thread closed the all-reduce's
+    event in 8 of the 20 steps; bound to the collective (``collective_wait``) the wait
+    follows the straggler once its sleep is gone: 31.6 ms a step for the balanced jobs'
+    31.0 ms, where held as the waiter's own time it predicts 43.1 ms."""
     from ctda.analysis.propagate import replay
     from ctda.job.whatif import job_scenario
 
@@ -144,12 +157,12 @@ def test_waits_woken_before_gloo_closed_its_event(recorded) -> None:  # type: ig
     jg = job.full()
     g, cal = jg.model()
     waits = g.rule == g.rule_names.index("collective_wait")
-    assert waits.sum() >= 6 and (g.etype[waits] == 10).all()
+    assert len(np.unique(g.dst[waits & cal.binding])) == 8 and (g.etype[waits] == 10).all()
     # the observed times replay exactly through the what-if graph, and the observed path's
     # graph has no such edges (the cross-rank stage walks collectives, not wakes)
     t = replay(g, cal.weight, cal.binding, int(jg.nodes.time[jg.nodes.source]), jg.window_ends)
     assert np.array_equal(t.time, jg.nodes.time)
     assert "collective_wait" not in jg.graph.rule_names
-    sc = job_scenario(job, median_straggler=True)
-    assert 30e6 < sc.mean_predicted_ns < 33.5e6
-    assert sorted(sc.steps.predicted_ns)[-2] < 40e6 and (sc.steps.predicted_ns > 70e6).sum() == 1
+    assert 30e6 < job_scenario(job, median_straggler=True).mean_predicted_ns < 33e6
+    monkeypatch.setattr(jg, "whatif_graph", None)  # the waits held as the waiter's own time
+    assert job_scenario(job, median_straggler=True).mean_predicted_ns > 42e6

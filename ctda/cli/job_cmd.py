@@ -37,7 +37,9 @@ def whatif_job_cmd(
         " rank=R=F scales all of rank R.",
     ),
     straggler_median: bool = typer.Option(
-        False, "--straggler-median", help="Each step's straggler as fast as the median of the other ranks."
+        False,
+        "--straggler-median",
+        help="Each step's straggler (in steps within the noise, the job's) as fast as the median rank.",
     ),
     job: str | None = typer.Option(None, "--job", help="The job's name (default: the directory's)."),
     cpus: int = typer.Option(

@@ -108,7 +108,13 @@ def median_straggler_factors(job: Job, own: bool = True) -> F64:
     jg = job.full()
     f = np.full(jg.nodes.n, np.nan)
     comm = jg.event_cls == CLASS_CODE["communication"]
-    for label, strag in zip(job.stragglers.label.tolist(), job.stragglers.straggler.tolist()):
+    named = job.stragglers.straggler
+    # the job's straggler: a fix to its code applies to every step, also those where its
+    # lateness stayed within the noise band (none named: no rank is changed anywhere)
+    counts = np.bincount(named[named >= 0].to_numpy(dtype=np.int64)) if (named >= 0).any() else None
+    top = int(np.argmax(counts)) if counts is not None else -1
+    for label, strag in zip(job.stragglers.label.tolist(), named.tolist()):
+        strag = strag if strag >= 0 else top
         if strag < 0:
             continue
         keyed = {r: _step_events(job, r, str(label), comm) for r in jg.ranks}

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Record the job what-if pairs: DDP CPU jobs (gloo), each pinned to two cores of its own
 # (taskset), so every job runs as on a 2-core host while seven record at once on a larger
-# idle machine (SEQUENTIAL=1: one job at a time, on cores 0-1). Needs torch. usage: record_jobs.sh OUT_DIR
+# idle machine (SEQUENTIAL=1: one job at a time, on cores 0-1; STEPS=N profiled steps, 5 by
+# default). Needs torch. usage: record_jobs.sh OUT_DIR
 set -u
 out=${1:?usage: record_jobs.sh OUT_DIR}
 export CUDA_VISIBLE_DEVICES=  # CPU jobs: keep the GPU out of the traces
@@ -20,7 +21,7 @@ run_round() {  # name world straggler kind extra ... (5 fields per job), one job
   while [ $# -ge 5 ]; do
     local c=$((2 * slot)) port=$((29600 + 10 * slot))
     taskset -c "$c,$((c + 1))" python3 "$here/record.py" --out "$out" --job "$1" --world "$2" \
-      --straggler "$3" --kind "$4" --extra-ms "$5" --steps 5 --port "$port" > "$out/$1.log" 2>&1 &
+      --straggler "$3" --kind "$4" --extra-ms "$5" --steps "${STEPS:-5}" --port "$port" > "$out/$1.log" 2>&1 &
     pids+=($!); shift 5
     if [ "${SEQUENTIAL:-0}" = 1 ]; then wait "$!"; else slot=$((slot + 1)); fi
   done
