@@ -132,12 +132,15 @@ def test_recorded_pairs(recorded) -> None:  # type: ignore[no-untyped-def]
 
 
 def test_straggler_changed_in_steps_within_the_noise(recorded) -> None:  # type: ignore[no-untyped-def]
-    """d_ws4_compute25_r3: rank 3 is named in 9 of 20 steps (the others are within the
-    noise band) and its loop runs in all 20; the shorthand removes it in every step."""
+    """d_ws4_compute25_r3: rank 3 is named in 17 of 20 steps (late throughout the job by its
+    mean and median lateness; in the other 3 no rank is late once stalls are charged) and its
+    loop runs in all 20; the shorthand removes it in every step."""
     from ctda.job import whatif
 
     job = recorded["d_ws4_compute25_r3"]
-    assert (job.stragglers.straggler == 3).sum() == 9 and (job.stragglers.straggler < 0).sum() == 11
+    assert (job.stragglers.straggler == 3).sum() == 17 and (job.stragglers.straggler < 0).sum() == 3
+    quiet = job.stragglers.verdict[job.stragglers.straggler < 0]
+    assert (quiet == "no straggler: no rank arrived late").all()
     f = whatif.median_straggler_factors(job)
     jg = job.full()
     gone = np.flatnonzero(f == 0.0)

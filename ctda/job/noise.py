@@ -19,8 +19,10 @@ Definitions (``docs/jobs.md#straggler-significance``):
   ``u[r]`` per collective of the step. Ranks sharing the reference rank's host: 0.
 - The candidate ``c`` of step ``s`` is a straggler when its lateness is beyond the step's
   band, ``L[s, c] > K * sigma + clock`` (a one-step outlier), or when it is late throughout
-  the job: its mean lateness over the ``n`` steps beyond the band of a mean,
-  ``K * sigma / sqrt(n) + clock``, and ``L[s, c] > sigma + clock`` in this step.
+  the job: its mean and its median lateness over the ``n`` steps beyond the band of a mean,
+  ``K * sigma / sqrt(n) + clock`` (the median keeps one outlier step from making a rank late
+  throughout), and ``L[s, c] > clock`` in this step (it arrived last, beyond what the clocks
+  may move).
   Otherwise the step is *balanced*: no straggler, within the job's spread (the step band).
 """
 
@@ -102,6 +104,7 @@ def significance(strag: pd.DataFrame, noise: Noise) -> pd.DataFrame:
     out["candidate"] = out.straggler.astype(int)
     matrix = lateness_matrix(strag)
     means = matrix.mean(axis=0) if len(matrix) else pd.Series(dtype=float)
+    medians = matrix.median(axis=0) if len(matrix) else pd.Series(dtype=float)
     named, band, why, verdict = [], [], [], []
     for label, c, late_ns in zip(out.label.tolist(), out.candidate.tolist(), out.late_ns.tolist()):
         b = noise.step_band(str(label), c) if c >= 0 else K * noise.sigma_ns
@@ -110,8 +113,8 @@ def significance(strag: pd.DataFrame, noise: Noise) -> pd.DataFrame:
             w = "beyond the step's noise"
         elif (
             c >= 0
-            and float(means.get(c, 0.0)) > noise.mean_band(str(label), c)
-            and late_ns > noise.sigma_ns + noise.clock_ns.get((str(label), c), 0.0)
+            and min(float(means.get(c, 0.0)), float(medians.get(c, 0.0))) > noise.mean_band(label, c)
+            and late_ns > noise.clock_ns.get((str(label), c), 0.0)
         ):
             w = "late throughout the job"
         named.append(c if w else -1)
