@@ -17,7 +17,7 @@ Each function here is the one definition of its table; the report
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from functools import cached_property
 from typing import Any
 
@@ -169,6 +169,16 @@ class Windows:
 
 
 # --- per window and per class -----------------------------------------------------------
+
+
+def per_name(names: npt.NDArray[np.object_], fn: Callable[[str], Any], dtype: Any) -> npt.NDArray[Any]:
+    """``fn`` of every name, computed once per distinct name. Names are hashed, not sorted:
+    sorting a million Python strings (``np.unique``) took most of a rank's job stage, and
+    4-5 s a call of the what-if ranking on a 1M-event trace."""
+    codes, values = pd.factorize(np.asarray(names, dtype=object), use_na_sentinel=False)
+    lut = np.empty(len(values), dtype=dtype)
+    lut[:] = [fn(str(v)) for v in values]
+    return lut[codes]
 
 
 def sum_by(key: I64, values: npt.ArrayLike, size: int) -> I64:

@@ -214,7 +214,7 @@ def _collective_floors(
     and those of a wake it caused (``collective_wait``) up to the observed delay of the wake."""
     if len(matching.parts) == 0:
         return cal
-    ev, _, _, last = _arrivals(g, matching, base, offsets)
+    ev, _, _, last = _arrivals(matching, base, offsets)
     done = g.nodes.time[2 * ev + 1]
     transfer = np.zeros(g.nodes.n, dtype=np.int64)
     last_of = np.zeros(g.nodes.n, dtype=np.int64)
@@ -239,9 +239,7 @@ def _collective_floors(
 MIN_WAIT_NS = 1_000_000
 
 
-def _arrivals(
-    g: cdg.Graph, matching: Matching, base: dict[int, int], offsets: ClockOffsets
-) -> tuple[I64, I64, I64, I64]:
+def _arrivals(matching: Matching, base: dict[int, int], offsets: ClockOffsets) -> tuple[I64, I64, I64, I64]:
     """Per matched part: its job event, collective id, its arrival and the collective's last."""
     p = matching.parts
     ev, cid = _parts_nodes(matching, base)
@@ -267,7 +265,7 @@ def collective_wait_edges(
     empty = EdgeBatch.of([], [], EdgeType.CROSS_RANK, "collective_wait")
     if len(matching.parts) == 0:
         return empty
-    ev, cid, arrive, last = _arrivals(g, matching, base, offsets)
+    ev, cid, arrive, last = _arrivals(matching, base, offsets)
     n = g.nodes
     waited = (last - arrive >= MIN_WAIT_NS) & ~n.is_gpu[ev]
     ev, cid, arrive, last = ev[waited], cid[waited], arrive[waited], last[waited]

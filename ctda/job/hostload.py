@@ -38,9 +38,7 @@ The definitions (``docs/host-contention.md#definitions``, with inputs and limits
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -50,6 +48,7 @@ from ctda.analysis.classify import CLASS_CODE
 from ctda.analysis.contention import _intersect, _timeline_edges
 from ctda.analysis.engine import Analysis
 from ctda.analysis.rules.cross_thread import BLOCKING_FRAMES
+from ctda.analysis.tables import per_name
 from ctda.job.names import NameCodes
 
 I64 = npt.NDArray[np.int64]
@@ -118,15 +117,6 @@ class HostLoad:
 def bare(name: str) -> str:
     """One event name without object addresses."""
     return _ADDRESS.sub("", name)
-
-
-def per_name(names: npt.NDArray[np.object_], fn: Callable[[str], Any], dtype: Any) -> npt.NDArray[Any]:
-    """``fn`` of every name, computed once per distinct name. Names are hashed, not sorted:
-    sorting a million Python strings (``np.unique``) took most of a rank's job stage."""
-    codes, values = pd.factorize(np.asarray(names, dtype=object), use_na_sentinel=False)
-    lut = np.empty(len(values), dtype=dtype)
-    lut[:] = [fn(str(v)) for v in values]
-    return lut[codes]
 
 
 def normalize(names: npt.NDArray[np.object_]) -> npt.NDArray[np.object_]:

@@ -34,7 +34,7 @@ import numpy.typing as npt
 from ctda.analysis.contention import _timeline_edges
 from ctda.analysis.propagate import Timing, replay
 from ctda.analysis.rules.cross_thread import BLOCKING_FRAMES
-from ctda.job.hostload import per_name
+from ctda.analysis.tables import per_name
 from ctda.job.run import Job
 
 I64 = npt.NDArray[np.int64]

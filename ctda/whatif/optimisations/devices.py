@@ -8,14 +8,13 @@ ratios and the answer says so.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
-import pandas as pd
 
 from ctda.analysis.engine import Analysis
+from ctda.analysis.tables import per_name
 
 
 @dataclass(frozen=True)
@@ -73,22 +72,12 @@ def peaks_of(a: Analysis) -> tuple[Peaks, bool]:
     return dict(PEAKS)[DEFAULT], False
 
 
-def _per_name(names: npt.NDArray[np.object_], test: Callable[[str], int]) -> npt.NDArray[np.int8]:
-    """``test`` of every name, evaluated once per distinct name."""
-    if not len(names):
-        return np.zeros(0, np.int8)
-    # hashed, not sorted: np.unique over a million names copies them into fixed-width
-    # unicode and sorts it (4-5 s a call on a 1M-event trace, four calls per ranking)
-    codes, uniq = pd.factorize(np.asarray(names, dtype=object), use_na_sentinel=False)
-    return np.array([test(str(u)) for u in uniq], dtype=np.int8)[codes]
-
-
 def precision(names: npt.NDArray[np.object_]) -> npt.NDArray[np.int8]:
     """Per kernel name: 0 FP32 (CUDA cores), 1 TF32, 2 already half precision."""
-    return _per_name(names, lambda s: 2 if HALF.search(s) else (1 if TF32.search(s) else 0))
+    return per_name(names, lambda s: 2 if HALF.search(s) else (1 if TF32.search(s) else 0), np.int8)
 
 
 def is_matrix(names: npt.NDArray[np.object_]) -> npt.NDArray[np.bool_]:
     """Per kernel name: a compute-bound matrix product or convolution."""
     test = lambda s: int(bool(MATRIX.search(s)) and not MATRIX_MEMORY.search(s))  # noqa: E731
-    return _per_name(names, test).astype(bool)
+    return per_name(names, test, bool)
