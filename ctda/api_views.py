@@ -93,7 +93,7 @@ def retime(a: Analysis, overrides: Sequence[Override], *, name: str, apply: Sequ
 
 def optimisation_specs(a: Analysis) -> list[str]:
     """The named optimisations that apply to ``a``, as ``apply`` specs (``NAME[:ARG]``)."""
-    return [spec for o in optimisations.registry().values() for spec in o.specs_for(a)]
+    return optimisations.specs_for(a)
 
 
 def blind_spots(sc: Scenario) -> list[str]:
@@ -141,13 +141,14 @@ def select_group(a: Analysis, kind: str, value: str, factor: float) -> Override:
 CANDIDATE_COLUMNS = ["kind", "target", "factor", "saving_ns", "saving_share", "removed_ns", "assumptions"]
 
 
-def whatif_candidates(a: Analysis, top: int = 5) -> pd.DataFrame:
+def whatif_candidates(a: Analysis, top: int = 5, specs: Sequence[str] | None = None) -> pd.DataFrame:
     """What-ifs worth trying on ``a``, best first (``ctda opportunities``, one table): each
     of the ``top`` hotspots and each bound-by class on the path made 2x faster (``kind``
     hotspot or class, ``target`` its name, ``factor`` 0.5, ``removed_ns`` the saving if it
     were gone), and each named optimisation that applies (``kind`` optimisation, ``target``
     its spec for ``apply``, ``assumptions`` what it assumed). ``saving_ns``: the predicted
-    saving of the summed window time, ``saving_share`` of it."""
+    saving of the summed window time, ``saving_share`` of it. ``specs``: the named
+    optimisations to try (:func:`optimisation_specs`, when the caller has them), else all."""
     groups = opportunity_rank(a, top)
     rows: list[dict[str, Any]] = [
         {
@@ -171,7 +172,7 @@ def whatif_candidates(a: Analysis, top: int = 5) -> pd.DataFrame:
             "removed_ns": -1,
             "assumptions": list(r["assumptions"]),
         }
-        for r in by_optimisation(a).to_dict("records")
+        for r in by_optimisation(a, None if specs is None else list(specs)).to_dict("records")
     ]
     df = pd.DataFrame(rows, columns=CANDIDATE_COLUMNS)
     return df.sort_values("saving_ns", ascending=False, kind="stable").reset_index(drop=True)

@@ -147,10 +147,14 @@ def test_long_labels_are_cut_but_stay_distinct() -> None:
     assert list(fig.data[0].customdata) == list(labels)  # the full name when pointed at
 
 
-def test_dark_theme_swaps_the_path_colour_only() -> None:
-    from ctda.ui import charts, figures
+def test_the_straggler_mark_reads_on_every_cell_and_page() -> None:
+    """The Job heatmap's straggler outline is not themed by the server (a live theme switch
+    reruns nothing): it stands apart from every colour of the lateness scale and from light
+    and dark pages."""
+    from ctda.ui import jobcharts
 
-    spec = {"mark": {"stroke": charts.PATH_COLOR}, "encoding": {"color": {"value": "#4C78A8"}}}
-    assert figures.themed(spec, dark=False) is spec
-    dark = figures.themed(spec, dark=True)
-    assert dark == {"mark": {"stroke": charts.PATH_COLOR_DARK}, "encoding": {"color": {"value": "#4C78A8"}}}
+    backgrounds = [c for _, c in jobcharts.LATENESS_SCALE] + ["#FFFFFF", "#0E1117"]
+    apart = [float(np.linalg.norm(_lab(jobcharts.STRAGGLER_COLOR) - _lab(b))) for b in backgrounds]
+    assert min(apart) >= 80, apart
+
+

@@ -22,7 +22,8 @@ from ctda.ui.settings import DEFAULT_MAX_EVENTS, Settings, from_argv, to_argv
 def test_command_runs_streamlit_headless_on_the_app(tmp_path: Path) -> None:
     db = str(tmp_path / "s.lbug")
     cmd, _ = command(db, 8765, "127.0.0.1", 100, 3000, None)
-    assert cmd[1:4] == ["-m", "streamlit", "run"]
+    # Streamlit's own command line, run by the module that warms the engine first
+    assert cmd[1:4] == ["-m", "ctda.ui.serve", "run"]
     assert Path(cmd[4]).name == "app.py" and Path(cmd[4]).is_file()
     flags = dict(zip(cmd[5 : cmd.index("--") : 2], cmd[6 : cmd.index("--") : 2]))
     assert flags["--server.port"] == "8765"

@@ -70,6 +70,24 @@ def test_timeline_draws_critical_events_first_within_the_cap(simple: Analysis) -
     assert tops == sorted(tops)
 
 
+def test_lane_quota_is_each_lanes_longest_ties_to_the_earlier() -> None:
+    """The per-lane selection equals a full sort by (lane, longest first, earlier first),
+    ties at the quota's edge included."""
+    rng = np.random.default_rng(7)
+    n = 5000
+    lanes = rng.integers(0, 6, n).astype(np.int64)
+    lanes[lanes == 3] = 5  # a lane with no events
+    dur = rng.integers(0, 40, n).astype(np.int64)  # many equal durations
+    cand = np.sort(rng.choice(10 * n, n, replace=False)).astype(np.int64)
+    counts = np.bincount(lanes)
+    for quota in (1, 7, 300, n):
+        order = np.lexsort((-dur, lanes))
+        rank = np.arange(n) - np.searchsorted(lanes[order], lanes[order], side="left")
+        want = cand[order[rank < quota]]
+        got = frames._lane_longest(cand, lanes, dur, counts, quota)
+        assert np.array_equal(got, want), quota
+
+
 def test_timeline_of_a_scenario_uses_its_times(minitoy: Analysis) -> None:
     sc = run(minitoy, [parse_scale(minitoy, "class=launch_overhead=0")])
     base = frames.timeline(minitoy, 0, 1000, frames.Names(minitoy))

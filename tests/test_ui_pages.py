@@ -644,6 +644,14 @@ def test_guided_whatif_from_a_candidate_to_compare(env: Path) -> None:
     slider, typed = guide.widget_keys(at.session_state, 0)
     assert at.slider(key=slider).value == 0.25 == at.number_input(key=typed).value
     assert slider == "wi_f_0~2" and len(at.slider) == 1  # the previous one is gone
+    # a typed factor off the slider's notches is shown as typed, on finer notches
+    at.number_input(key=typed).set_value(0.333).run()
+    slider, typed = guide.widget_keys(at.session_state, 0)
+    assert at.slider(key=slider).value == 0.333 == at.number_input(key=typed).value
+    assert at.slider(key=slider).step == 0.001
+    at.number_input(key=typed).set_value(0.25).run()
+    slider, typed = guide.widget_keys(at.session_state, 0)
+    assert at.slider(key=slider).value == 0.25 and at.slider(key=slider).step == 0.05
     quarter = metric_ms(at.metric[1].value)
     at.checkbox(key="wi_rm_0").check().run()
     gone = api.retime(a, [api.select_group(a, "class", "cpu", 0.0)], name="x")

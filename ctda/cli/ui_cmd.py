@@ -44,7 +44,7 @@ def command(
     cmd = [
         sys.executable,
         "-m",
-        "streamlit",
+        "ctda.ui.serve",  # Streamlit's command line, after warming the engine (ctda.ui.warm)
         "run",
         str(script),
         "--server.port",

@@ -69,8 +69,9 @@ def read_trace(
     return derive(events, meta)
 
 
-def from_arrow(table: pa.Table) -> EventTable:
-    """The inverse of :meth:`EventTable.to_arrow`: events, lanes and metadata, flows bound again."""
+def from_arrow(table: pa.Table, flows: pd.DataFrame | None = None) -> EventTable:
+    """The inverse of :meth:`EventTable.to_arrow`: events, lanes and metadata; ``flows``
+    as bound before (an analysis snapshot keeps them), else bound again."""
     if any(c.num_chunks > 1 for c in table.columns):  # e.g. one chunk per row group
         table = table.unify_dictionaries().combine_chunks()
     md = table.schema.metadata or {}
@@ -79,7 +80,7 @@ def from_arrow(table: pa.Table) -> EventTable:
     meta = TraceMeta.from_json(md[b"ctda.meta"].decode())
     lanes = lanes_frame(md[b"ctda.lanes"])
     out = EventTable(events=table.replace_schema_metadata(None), lanes=lanes, flows=pd.DataFrame(), meta=meta)
-    out.flows = bind_flows(out)
+    out.flows = bind_flows(out) if flows is None else flows
     return out
 
 

@@ -31,7 +31,7 @@ CLASS_COLORS = dict(
 CLASS_PATTERNS = {"gpu_gap": "/"}
 #: the path's own style: critical events outlined in it, and thin connectors where the
 #: path jumps from one lane to another (no class uses a colour this dark); on a dark theme
-#: it is drawn in PATH_COLOR_DARK instead (see PATH_STROKE and ``figures.themed``)
+#: it is drawn in PATH_COLOR_DARK instead (see PATH_STROKE)
 PATH_COLOR = "#1B1B1B"
 PATH_COLOR_DARK = "#EDEDED"
 #: the path's colour in a Vega-Lite spec: picked by the browser as it draws, from the

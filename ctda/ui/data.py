@@ -423,4 +423,5 @@ def hotspots(tag: str, step: str, windows: tuple[int, ...], _a: Analysis) -> pd.
 @st.cache_resource(max_entries=8, show_spinner="Ranking what each change would save…")
 def whatif_candidates(tag: str, _a: Analysis) -> pd.DataFrame:
     """The run's what-if candidates, best first (:func:`ctda.api.whatif_candidates`)."""
-    return api.whatif_candidates(_a)
+    # the named optimisations the page offers anyway: found once, not again by the ranking
+    return api.whatif_candidates(_a, specs=optimisation_choices(tag, _a))

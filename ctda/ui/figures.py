@@ -9,13 +9,11 @@ only the JSON encoding.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
-from plotly.utils import PlotlyJSONEncoder
 
 from ctda.api import Analysis
 from ctda.ui import canvas, charts, data, explain, lanes
@@ -50,25 +48,6 @@ TIMELINE_HELP = (
 )
 
 
-def is_dark() -> bool:
-    """Whether the page is drawn in a dark theme (as the viewer's browser reports it)."""
-    try:
-        return st.context.theme.type == "dark"
-    except Exception:  # no browser behind this run (a test, a bare script)
-        return False
-
-
-def themed(spec: dict[str, Any], dark: bool | None = None) -> dict[str, Any]:
-    """``spec`` (a Plotly figure's dict) with the path's colour made visible on the page's
-    theme (``dark``: None asks the page): near-black marks vanish on a dark one. A Plotly
-    figure cannot pick its colours in the browser as a Vega-Lite spec does
-    (``charts.PATH_STROKE``), so it follows the theme the browser last reported."""
-    if not (is_dark() if dark is None else dark):
-        return spec
-    text = json.dumps(spec, cls=PlotlyJSONEncoder)
-    return dict(json.loads(text.replace(charts.PATH_COLOR, charts.PATH_COLOR_DARK)))
-
-
 def show(chart: canvas.Chart, key: str) -> None:
     """A canvas chart under its title (a line of the page, so it reads as text); its path
     colour follows the page's theme in the browser (``charts.PATH_STROKE``)."""
@@ -77,9 +56,10 @@ def show(chart: canvas.Chart, key: str) -> None:
 
 
 def plotly(fig: go.Figure, key: str) -> None:
-    """A Plotly figure drawn in the page's theme (see :func:`themed`), without a mode bar."""
-    shown: Any = themed(fig.to_dict(), True) if is_dark() else fig
-    st.plotly_chart(shown, width="stretch", key=key, config=CONFIG)
+    """A Plotly figure without a mode bar. Its own colours must read on light and dark
+    pages alike (Streamlit themes the rest in the browser): a figure themed here would keep
+    its colours after the viewer switches theme, which reruns nothing."""
+    st.plotly_chart(fig, width="stretch", key=key, config=CONFIG)
 
 
 @st.cache_resource(max_entries=64, show_spinner=False)

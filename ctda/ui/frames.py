@@ -221,14 +221,11 @@ def pick_events(a: Analysis, cand: I64, crit: I64, critical_ns: npt.NDArray[Any]
     taken = np.zeros(n, dtype=bool)
     parts: list[I64] = []
     lanes = a.nodes.lane[cand].astype(np.int64)
-    present = np.unique(lanes)
+    counts = np.bincount(lanes) if len(lanes) else np.zeros(0, dtype=np.int64)
+    present = np.flatnonzero(counts)
     if len(present) > 1:
         quota = max(int(max_events * LANE_SHARE) // len(present), 1)
-        dur = (en[cand] - st[cand]).astype(np.int64)
-        # longest first within each lane: sort by (lane, -dur), keep each lane's first `quota`
-        order = np.lexsort((-dur, lanes))
-        rank = np.arange(len(order)) - np.searchsorted(lanes[order], lanes[order], side="left")
-        keep = cand[order[rank < quota]]
+        keep = _lane_longest(cand, lanes, (en[cand] - st[cand]).astype(np.int64), counts, quota)
         parts.append(keep)
         taken[keep] = True
     budget = max_events - sum(len(p) for p in parts)
@@ -241,6 +238,27 @@ def pick_events(a: Analysis, cand: I64, crit: I64, critical_ns: npt.NDArray[Any]
         rest = cand[~taken[cand]]
         parts.append(rest[_top(en[rest] - st[rest], budget)])
     return np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, dtype=np.int64)
+
+
+def _lane_longest(cand: I64, lanes: I64, dur: I64, counts: I64, quota: int) -> I64:
+    """Each lane's ``quota`` longest events of ``cand``, lane by lane, longest first (ties:
+    the earlier event first): a partial selection per lane, not a sort of every event."""
+    # events grouped by lane, in their order within it (a stable sort of small integers)
+    small = lanes.astype(np.int16) if len(counts) < np.iinfo(np.int16).max else lanes
+    order = np.argsort(small, kind="stable")
+    ends = np.cumsum(counts)
+    out: list[I64] = []
+    for lane in np.flatnonzero(counts):  # per lane, not per event
+        seg = order[ends[lane] - counts[lane] : ends[lane]]
+        if len(seg) > quota:
+            d = dur[seg]
+            # the quota-th longest; then all longer ones and the first of the equal ones
+            edge = d[np.argpartition(-d, quota - 1)[quota - 1]]
+            longer = seg[d > edge]
+            seg = np.concatenate([longer, seg[d == edge][: quota - len(longer)]])
+        d = dur[seg]
+        out.append(cand[seg[np.lexsort((seg, -d))]])
+    return np.concatenate(out) if out else np.zeros(0, dtype=np.int64)
 
 
 class Layout:
@@ -290,7 +308,7 @@ def _path_points(
     ys[0::2], ys[1::2] = y, y
     keep = np.ones(len(ys), dtype=bool)
     keep[1:-1] = ~((ys[1:-1] == ys[:-2]) & (ys[1:-1] == ys[2:]))
-    return pd.DataFrame({"x": xs[keep], "y": ys[keep]})
+    return pd.DataFrame({"x": xs[keep], "y": ys[keep]}, copy=False)  # fresh arrays: no copy
 
 
 def thin(path: pd.DataFrame, max_points: int) -> pd.DataFrame:
@@ -317,7 +335,7 @@ def thin(path: pd.DataFrame, max_points: int) -> pd.DataFrame:
         # the first hit in each bin (hits are in order, so bins of hits are runs too)
         keep.append(hit[np.r_[True, b[hit[1:]] != b[hit[:-1]]]])
     out = np.unique(np.concatenate(keep))
-    return pd.DataFrame({"x": x[out], "y": y[out]})
+    return pd.DataFrame({"x": x[out], "y": y[out]}, copy=False)
 
 
 # --- hotspots and drill-down ---------------------------------------------------------

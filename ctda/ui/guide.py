@@ -82,7 +82,7 @@ def factor(i: int, where: Any) -> float:
         "Factor",
         0.0,
         MAX_FACTOR,
-        step=0.05,
+        step=notch(v),
         key=sk,
         disabled=removed,
         on_change=_moved,
@@ -101,6 +101,20 @@ def factor(i: int, where: Any) -> float:
         args=(i, tk),
     )
     return 0.0 if removed else v
+
+
+#: the slider's notches, coarsest first: 0.05 while the factor is on that grid, finer when a
+#: typed factor is not, so the slider shows the factor in use and not the nearest notch
+NOTCHES = (0.05, 0.01, 0.001)
+
+
+def notch(v: float) -> float:
+    """The coarsest of :data:`NOTCHES` that ``v`` lies on (the finest when none: the typed
+    box shows three significant digits too)."""
+    for step in NOTCHES:
+        if abs(v / step - round(v / step)) < 1e-6:
+            return step
+    return NOTCHES[-1]
 
 
 def _state(i: int) -> tuple[float, int, int]:

@@ -14,7 +14,7 @@ import plotly.graph_objects as go
 
 from ctda.ui import canvas
 from ctda.ui.canvas import Chart
-from ctda.ui.charts import CLASS_COLORS, PATH_COLOR, fmt_ms
+from ctda.ui.charts import CLASS_COLORS, fmt_ms
 from ctda.ui.jobframes import JobTimeline, Lateness, rank_label
 
 
@@ -31,6 +31,10 @@ PALE_OTHER = "#E4EAF2"
 #: diverging: early (others waited less) blue, on time white, late (others waited) red
 LATENESS_SCALE = [[0.0, "#2166AC"], [0.25, "#92C5DE"], [0.5, "#F7F7F7"], [0.75, "#F4A582"], [1.0, "#B2182B"]]
 STRAGGLER = "straggler"
+#: the straggler's outline: apart (CIE ΔE 80 and more) from every colour of the lateness
+#: scale and from light and dark pages alike, so the figure needs no theming by the server,
+#: which would go stale when the viewer switches theme without a rerun
+STRAGGLER_COLOR = "#9B30FF"
 #: every other rank's band is shaded
 BAND_SHADE = "rgba(0,0,0,0.035)"
 #: the mode bar sits in this right margin, vertically, so it never covers data
@@ -78,7 +82,7 @@ def heatmap(late: Lateness) -> go.Figure:
             x=[s for s, _ in marked],
             y=[r for _, r in marked],
             mode="markers",
-            marker={"symbol": "square-open", "size": 22, "color": PATH_COLOR, "line": {"width": 2}},
+            marker={"symbol": "square-open", "size": 22, "color": STRAGGLER_COLOR, "line": {"width": 3}},
             name=STRAGGLER,
             showlegend=True,
             hovertemplate="%{x}: straggler %{y}<extra></extra>",

@@ -12,15 +12,13 @@ from ctda.analysis.report import build
 from ctda.analysis.tables import display_names
 from ctda.analysis.windows import step_annotations
 from ctda.whatif import optimisations
-from ctda.whatif.scenario import run
-from ctda.whatif.select import Override
+from ctda.whatif.scenario import assumption_lines, changed_count, inclusive, retime, retimed, summed_steps
 
 OPTIMISATION_COLUMNS = ["group", "name", "events", "saving_ns", "saving_share", "predicted_ns", "assumptions"]
 
 
 def _total(a: Analysis) -> int:
-    s, e = a.window_bounds()
-    return int((e - s).sum())
+    return summed_steps(a, a.timing)
 
 
 def groups(a: Analysis, top: int) -> list[tuple[str, str, np.ndarray]]:
@@ -48,8 +46,9 @@ def rank(a: Analysis, top: int = 10) -> pd.DataFrame:
     base = _total(a)
     rows = []
     for kind, label, ev in groups(a, top):
-        half = _total(run(a, [Override(label, ev, factor=0.5)]).analysis)
-        gone = _total(run(a, [Override(label, ev, factor=0.0)]).analysis)
+        inside = inclusive(a, ev)  # once for both factors
+        half = summed_steps(a, retime(a, np.where(inside, 0.5, 1.0))[1])
+        gone = summed_steps(a, retime(a, np.where(inside, 0.0, 1.0))[1])
         rows.append(
             {
                 "group": kind,
@@ -67,30 +66,32 @@ def rank(a: Analysis, top: int = 10) -> pd.DataFrame:
     return df.sort_values(["saving_2x_ns", "saving_removed_ns"], ascending=False).reset_index(drop=True)
 
 
-def by_optimisation(a: Analysis) -> pd.DataFrame:
+def by_optimisation(a: Analysis, specs: list[str] | None = None) -> pd.DataFrame:
     """Predicted saving of the summed window time for every named optimisation that applies
-    to ``a`` (each one's candidate specs, e.g. ``cuda-graphs``, ``no-sync:log_loss``), largest
-    first, with what each assumed. One that turns out not to apply is left out."""
+    to ``a`` (each one's candidate specs, e.g. ``cuda-graphs``, ``no-sync:log_loss``; or
+    ``specs``, when the caller has them already), largest first, with what each assumed.
+    One that turns out not to apply is left out."""
     base = _total(a)
     rows = []
-    for opt in optimisations.registry().values():
-        for spec in opt.specs_for(a):
-            try:
-                effects = optimisations.apply(a, [spec])
-            except optimisations.OptimisationError:
-                continue
-            sc = run(a, [], name=spec, effects=effects)
-            total = _total(sc.analysis)
-            rows.append(
-                {
-                    "group": "optimisation",
-                    "name": spec,
-                    "events": sc.n_changed,
-                    "saving_ns": base - total,
-                    "saving_share": (base - total) / max(base, 1),
-                    "predicted_ns": total,
-                    "assumptions": sc.assumptions,
-                }
-            )
+    if specs is None:
+        specs = optimisations.specs_for(a)
+    for spec in specs:
+        try:
+            effects = optimisations.apply(a, [spec])
+        except optimisations.OptimisationError:
+            continue
+        factors, _, timing = retimed(a, [], effects)
+        total = summed_steps(a, timing)
+        rows.append(
+            {
+                "group": "optimisation",
+                "name": spec,
+                "events": changed_count(factors, effects),
+                "saving_ns": base - total,
+                "saving_share": (base - total) / max(base, 1),
+                "predicted_ns": total,
+                "assumptions": assumption_lines(effects),
+            }
+        )
     df = pd.DataFrame(rows, columns=OPTIMISATION_COLUMNS)
     return df.sort_values("saving_ns", ascending=False).reset_index(drop=True)

@@ -102,6 +102,12 @@ def registry() -> dict[str, Optimisation]:
     return dict(_REGISTRY)
 
 
+def specs_for(a: Analysis) -> list[str]:
+    """Every registered optimisation's candidate specs for ``a`` (``NAME[:ARG]``), in
+    registry order."""
+    return [spec for opt in registry().values() for spec in opt.specs_for(a)]
+
+
 def parse(spec: str) -> tuple[Optimisation, str | None]:
     """``NAME`` or ``NAME:ARG`` -> (the optimisation, ARG or None)."""
     name, sep, arg = str(spec).strip().partition(":")

@@ -1,0 +1,104 @@
+"""Warm the UI server's process before it serves its first page.
+
+The first use of the engine in a process pays for more than the work: importing pandas,
+Arrow, Plotly and the app's modules, numba's start-up and the loading of each compiled
+function from its cache (about 2 s here before any real work). A server that pays it at
+its first click makes a user wait seconds for a page that takes a fraction of that
+afterwards. :func:`warm_up` pays it at start, before the server listens, by walking a
+tiny run through every path the pages take: read, analyse, store and load back,
+report, timeline, what-if candidates, a scenario; its temporary store is deleted.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+#: the warm-up is skipped with this environment variable set to 0 (a server that must
+#: listen at once, e.g. behind a health check with a short deadline)
+ENV = "CTDA_UI_WARM"
+
+
+def tiny_trace(steps: int = 3) -> dict[str, Any]:
+    """A small Kineto trace of ``steps`` profiler steps: a main thread launching a kernel
+    (runtime call, kernel and their flow), waiting on it, and a second thread working
+    beside it; every kind of event and edge the pages draw, in a few dozen events."""
+    events: list[dict[str, Any]] = []
+    for k in range(steps):
+        t = 1_000 + k * 200
+        corr = 100 + k
+        events += [
+            {"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{k}", "pid": 1, "tid": 1,
+             "ts": t, "dur": 190},
+            {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": t + 5, "dur": 40,
+             "args": {"External id": corr, "Input Dims": [[64, 64], [64, 64]],
+                      "Input type": ["float", "float"]}},
+            {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1,
+             "ts": t + 10, "dur": 20, "args": {"correlation": corr, "External id": corr}},
+            {"ph": "X", "cat": "kernel", "name": "gemm_kernel", "pid": 0, "tid": 7, "ts": t + 35,
+             "dur": 80, "args": {"correlation": corr, "stream": 7, "device": 0, "External id": corr}},
+            {"ph": "s", "cat": "ac2g", "name": "ac2g", "id": corr, "pid": 1, "tid": 1, "ts": t + 10},
+            {"ph": "f", "cat": "ac2g", "name": "ac2g", "id": corr, "pid": 0, "tid": 7, "ts": t + 35,
+             "bp": "e"},
+            {"ph": "X", "cat": "cuda_runtime", "name": "cudaDeviceSynchronize", "pid": 1, "tid": 1,
+             "ts": t + 50, "dur": 70},
+            {"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1, "ts": t + 125,
+             "dur": 50},
+            {"ph": "X", "cat": "cpu_op", "name": "data_loader", "pid": 1, "tid": 2, "ts": t + 20,
+             "dur": 120},
+        ]  # fmt: skip
+    return {
+        "schemaVersion": 1,
+        "deviceProperties": [{"id": 0, "name": "warm-up device", "computeMajor": 9, "computeMinor": 0}],
+        "traceEvents": events,
+    }
+
+
+def warm_up(log: Any = None) -> float:
+    """Walk a tiny run through the pages' paths (see the module doc); the seconds it took.
+
+    Never fatal: a failure is reported on ``log`` (stderr by default) and the server
+    starts cold, as it would without this step.
+    """
+    out = log or sys.stderr
+    t = time.perf_counter()
+    try:
+        _walk()
+    except Exception as exc:  # a warm-up problem must not keep the UI from starting
+        print(f"ctda ui: warm-up skipped ({type(exc).__name__}: {exc})", file=out, flush=True)
+    return time.perf_counter() - t
+
+
+def _walk() -> None:
+    import ladybug  # noqa: F401  # the embedded store's module: its first import is ~0.3 s
+    import plotly.graph_objects  # noqa: F401
+
+    from ctda import api
+    from ctda.ui import canvas, charts, data, figures, frames, guide, lanes, widgets  # noqa: F401
+
+    with tempfile.TemporaryDirectory(prefix="ctda-warm-") as d:
+        path = Path(d) / "warm.json.gz"
+        path.write_bytes(gzip.compress(json.dumps(tiny_trace()).encode()))
+        # stored and loaded back as a page loads a run: the store, the snapshot, the graph
+        db = str(Path(d) / "warm.lbug")
+        with api.open_store(db) as s:
+            s.ingest(path, run="warm")
+            info = s.runs()[0]
+        a = api.load_run(db, info).analysis
+    names = frames.Names(a)
+    api.report(a, top=len(names.names))
+    frames.timeline(a, 0, 1000, names)
+    frames.class_by_window(a)
+    candidates = api.whatif_candidates(a)
+    # one scenario of each kind offered: a group at a factor, a named optimisation
+    for kind, rows in candidates.groupby("kind", sort=False):
+        target = str(rows.target.iloc[0])
+        if kind == "optimisation":
+            api.retime(a, [], name="warm", apply=[target])
+        else:
+            api.retime(a, [api.select_group(a, str(kind), target, 0.5)], name="warm")

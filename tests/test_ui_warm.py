@@ -1,0 +1,64 @@
+"""The UI server's warm-up (ctda.ui.warm): a real tiny run through every page's path."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ctda import api
+from ctda.ui import warm
+
+pytest.importorskip("streamlit")
+
+
+def test_the_tiny_trace_is_a_run_with_every_kind_of_candidate(tmp_path: Path) -> None:
+    path = tmp_path / "tiny.json.gz"
+    path.write_bytes(gzip.compress(json.dumps(warm.tiny_trace(4)).encode()))
+    a = api.analyze(api.read(path))
+    assert [w.label for w in a.windows] == [f"ProfilerStep#{k}" for k in range(4)]
+    # each step's path is the step (charges sum to it), and it crosses to the GPU
+    s, e = a.window_bounds()
+    per = a.charges.groupby("window").ns.sum().to_numpy()
+    assert np.array_equal(per, e - s) and (e - s == 190_000).all()
+    assert "gpu_compute" in set(api.report(a).by_class["class"])
+    # the warm-up scenarios walk each kind the What-if page offers
+    kinds = set(api.whatif_candidates(a).kind)
+    assert kinds == {"hotspot", "class", "optimisation"}
+
+
+def test_warm_up_walks_the_pages_paths_without_a_problem() -> None:
+    log = io.StringIO()
+    took = warm.warm_up(log)
+    assert log.getvalue() == "" and 0 < took < 120
+
+
+def test_a_failed_warm_up_is_reported_and_not_fatal(monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken() -> None:
+        raise OSError("no temporary folder")
+
+    monkeypatch.setattr(warm, "_walk", broken)
+    log = io.StringIO()
+    warm.warm_up(log)
+    assert log.getvalue() == "ctda ui: warm-up skipped (OSError: no temporary folder)\n"
+
+
+def test_the_server_entry_hands_streamlit_its_command_line() -> None:
+    """``python -m ctda.ui.serve`` is Streamlit's CLI after the warm-up (here skipped)."""
+    env = {**os.environ, warm.ENV: "0"}
+    out = subprocess.run(
+        [sys.executable, "-m", "ctda.ui.serve", "version"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert out.returncode == 0 and "Streamlit, version" in out.stdout
+    assert "warmed" not in out.stderr
