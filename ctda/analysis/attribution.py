@@ -87,7 +87,7 @@ def window_paths(
     return pd.DataFrame(dict(zip(names, cols)), copy=False)
 
 
-@njit(cache=True)  # type: ignore[misc]
+@njit(cache=True, nogil=True)  # type: ignore[misc]
 def _clip_chains(edges, t0, t1, start, lo, hi, etype, rule, owner, event_cls, gap_cls):  # type: ignore[no-untyped-def]  # pragma: no cover
     """Window paths as columns: each chain in time order, clipped to its window, empty edges dropped."""
     n_win = start.shape[0] - 1

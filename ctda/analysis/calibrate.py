@@ -72,7 +72,7 @@ def calibrate(g: Graph, floor: I64 | None = None) -> Calibration:
     return Calibration(weight=weight.astype(np.int64), binding=binding, gap=gap)
 
 
-@njit(cache=True)  # type: ignore[misc]
+@njit(cache=True, nogil=True)  # type: ignore[misc]
 def _last_arrivals(in_ptr, in_edges, arrive, prio):  # type: ignore[no-untyped-def]  # pragma: no cover
     """Per node, the in-edge that sorts last by (arrival, priority, edge id): what a stable
     sort of all edges by (dst, arrival, priority) puts at the end of each node's block."""

@@ -61,7 +61,7 @@ def inherit_down(
     )
 
 
-@njit(cache=True)  # type: ignore[misc]
+@njit(cache=True, nogil=True)  # type: ignore[misc]
 def _inherit_levels(flag, parent, depth):  # type: ignore[no-untyped-def]  # pragma: no cover
     n = flag.shape[0]
     out = flag.copy()

@@ -80,7 +80,7 @@ class Contention:
         )
 
 
-@njit(cache=True)  # type: ignore[misc]
+@njit(cache=True, nogil=True)  # type: ignore[misc]
 def _reweigh(weight, owner_factor, owner, triples, loops):  # type: ignore[no-untyped-def]  # pragma: no cover
     """``rint(max(w - waited, 0) * f + sum(overlap * c(holder)))`` per edge.
 
@@ -452,7 +452,7 @@ def _cap(c: Contention, g: Graph) -> Contention:
     return replace(c, overlap=np.floor(c.overlap * scale).astype(np.int64))
 
 
-@njit(cache=True)  # type: ignore[misc]
+@njit(cache=True, nogil=True)  # type: ignore[misc]
 def _intersect(a0, a1, b0, b1):  # type: ignore[no-untyped-def]  # pragma: no cover
     """All overlapping pairs of two start-sorted interval lists (B may overlap itself)."""
     cap = a0.shape[0] + b0.shape[0] + 16

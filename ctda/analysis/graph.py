@@ -117,7 +117,7 @@ def _dedupe(src: I64, dst: I64, n_nodes: int) -> I64:
     return np.flatnonzero(keep).astype(np.int64)
 
 
-@njit(cache=True)  # type: ignore[misc]
+@njit(cache=True, nogil=True)  # type: ignore[misc]
 def _first_pairs(by_src, src, dst):  # type: ignore[no-untyped-def]  # pragma: no cover
     """Mark the first edge of every (src, dst); ``by_src`` lists edges grouped by src, in order."""
     m = by_src.shape[0]
@@ -178,7 +178,7 @@ def _csr(keys: I64, n: int) -> tuple[I64, I64]:
     return _counting_sort(np.asarray(keys, dtype=np.int64), n)  # type: ignore[no-any-return]
 
 
-@njit(cache=True)  # type: ignore[misc]
+@njit(cache=True, nogil=True)  # type: ignore[misc]
 def _counting_sort(keys, n):  # type: ignore[no-untyped-def]  # pragma: no cover
     ptr = np.zeros(n + 1, dtype=np.int64)
     for k in keys:
@@ -205,7 +205,7 @@ def _index(g: Graph) -> None:
     g.order = order
 
 
-@njit(cache=True)  # type: ignore[misc]
+@njit(cache=True, nogil=True)  # type: ignore[misc]
 def _kahn(out_ptr, out_edges, dst, indeg, time, by_time):  # type: ignore[no-untyped-def]  # pragma: no cover
     """Topological order; nodes become ready in observed-time order (a valid heap-free
     order because every kept edge goes forward or sideways in time). ``by_time`` is the

@@ -65,7 +65,7 @@ def replay(
     return Timing(time, bind, g, weight, ends.astype(np.int64), t_source)
 
 
-@njit(cache=True)  # type: ignore[misc]
+@njit(cache=True, nogil=True)  # type: ignore[misc]
 def _rank(etype, preferred, priority):  # type: ignore[no-untyped-def]  # pragma: no cover
     """Tie-break rank per edge: PRIORITY of its type, preferred (calibrated binding) edges first."""
     m = etype.shape[0]
@@ -75,7 +75,7 @@ def _rank(etype, preferred, priority):  # type: ignore[no-untyped-def]  # pragma
     return out
 
 
-@njit(cache=True)  # type: ignore[misc]
+@njit(cache=True, nogil=True)  # type: ignore[misc]
 def _forward(order, in_ptr, in_edges, src, weight, rank, source, t_source):  # type: ignore[no-untyped-def]  # pragma: no cover
     n = order.shape[0]
     time = np.zeros(n, dtype=np.int64)
@@ -107,7 +107,7 @@ def path_to(timing: Timing, g: Graph, end_node: int, not_before: int) -> I64:
     return _backtrack_until(timing.binding_edge, g.src, timing.time, end_node, not_before)
 
 
-@njit(cache=True)  # type: ignore[misc]
+@njit(cache=True, nogil=True)  # type: ignore[misc]
 def _backtrack_until(bind, src, time, end_node, not_before):  # type: ignore[no-untyped-def]  # pragma: no cover
     ends = np.full(1, end_node, dtype=np.int64)
     limit = np.full(1, not_before, dtype=np.int64)
@@ -115,7 +115,7 @@ def _backtrack_until(bind, src, time, end_node, not_before):  # type: ignore[no-
     return edges[::-1].copy()
 
 
-@njit(cache=True)  # type: ignore[misc]
+@njit(cache=True, nogil=True)  # type: ignore[misc]
 def _walk_into(bind, src, time, v, not_before, e_out, t0_out, t1_out, m):  # type: ignore[no-untyped-def]  # pragma: no cover
     """Follow binding edges back from ``v``, appending at ``m`` until done or the buffers are full.
 
@@ -142,14 +142,14 @@ def _walk_into(bind, src, time, v, not_before, e_out, t0_out, t1_out, m):  # typ
     return m, v, False
 
 
-@njit(cache=True)  # type: ignore[misc]
+@njit(cache=True, nogil=True)  # type: ignore[misc]
 def _grow(a, size, used):  # type: ignore[no-untyped-def]  # pragma: no cover
     out = np.empty(size, dtype=a.dtype)
     out[:used] = a[:used]
     return out
 
 
-@njit(cache=True)  # type: ignore[misc]
+@njit(cache=True, nogil=True)  # type: ignore[misc]
 def backtrack_chains(bind, src, time, ends, not_before):  # type: ignore[no-untyped-def]  # pragma: no cover
     """The binding chains back from each ``ends[w]`` until an edge starts at or before ``not_before[w]``.
 
@@ -179,7 +179,7 @@ def backtrack_chains(bind, src, time, ends, not_before):  # type: ignore[no-unty
     return e_buf[:m], t0_buf[:m], t1_buf[:m], start
 
 
-@njit(cache=True)  # type: ignore[misc]
+@njit(cache=True, nogil=True)  # type: ignore[misc]
 def _slack(order, out_ptr, out_edges, dst, weight, time, anchors):  # type: ignore[no-untyped-def]  # pragma: no cover
     n = order.shape[0]
     latest = np.full(n, np.iinfo(np.int64).max, dtype=np.int64)

@@ -231,7 +231,7 @@ def replay_weights(a: Analysis, w: I64) -> Timing:
     )
 
 
-@njit(cache=True)  # type: ignore[misc]
+@njit(cache=True, nogil=True)  # type: ignore[misc]
 def _scaled(weight, factor, owner):  # type: ignore[no-untyped-def]  # pragma: no cover
     """Each edge's weight times its owner event's factor, rounded half to even; waits unchanged."""
     w = weight.copy()

@@ -38,7 +38,7 @@ def lock_edges(n: Nodes, clock: Clock, lock: B) -> Part:
     return src, dst, ht, np.zeros(len(src), dtype=bool), att, cross
 
 
-@njit(cache=True)  # type: ignore[misc]
+@njit(cache=True, nogil=True)  # type: ignore[misc]
 def _lock_walk(nodes):  # type: ignore[no-untyped-def]  # pragma: no cover
     m = nodes.shape[0]
     src = np.empty(2 * m, dtype=np.int64)
@@ -149,7 +149,7 @@ def call_stack_edges(
     return src, dst, ht.astype(np.int8), zero, att, np.zeros(len(src), dtype=bool)
 
 
-@njit(cache=True)  # type: ignore[misc]
+@njit(cache=True, nogil=True)  # type: ignore[misc]
 def _stack_walk(nodes, grp, is_op, blocking, lock, newer):  # type: ignore[no-untyped-def]  # pragma: no cover
     m = nodes.shape[0]
     src = np.empty(2 * m, dtype=np.int64)
@@ -228,7 +228,7 @@ def _stack_walk(nodes, grp, is_op, blocking, lock, newer):  # type: ignore[no-un
     return src[:k], dst[:k], ht[:k], zero[:k], att[:k]
 
 
-@njit(cache=True)  # type: ignore[misc]
+@njit(cache=True, nogil=True)  # type: ignore[misc]
 def _attr(a, b, parent):  # type: ignore[no-untyped-def]  # pragma: no cover
     """HTA's attribution of an operator edge a -> b: a start's event, else b's if b is an
     end, else (end -> start) the call-stack parent of a's event."""

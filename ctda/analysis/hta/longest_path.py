@@ -55,7 +55,7 @@ def longest_path(n_nodes: int, src: I64, dst: I64, weight: I64) -> tuple[I64, I6
     return ids[path_c], keep[path_e], int(length)
 
 
-@njit(cache=True)  # type: ignore[misc]
+@njit(cache=True, nogil=True)  # type: ignore[misc]
 def _nx_longest(m, src, dst, w, in_ptr, in_order, out_ptr, out_order):  # type: ignore[no-untyped-def]  # pragma: no cover
     indeg = in_ptr[1:] - in_ptr[:-1]
     deg = indeg.copy()

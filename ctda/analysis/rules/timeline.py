@@ -51,7 +51,7 @@ def build(nodes: Nodes) -> Timeline:
     return Timeline(src, dst, owner, int(partial))
 
 
-@njit(cache=True)  # type: ignore[misc]
+@njit(cache=True, nogil=True)  # type: ignore[misc]
 def _walk(node, lane):  # type: ignore[no-untyped-def]  # pragma: no cover
     m = node.shape[0]
     src = np.empty(m, dtype=np.int64)

@@ -70,7 +70,7 @@ def wake(ctx: RuleContext) -> EdgeBatch:
     return EdgeBatch.of(point[pos[ok]], n.finish(waits[ok]), EdgeType.CROSS_THREAD)
 
 
-@njit(cache=True)  # type: ignore[misc]
+@njit(cache=True, nogil=True)  # type: ignore[misc]
 def _match(w_ts, w_end, w_lane, w_proc, s_time, s_lane, seg):  # type: ignore[no-untyped-def]  # pragma: no cover
     """Per wait (sorted by end): index of the notify that woke it, or -1.
 
