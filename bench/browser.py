@@ -68,7 +68,9 @@ def free_port() -> int:
 class Server:
     """``ctda ui`` in its own process group (so stopping it ends only what it started)."""
 
-    def __init__(self, db: Path, uploads: Path, log: Path, max_events: int | None = None) -> None:
+    def __init__(
+        self, db: Path, uploads: Path, log: Path, max_events: int | None = None, bare: Path | None = None
+    ) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_path = log
@@ -79,6 +81,11 @@ class Server:
         ]  # fmt: skip
         if max_events is not None:
             cmd += ["--max-events", str(max_events)]
+        if bare is not None:  # the Streamlit script ``bare`` served as ``ctda ui`` serves its app
+            from ctda.cli.ui_cmd import command
+
+            full, _ = command(str(db), self.port, "127.0.0.1", 512, 1000, str(uploads))
+            cmd = [sys.executable, "-m", "streamlit", "run", str(bare), *full[5 : full.index("--")]]
         self._log = log.open("w")
         self.proc = subprocess.Popen(
             cmd, stdout=self._log, stderr=subprocess.STDOUT, env=env, start_new_session=True
@@ -444,10 +451,10 @@ def slider_value(d: Any, nth: int = 0) -> str:
 
 
 def plots(d: Any) -> int:
-    """Charts on the page: Plotly's (SVG) and Vega-Lite's (the timelines, on a canvas)."""
+    """Charts on the page (Vega-Lite, each on a canvas)."""
     from selenium.webdriver.common.by import By
 
-    return len(d.find_elements(By.CSS_SELECTOR, '.js-plotly-plot, [data-testid="stVegaLiteChart"]'))
+    return len(d.find_elements(By.CSS_SELECTOR, '[data-testid="stVegaLiteChart"]'))
 
 
 _FIND_COLOR = """

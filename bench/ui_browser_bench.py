@@ -92,6 +92,31 @@ def _row(
     }
 
 
+#: the least a first page load costs here: Streamlit's own page, a title and a line
+BARE_APP = 'import streamlit as st\nst.title("Runs")\nst.write("A bare Streamlit page.")\n'
+
+
+def bare_load(work: Path) -> float:
+    """Seconds to load :data:`BARE_APP` in a fresh browser, served with ``ctda ui``'s flags:
+    the part of a first page load that is Streamlit's and the browser's, not ctda's."""
+    chromium, chromedriver = browser.find_browser()
+    app = work / "bare_app.py"
+    app.write_text(BARE_APP)
+    server = browser.Server(work / "none.lbug", work / "bare-uploads", work / "bare.log", bare=app)
+    d = None
+    try:
+        d = browser.new_driver(chromium, chromedriver, work / "bare-profile")
+        t = time.perf_counter()
+        d.get(server.url + "/")
+        browser.wait(d, lambda d: "A bare Streamlit page" in browser.body(d), "the bare page")
+        browser.settled(d)
+        return time.perf_counter() - t
+    finally:
+        if d is not None:
+            d.quit()
+        server.stop()
+
+
 def measure(trace: Path, n_events: int, quick: bool, reps: int, store_dir: Path | None = None) -> list[Row]:
     """Every measured interaction on one trace, in one fresh server and browser."""
     from bench import ui_bench
@@ -140,6 +165,7 @@ def measure(trace: Path, n_events: int, quick: bool, reps: int, store_dir: Path 
         browser.wait(d, lambda d: "Runs" in browser.body(d), "the Runs page")
         browser.settled(d)
         add("runs", "first page load (wall clock)", [(time.perf_counter() - t, 0.0)], cold=True)
+        add("runs", "first page load of a bare Streamlit page (reference)", [(bare_load(work), 0.0)], True)
         picked = browser.choose(d, "Run", name)  # 0: the big run is already the sidebar's
         if picked:
             add("runs", "pick the big run", [took(picked)], cold=True)

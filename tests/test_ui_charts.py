@@ -1,14 +1,15 @@
 """The critical-path timeline as drawn: its own path style, lanes sized by content, GPU
-work visible, one unit per tooltip (on real traces); the other charts' margins."""
+work visible, one unit per tooltip (on real traces); the small charts, on a canvas too."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
-pytest.importorskip("plotly")
+pytest.importorskip("streamlit")
 
 from ctda.analysis.engine import AnalysisOptions, analyze
 from ctda.ingest.reader import read_trace
@@ -95,24 +96,40 @@ def test_path_style_lanes_and_tooltips() -> None:
     assert chart.title.startswith(tl.label + ": ") and chart.title.endswith(" ms")
 
 
-def test_margins_are_sized_here_so_the_browser_draws_once() -> None:
-    # plotly.js grows a margin by drawing the whole figure again: every chart of the pages
-    # sizes its own margins instead, wide enough for its labels
-    from ctda.ui import margins
+def test_bound_by_bars_and_deltas_on_a_canvas() -> None:
+    """The pages' small charts are Vega-Lite on a canvas, like the timelines: no chart
+    library for the browser to load besides the one every page has."""
+    from ctda.ui import bars
 
     a = analyze(read_trace(MINITOY), AnalysisOptions())
     by = frames.by_class(a)
-    pair = by.assign(a_ms=by.cp_ms, b_ms=by.cp_ms / 2)
-    figs = {
-        "breakdown": charts.breakdown(by),
-        "deltas": charts.deltas(pair.assign(delta_ms=1.0), "class", "t"),
-    }
-    for name, fig in figs.items():
-        lay = fig.layout
-        assert lay.margin.autoexpand is False, name
-        assert lay.xaxis.automargin is False and lay.yaxis.automargin is False, name
-        assert lay.margin.t >= margins.TITLE_PX, name
-    assert figs["breakdown"].layout.margin.l >= margins.text_px(by["class"])
+    chart = bars.bound_by(by)
+    assert chart.spec["usermeta"] == canvas.CANVAS
+    # a bar per class in the table's order, in its class colour, labelled with its share
+    assert list(chart.data.row) == list(by["class"])
+    np.testing.assert_allclose(chart.data.ms, by.cp_ms)
+    bar, text = chart.spec["layer"]
+    assert bar["encoding"]["y"]["sort"] == list(by["class"])
+    scale = bar["encoding"]["color"]["scale"]
+    assert scale["range"] == [charts.CLASS_COLORS[c] for c in scale["domain"]]
+    assert list(chart.data.label) == [f"{s:.0%}" for s in by.share]
+    assert text["mark"]["color"] == charts.PATH_STROKE  # the theme's text colour, in the browser
+    # deltas: zero changes left out, faster green and slower red, the full name on hover
+    d = pd.DataFrame({"name": ["a", "b", "c"], "delta_ms": [1.5, 0.0, -2.0]})
+    delta = bars.deltas(d, "name", "t")
+    assert list(delta.data.row) == ["a", "c"] and list(delta.data.faster) == [False, True]
+    assert delta.spec["layer"][0]["encoding"]["color"]["condition"]["value"] == bars.FASTER
+
+
+def test_series_keep_each_bins_peak() -> None:
+    from ctda.ui import bars
+
+    ts = np.array([0, 10, 20, 1_000_000, 1_500_000, 2_999_999], dtype=np.int64)
+    ms, peak = bars.binned_peaks(ts, np.array([1, 5, 2, 7, 3, 4]), 0, 3_000_000, 3)
+    assert ms.tolist() == [0.0, 1.0, 2.0] and peak.tolist() == [5, 7, 4]
+    # an empty bin draws nothing (a gap, not a zero)
+    ms, peak = bars.binned_peaks(np.array([0, 2_500_000]), np.array([1, 2]), 0, 3_000_000, 3)
+    assert ms.tolist() == [0.0, 2.0] and peak.tolist() == [1, 2]
 
 
 def test_steps_chart_stacks_classes_and_outlines_the_picked_step() -> None:

@@ -8,12 +8,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-pytest.importorskip("plotly")
+pytest.importorskip("streamlit")
 
 from ctda.analysis.engine import Analysis, AnalysisOptions, analyze
 from ctda.analysis.report import build
 from ctda.ingest.reader import read_trace
-from ctda.ui import canvas, charts, frames, lanes
+from ctda.ui import bars, canvas, frames, lanes
 from ctda.ui.rules import rule_doc, rule_docs, summary
 from ctda.whatif.scenario import run
 from ctda.whatif.select import parse_scale
@@ -155,7 +155,7 @@ def test_figures_build(minitoy: Analysis) -> None:
     assert set(chart.data.kind) == {"bar", "band", "link"}
     assert set(chart.data.path.dropna()) == {"critical", "off the path"}
     assert len(chart.spec["layer"]) == 3
-    assert charts.breakdown(frames.by_class(minitoy)).data[0].orientation == "h"
+    assert bars.bound_by(frames.by_class(minitoy)).spec["layer"][0]["mark"]["type"] == "bar"
     assert canvas.steps(frames.class_by_window(minitoy), 0).data.selected.any()
 
 

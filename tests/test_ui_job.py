@@ -4,7 +4,6 @@ a connector exactly where the job path changes rank, each rank's events on the j
 
 from __future__ import annotations
 
-import base64
 import json
 from pathlib import Path
 from typing import Any
@@ -13,7 +12,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-pytest.importorskip("plotly")
 pytest.importorskip("streamlit")
 
 from streamlit.testing.v1 import AppTest
@@ -23,6 +21,7 @@ from ctda.api import open_store
 from ctda.ingest.reader import read_trace
 from ctda.job.report import JobReport
 from ctda.ui import charts, frames, jobcharts, jobframes
+from ctda.ui.canvas import MS_FORMAT
 from tests.conftest import CORPUS, SKIP_CORPUS, axis_labels
 
 SLEEP = "g_ddp_ws2_sleep40_r1"  # rank 1 sleeps 40 ms per step: the straggler of every one
@@ -55,24 +54,34 @@ def rank_analyses() -> dict[int, Analysis]:
 def test_heatmap_holds_the_lateness_in_ms_centred_on_zero(reports: dict[str, JobReport]) -> None:
     for rep in reports.values():
         t = jobframes.tables(rep)
-        fig = jobcharts.heatmap(t.lateness)
-        hm = next(d for d in fig.data if d.type == "heatmap")
+        chart = jobcharts.heatmap(t.lateness)
+        cells = chart.data[chart.data.kind == "cell"]
         want = rep.lateness.pivot(index="rank", columns="step", values="late_ns") / 1e6
         want = want.loc[rep.ranks, list(rep.steps.step)]
-        np.testing.assert_array_equal(np.asarray(hm.z, dtype=float), want.to_numpy(dtype=float))
-        assert list(hm.y) == [f"r{r}" for r in rep.ranks] and list(hm.x) == list(rep.steps.step)
+        got = cells.pivot(index="rank", columns="step", values="late_ms")
+        got = got.loc[[f"r{r}" for r in rep.ranks], list(rep.steps.step)]
+        np.testing.assert_array_equal(got.to_numpy(dtype=float), want.to_numpy(dtype=float))
+        fill, ring = chart.spec["layer"]
+        assert fill["encoding"]["y"]["sort"] == [f"r{r}" for r in rep.ranks]
+        assert fill["encoding"]["x"]["sort"] == list(rep.steps.step)
         # diverging, centred on 0, symmetric: early and late of one size look alike
-        assert hm.zmid == 0 and hm.zmin == -hm.zmax
-        assert hm.zmax == pytest.approx(np.nanmax(np.abs(want.to_numpy(dtype=float))))
-        # one unit in the tooltip: ms, with the value formatted like every chart's
-        assert "ms" in hm.customdata[0][0] and "late %{customdata}" in hm.hovertemplate
-        mark = next(d for d in fig.data if d.name == jobcharts.STRAGGLER)
-        assert list(mark.x) == list(rep.steps.step)
-        assert list(mark.y) == [f"r{r}" for r in rep.steps.straggler]
+        stops = fill["encoding"]["color"]["scale"]["domain"]
+        span = float(np.nanmax(np.abs(want.to_numpy(dtype=float))))
+        assert stops[len(stops) // 2] == 0 and stops[0] == -stops[-1] == pytest.approx(-span)
+        # one unit in the tooltip: ms, formatted like every chart's
+        assert fill["encoding"]["tooltip"][-1] == {
+            "field": "late_ms",
+            "title": "late (ms)",
+            "format": MS_FORMAT,
+        }
+        marks = chart.data[chart.data.kind == "straggler"]
+        assert list(marks.step) == list(rep.steps.step)
+        assert list(marks["rank"]) == [f"r{r}" for r in rep.steps.straggler]
+        assert ring["encoding"]["stroke"]["scale"]["range"] == [jobcharts.STRAGGLER_COLOR]
     # rank 1 sleeps: it is marked in every step, and it is late by ~40 ms or more in each
-    sleep = jobcharts.heatmap(jobframes.tables(reports[SLEEP]).lateness)
-    assert set(next(d for d in sleep.data if d.name == jobcharts.STRAGGLER).y) == {"r1"}
-    assert (np.asarray(sleep.data[0].z, dtype=float)[1] > 35).all()
+    sleep = jobcharts.heatmap(jobframes.tables(reports[SLEEP]).lateness).data
+    assert set(sleep[sleep.kind == "straggler"]["rank"]) == {"r1"}
+    assert (sleep[(sleep.kind == "cell") & (sleep["rank"] == "r1")].late_ms > 35).all()
 
 
 @SKIP_CORPUS
@@ -190,10 +199,6 @@ def page() -> AppTest:
     return at
 
 
-def figures(at: AppTest) -> list[dict[str, Any]]:
-    return [json.loads(el.proto.spec) for el in at.get("plotly_chart")]
-
-
 def canvases(at: AppTest) -> list[tuple[dict[str, Any], pd.DataFrame]]:
     from streamlit.dataframe_util import convert_arrow_bytes_to_pandas_df
 
@@ -213,15 +218,6 @@ def row_labels(spec: dict[str, Any]) -> list[str]:
     return axis_labels(layer(spec, "bar")["encoding"]["y"]["axis"])
 
 
-def array(v: Any) -> np.ndarray:
-    """A figure array: Plotly ships numpy arrays as base64 typed arrays (with a shape)."""
-    if isinstance(v, dict) and "bdata" in v:
-        flat = np.frombuffer(base64.b64decode(v["bdata"]), dtype=np.dtype(v["dtype"]))
-        shape = v.get("shape")
-        return flat.reshape([int(x) for x in str(shape).split(",")]) if shape else flat
-    return np.asarray(v, dtype=float)
-
-
 @pytest.fixture(scope="module")
 def job_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """An embedded store holding the shipped job as ``ctda ingest DIR`` stores it: the job
@@ -237,7 +233,7 @@ def test_job_page_without_jobs_says_how_to_store_one(tmp_path: Path, monkeypatch
     at = page()
     assert at.title[0].value == "Job"
     assert any("ctda ingest DIR" in i.value for i in at.info)
-    assert not at.get("plotly_chart")
+    assert not at.get("vega_lite_chart")
 
 
 def test_job_page_on_a_stored_job(job_store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -255,12 +251,14 @@ def test_job_page_on_a_stored_job(job_store: Path, monkeypatch: pytest.MonkeyPat
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Ranks"] == "2" and metrics["Steps"] == "5"
     assert metrics["Straggler most often"] == "r1 (5 of 5)"
-    [heat] = figures(at)
-    [tl] = canvases(at)
+    heat, tl = canvases(at)  # the lateness heatmap, then the step's timeline
     want = rep.lateness.pivot(index="rank", columns="step", values="late_ns") / 1e6
-    np.testing.assert_allclose(array(heat["data"][0]["z"]), want.loc[[0, 1], list(rep.steps.step)].to_numpy())
-    mark = next(d for d in heat["data"] if d.get("name") == jobcharts.STRAGGLER)
-    assert mark["y"] == ["r1"] * 5
+    cells = heat[1][heat[1].kind == "cell"].pivot(index="rank", columns="step", values="late_ms")
+    np.testing.assert_allclose(
+        cells.loc[["r0", "r1"], list(rep.steps.step)].to_numpy(),
+        want.loc[[0, 1], list(rep.steps.step)].to_numpy(),
+    )
+    assert list(heat[1][heat[1].kind == jobcharts.STRAGGLER]["rank"]) == ["r1"] * 5
     steps = at.dataframe[0].value
     assert list(steps.straggler) == ["r1"] * 5 and list(steps.step) == list(rep.steps.step)
     np.testing.assert_allclose(steps.late_ms, rep.steps.late_ns / 1e6)
@@ -283,7 +281,7 @@ def test_job_page_on_a_stored_job(job_store: Path, monkeypatch: pytest.MonkeyPat
     # another step redraws it; waits and clocks follow
     box = next(s for s in at.selectbox if str(s.key).startswith("job_step@"))
     box.set_value("ProfilerStep#5").run()
-    check_timeline(canvases(at)[0], "ProfilerStep#5")
+    check_timeline(canvases(at)[1], "ProfilerStep#5")
     waits, clocks = at.dataframe[1].value, at.dataframe[2].value
     assert set(waits.waited_for) == {"r1"} and list(clocks["rank"]) == ["r0", "r1"]
     assert any("the own events of 2 of 2 ranks" in c.value for c in at.caption)
@@ -299,7 +297,8 @@ def test_job_page_predicts_the_job_step(job_store: Path, monkeypatch: pytest.Mon
     assert any(c.value.startswith("Make the stragglers keep up") for c in at.caption)
     at.checkbox(key="job_wi_median").check().run()
     at.number_input(key="job_wi_cpus").set_value(2).run()
-    assert not at.get("vega_lite_chart")[1:]  # nothing predicted before it is asked for
+    # the heatmap and the timeline: nothing predicted before it is asked for
+    assert len(at.get("vega_lite_chart")) == 2
     at.button(key="job_wi_run").click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     want = api.whatif_stored_job(job_store, SHIPPED.name, straggler_median=True, cpus=2).scenario

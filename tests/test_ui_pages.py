@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 import json
 from pathlib import Path
 from typing import Any
@@ -12,7 +11,6 @@ import pandas as pd
 import pytest
 
 pytest.importorskip("streamlit")
-pytest.importorskip("plotly")
 
 from streamlit.testing.v1 import AppTest
 
@@ -72,6 +70,8 @@ def keyed(at: AppTest, kind: str, key: str) -> Any:
 
 
 def figures(at: AppTest) -> list[dict[str, Any]]:
+    """Plotly charts on the page: none (every chart is on a canvas; Plotly's script took
+    the browser about 2 s to load at a page's first Plotly chart)."""
     return [json.loads(el.proto.spec) for el in at.get("plotly_chart")]
 
 
@@ -91,17 +91,6 @@ def timelines(at: AppTest) -> list[tuple[dict[str, Any], pd.DataFrame]]:
     charts = [(spec, table) for spec, table in canvases(at) if "kind" in table.columns]
     assert len(titles) == len(charts), titles
     return [({**spec, "title": t}, table) for t, (spec, table) in zip(titles, charts)]
-
-
-def values(v: Any) -> list[Any]:
-    """A figure array as a list: Plotly ships numpy arrays as base64 typed arrays."""
-    if isinstance(v, dict) and "bdata" in v:
-        return np.frombuffer(base64.b64decode(v["bdata"]), dtype=np.dtype(v["dtype"])).tolist()
-    return list(v)
-
-
-def trace_names(fig: dict[str, Any]) -> list[str]:
-    return [str(t.get("name")) for t in fig["data"]]
 
 
 # --- every page -------------------------------------------------------------------------
@@ -225,13 +214,13 @@ def test_critical_path_page(env: Path) -> None:
     assert picker.value == 1
     assert picker.options[0].endswith("· warm-up") and not picker.options[1].endswith("warm-up")
     assert at.query_params["step"] == "2"
-    [breakdown] = figures(at)
+    breakdown = canvases(at)[-1][1]  # the step's bound-by bars, under its timeline
     steps = canvases(at)[0][1]
     assert set(steps[steps.selected].step) == {"ProfilerStep#2"}
     [(spec, table)] = timelines(at)
     assert "bar" in set(table.kind) and "critical" in set(table.path)
     assert spec["title"].startswith("ProfilerStep#2")
-    assert breakdown["data"][0]["y"][0] == metrics["Bound by"]
+    assert breakdown.row.iloc[0] == metrics["Bound by"]
     listing = at.dataframe[0].value
     assert listing.ms.sum() > 0 and {"class", "event", "rule"} <= set(listing.columns)
     # another step redraws the timeline for that window only
@@ -245,7 +234,7 @@ def test_critical_path_page(env: Path) -> None:
     assert len(links) >= 1 and links.x0.min() >= lo - 1e-9 and links.x1.max() <= hi + 1e-9
     lanes = set(table.lane.dropna())
     assert any(x.startswith("thread ") for x in lanes) and any(x.startswith("GPU ") for x in lanes)
-    assert figures(at)[0]["data"][0]["y"][0] == "launch_overhead"
+    assert canvases(at)[-1][1].row.iloc[0] == "launch_overhead"
     assert at.query_params["step"] == "1"
 
 
@@ -345,8 +334,7 @@ def test_breakdowns_page(env: Path) -> None:
     whole = b.temporal[b.temporal.window < 0].iloc[0]
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["idle (whole trace)"] == f"{whole.idle_share:.1%}"
-    [queue] = figures(at)
-    [(spec, temporal)] = canvases(at)
+    (spec, temporal), (queue_spec, queue) = canvases(at)  # shares per step, then the queue
     assert spec["layer"][0]["encoding"]["color"]["scale"]["domain"] == [
         "compute",
         "communication",
@@ -356,7 +344,8 @@ def test_breakdowns_page(env: Path) -> None:
     idle = temporal[temporal.part == "idle"]
     assert idle.share.tolist() == pytest.approx(b.temporal.idle_share.tolist())
     assert idle.row.tolist() == spec["layer"][0]["encoding"]["y"]["sort"]
-    assert trace_names(queue) == ["stream 0"] and max(values(queue["data"][0]["y"])) == 1
+    assert set(queue.series) == {"stream 0"} and queue.value.max() == 1
+    assert queue_spec["layer"][0]["mark"]["interpolate"] == "step-after"  # a length holds till the next
     idle, launches, classes, kernels = (d.value for d in at.dataframe)  # no communication here
     assert launches.launches.tolist() == b.table("launches").launches.tolist()
     assert idle.on_path_ms.sum() == pytest.approx(b.idle.cp_ns.sum() / 1e6)
@@ -376,8 +365,8 @@ def test_breakdowns_page_draws_the_allocator(tmp_path: Path, monkeypatch: pytest
     memory = at.dataframe[-1].value
     whole = memory[memory.label == "(trace)"].set_index("device")
     assert whole.loc[0, "peak_mb"] == pytest.approx(101.305344)  # Total Allocated's peak in the trace
-    curves = {t["name"]: max(values(t["y"])) for t in figures(at)[-1]["data"]}
-    assert curves["device 0"] == pytest.approx(101.305344) and "host" in curves
+    curves = canvases(at)[-1][1].groupby("series").value.max()
+    assert curves["device 0"] == pytest.approx(101.305344) and "host" in curves.index
 
 
 def test_critical_path_caps_drawn_events(env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -568,7 +557,11 @@ def test_compare_two_runs(env: Path) -> None:
     hot = at.dataframe[2].value
     delta = hot["b − a (ms)"]
     assert list(delta.abs()) == sorted(delta.abs(), reverse=True)
-    assert len(figures(at)) == 1  # the hotspot deltas; the classes side by side are on a canvas
+    assert not figures(at)  # no Plotly: the hotspot deltas are on a canvas too
+    deltas = next(table for _, table in canvases(at) if "delta_ms" in table.columns)
+    assert 0 < len(deltas) <= 20 and (deltas.delta_ms != 0).all()
+    assert list(deltas.delta_ms.abs()) == sorted(deltas.delta_ms.abs(), reverse=True)
+    assert list(deltas.faster) == list(deltas.delta_ms < 0)
     pairs = next(table for _, table in canvases(at) if "row" in table.columns)
     assert pairs.groupby("side").ms.sum()[f"a: {MINITOY}"] == pytest.approx(9.337364, rel=1e-6)
     assert not any(m.label == "Prediction error" for m in at.metric)

@@ -104,10 +104,9 @@ def ui_cmd(
     from ctda.store.config import resolve
 
     try:
-        import plotly  # noqa: F401
         import streamlit  # noqa: F401
     except ImportError as exc:
-        fail(f"the UI needs streamlit and plotly (pip install 'ctda[ui]'): {exc}")
+        fail(f"the UI needs streamlit (pip install 'ctda[ui]'): {exc}")
     cmd, env = command(db, port, address, max_upload_mb, max_events, uploads, max_trace_mb)
     console.print(f"ctda ui: store {resolve(db).location}, http://{address}:{port}", highlight=False)
     if not is_loopback(address):

@@ -2,7 +2,8 @@
 
 Layout: :mod:`ctda.ui.app` is the Streamlit entry script; each page is one script under
 :mod:`ctda.ui.views`. What a page shows is computed by plain functions in
-:mod:`ctda.ui.frames` (tables) and :mod:`ctda.ui.charts` (Plotly figures), which know
-nothing about Streamlit; :mod:`ctda.ui.data` is the only place that opens the store and
-caches analyses between reruns.
+:mod:`ctda.ui.frames` (tables) and drawn by :mod:`ctda.ui.canvas`, :mod:`ctda.ui.bars` and
+:mod:`ctda.ui.lanes` (Vega-Lite charts on a canvas), which know nothing about Streamlit;
+:mod:`ctda.ui.data` is the only place that opens the store and caches analyses between
+reruns.
 """

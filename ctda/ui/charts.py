@@ -1,12 +1,10 @@
-"""Plotly figures for the pages, built from the frames in :mod:`ctda.ui.frames`."""
+"""The pages' shared chart conventions: class colours, the path's colour, label lengths."""
 
 from __future__ import annotations
 
 import pandas as pd
-import plotly.graph_objects as go
 
 from ctda.api import CLASSES
-from ctda.ui import margins
 
 #: one colour per bound-by class, the same on every chart
 CLASS_COLORS = dict(
@@ -23,12 +21,10 @@ CLASS_COLORS = dict(
             "#EECA3B",  # sync_wait
             "#FF9DA6",  # cross_thread
             "#6E6E6E",  # cpu_gap: dark grey
-            "#E0E0E0",  # gpu_gap: light grey (and hatched in the Plotly bound-by bars)
+            "#E0E0E0",  # gpu_gap: light grey
         ),
     )
 )
-#: a second cue besides the grey level, so the two gap classes never read as one
-CLASS_PATTERNS = {"gpu_gap": "/"}
 #: the path's own style: critical events outlined in it, and thin connectors where the
 #: path jumps from one lane to another (no class uses a colour this dark); on a dark theme
 #: it is drawn in PATH_COLOR_DARK instead (see PATH_STROKE)
@@ -47,35 +43,6 @@ def fmt_ms(v: float) -> str:
     return f"{v:,.3f} ms" if abs(v) >= 0.01 or v == 0 else f"{v:.5f} ms"
 
 
-def breakdown(df: pd.DataFrame, title: str = "Bound by") -> go.Figure:
-    """Horizontal bars of critical-path ms per class (``class``, ``cp_ms``, ``share``)."""
-    fig = go.Figure(
-        go.Bar(
-            x=df.cp_ms,
-            y=df["class"],
-            orientation="h",
-            marker={
-                "color": [CLASS_COLORS.get(c, "#333") for c in df["class"]],
-                "pattern": {"shape": [CLASS_PATTERNS.get(c, "") for c in df["class"]], "fgcolor": "#777"},
-            },
-            text=[f"{s:.0%}" for s in df.share],
-            textposition="auto",
-            hovertemplate="%{y}: %{x:.3f} ms<extra></extra>",
-        )
-    )
-    fig.update_layout(
-        title={"text": title, "x": 0},
-        height=max(220, 28 * len(df) + 90),
-        xaxis={"title": "critical-path ms"},
-        yaxis={"autorange": "reversed"},
-    )
-    # the title line stays even without a title: the mode bar sits there
-    top = margins.TITLE_PX + 10
-    return margins.fix(
-        fig, left=margins.y_labels_px(df["class"]), right=10, top=top, bottom=margins.NUMERIC_X_PX
-    )
-
-
 #: step labels on a step axis, slanted so long names fit
 TICK_ANGLE = -35
 
@@ -92,32 +59,3 @@ def short_labels(labels: pd.Series, n: int = LABEL_CHARS) -> pd.Series:
     cut = text.where(text.str.len() <= n, text.str.slice(0, n - 1) + "…")
     clash = cut.duplicated(keep=False) & (cut != text)
     return cut.where(~clash, cut + " #" + pd.Series(range(1, len(cut) + 1), index=cut.index).astype(str))
-
-
-def deltas(df: pd.DataFrame, key: str, title: str, top: int = 20) -> go.Figure:
-    """Horizontal bars of the ``top`` non-zero ``delta_ms`` per ``key``: green got faster, red slower."""
-    part = df[df.delta_ms != 0].head(top)
-    labels = short_labels(part[key])
-    fig = go.Figure(
-        go.Bar(
-            y=labels,
-            x=part.delta_ms,
-            orientation="h",
-            marker={"color": ["#54A24B" if d < 0 else "#E45756" for d in part.delta_ms]},
-            customdata=part[key].astype(str),
-            hovertemplate="%{customdata}: %{x:+.3f} ms<extra></extra>",
-        )
-    )
-    fig.update_layout(
-        title={"text": title, "x": 0},
-        height=max(240, 24 * len(part) + 100),
-        xaxis={"title": "Δ ms (b − a)"},
-        yaxis={"autorange": "reversed"},
-    )
-    return margins.fix(
-        fig,
-        left=margins.y_labels_px(labels),
-        right=10,
-        top=margins.TITLE_PX + 10,
-        bottom=margins.NUMERIC_X_PX,
-    )

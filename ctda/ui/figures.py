@@ -1,38 +1,15 @@
-"""The pages' charts, cached like the tables of :mod:`ctda.ui.data`: Plotly figures of
-:mod:`ctda.ui.charts` and canvas charts of :mod:`ctda.ui.canvas` and :mod:`ctda.ui.lanes`.
-
-Building a Plotly figure validates every array it holds, and ``st.plotly_chart``
-deep-copies it into a dict on every rerun. So a figure is built once per run, view and
-step, frozen into its dict (see :class:`Frozen`), and each rerun that shows it again pays
-only the JSON encoding.
+"""The pages' charts, cached like the tables of :mod:`ctda.ui.data`: Vega-Lite charts on a
+canvas, from :mod:`ctda.ui.canvas`, :mod:`ctda.ui.bars` and :mod:`ctda.ui.lanes`, built once
+per run, view and step.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 import pandas as pd
-import plotly.graph_objects as go
 import streamlit as st
 
 from ctda.api import Analysis
-from ctda.ui import canvas, charts, data, explain, lanes
-
-#: no mode bar: it floated over the titles and legends of the narrower charts (a drag
-#: still zooms, a double-click resets), and so no plotly logo link (an external site)
-CONFIG: dict[str, Any] = {"displayModeBar": False, "displaylogo": False}
-
-
-class Frozen(go.Figure):
-    """A finished figure whose ``to_dict`` (what ``st.plotly_chart`` serialises) is computed
-    once: the cached figure is never changed, so its dict need not be copied per rerun."""
-
-    def __init__(self, fig: go.Figure) -> None:
-        super().__init__(fig)
-        self._frozen = go.Figure.to_dict(self)
-
-    def to_dict(self) -> dict[str, Any]:
-        return self._frozen
+from ctda.ui import bars, canvas, data, explain, lanes
 
 
 @st.cache_resource(max_entries=64, show_spinner=False)
@@ -51,15 +28,9 @@ TIMELINE_HELP = (
 def show(chart: canvas.Chart, key: str) -> None:
     """A canvas chart under its title (a line of the page, so it reads as text); its path
     colour follows the page's theme in the browser (``charts.PATH_STROKE``)."""
-    st.markdown(f"**{chart.title}**")
+    if chart.title:  # else the page says what it is, in a line of its own above
+        st.markdown(f"**{chart.title}**")
     st.vega_lite_chart(chart.data, chart.spec, width="stretch", key=key)
-
-
-def plotly(fig: go.Figure, key: str) -> None:
-    """A Plotly figure without a mode bar. Its own colours must read on light and dark
-    pages alike (Streamlit themes the rest in the browser): a figure themed here would keep
-    its colours after the viewer switches theme, which reruns nothing."""
-    st.plotly_chart(fig, width="stretch", key=key, config=CONFIG)
 
 
 @st.cache_resource(max_entries=64, show_spinner=False)
@@ -69,9 +40,9 @@ def steps(tag: str, selected: int | None, _a: Analysis) -> canvas.Chart:
 
 
 @st.cache_resource(max_entries=128, show_spinner=False)
-def breakdown(tag: str, windows: tuple[int, ...] | None, _a: Analysis) -> go.Figure:
-    """Bound-by bars of the windows (all: None), see :func:`charts.breakdown`."""
-    return Frozen(charts.breakdown(data.by_class(tag, windows, _a), ""))
+def breakdown(tag: str, windows: tuple[int, ...] | None, _a: Analysis) -> canvas.Chart:
+    """Bound-by bars of the windows (all: None), see :func:`bars.bound_by`."""
+    return bars.bound_by(data.by_class(tag, windows, _a), "")
 
 
 @st.cache_resource(max_entries=32, show_spinner=False)

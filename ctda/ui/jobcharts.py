@@ -1,18 +1,17 @@
 """Charts of the Job page, from the tables in :mod:`ctda.ui.jobframes`: the lateness
-heatmap (Plotly) and the job timeline (on a canvas, like the Critical path page's).
+heatmap and the job timeline, on a canvas like the Critical path page's charts.
 
 They keep the Critical path page's conventions (:mod:`ctda.ui.charts`): class colours,
 path stretches outlined in the path colour, connectors only where the path changes place
-(here: rank), one unit (ms) in every tooltip; the heatmap's mode bar in a margin of its own.
+(here: rank), one unit (ms) in every tooltip.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-import plotly.graph_objects as go
 
-from ctda.ui import canvas
+from ctda.ui import bars, canvas
 from ctda.ui.canvas import Chart
 from ctda.ui.charts import CLASS_COLORS, fmt_ms
 from ctda.ui.jobframes import JobTimeline, Lateness, rank_label
@@ -29,7 +28,7 @@ def _pale(hex_color: str, keep: float = 0.28) -> str:
 PALE = {cls: _pale(c) for cls, c in CLASS_COLORS.items()}
 PALE_OTHER = "#E4EAF2"
 #: diverging: early (others waited less) blue, on time white, late (others waited) red
-LATENESS_SCALE = [[0.0, "#2166AC"], [0.25, "#92C5DE"], [0.5, "#F7F7F7"], [0.75, "#F4A582"], [1.0, "#B2182B"]]
+LATENESS_SCALE = [(0.0, "#2166AC"), (0.25, "#92C5DE"), (0.5, "#F7F7F7"), (0.75, "#F4A582"), (1.0, "#B2182B")]
 STRAGGLER = "straggler"
 #: the straggler's outline: apart (CIE ΔE 80 and more) from every colour of the lateness
 #: scale and from light and dark pages alike, so the figure needs no theming by the server,
@@ -37,69 +36,15 @@ STRAGGLER = "straggler"
 STRAGGLER_COLOR = "#9B30FF"
 #: every other rank's band is shaded
 BAND_SHADE = "rgba(0,0,0,0.035)"
-#: the mode bar sits in this right margin, vertically, so it never covers data
-MARGIN = {"l": 10, "r": 46, "t": 60, "b": 40}
-MODEBAR = {"orientation": "v"}
 
 
-def heatmap(late: Lateness) -> go.Figure:
+def heatmap(late: Lateness) -> Chart:
     """Ranks (rows) by steps (columns), lateness in ms on a diverging scale centred on 0;
-    each step's straggler is marked with an outlined square."""
+    each step's straggler is outlined (see :func:`bars.heatmap`)."""
     ranks = [rank_label(r) for r in late.ranks]
-    z = late.ms
-    span = float(np.nanmax(np.abs(z))) if z.size and not np.all(np.isnan(z)) else 1.0
-    text = [[("-" if np.isnan(v) else fmt_ms(float(v))) for v in row] for row in z]
-    fig = go.Figure(
-        go.Heatmap(
-            z=z,
-            x=late.steps,
-            y=ranks,
-            zmid=0,
-            zmin=-span,
-            zmax=span,
-            colorscale=LATENESS_SCALE,
-            # under the chart: the right margin is the mode bar's
-            colorbar={
-                "title": {"text": "late ms", "side": "right"},
-                "orientation": "h",
-                "x": 0,
-                "xanchor": "left",
-                "y": 0.0,
-                "yanchor": "bottom",
-                "yref": "container",
-                "len": 0.5,
-                "thickness": 10,
-            },
-            customdata=text,
-            hovertemplate="%{x} · %{y}<br>late %{customdata}<extra></extra>",
-            xgap=1,
-            ygap=1,
-        )
-    )
-    marked = [(s, rank_label(r)) for s, r in zip(late.steps, late.straggler) if r in late.ranks]
-    if marked:
-        fig.add_scatter(
-            x=[s for s, _ in marked],
-            y=[r for _, r in marked],
-            mode="markers",
-            marker={"symbol": "square-open", "size": 22, "color": STRAGGLER_COLOR, "line": {"width": 3}},
-            name=STRAGGLER,
-            showlegend=True,
-            hovertemplate="%{x}: straggler %{y}<extra></extra>",
-        )
-    fig.update_layout(
-        title={
-            "text": "Lateness per step and rank: arrival at the step's collectives minus the median",
-            "x": 0,
-        },
-        height=int(min(max(240, 34 * len(ranks) + 180), 900)),
-        margin={**MARGIN, "b": 90},
-        modebar=MODEBAR,
-        legend={"orientation": "h", "x": 1, "xanchor": "right", "y": 1.0, "yanchor": "bottom"},
-        xaxis={"type": "category", "title": None},
-        yaxis={"type": "category", "autorange": "reversed", "title": None},
-    )
-    return fig
+    marked = [rank_label(r) if r in late.ranks else "" for r in late.straggler]
+    colours = [c for _, c in LATENESS_SCALE]
+    return bars.heatmap(late.steps, ranks, late.ms, marked, colours, STRAGGLER_COLOR)
 
 
 def timeline_table(tl: JobTimeline) -> pd.DataFrame:

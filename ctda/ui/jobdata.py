@@ -12,14 +12,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import plotly.graph_objects as go
 import streamlit as st
 
 from ctda.api import JobWhatif, RunInfo, StoreError, StoreSession, whatif_stored_job
 from ctda.api_jobs import JobReport
 from ctda.ui import data, frames, jobcharts, jobframes
 from ctda.ui.canvas import Chart
-from ctda.ui.figures import Frozen
 from ctda.ui.settings import Settings
 
 
@@ -73,8 +71,8 @@ def tables(key: str, _rep: JobReport) -> jobframes.JobTables:
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
-def heatmap(key: str, _t: jobframes.JobTables) -> go.Figure:
-    return Frozen(jobcharts.heatmap(_t.lateness))
+def heatmap(key: str, _t: jobframes.JobTables) -> Chart:
+    return jobcharts.heatmap(_t.lateness)
 
 
 def busy(s: Settings, job: StoredJobs, t: jobframes.JobTables, step: str) -> dict[int, jobframes.Busy]:

@@ -1,7 +1,7 @@
 """Warm the UI server's process before it serves its first page.
 
 The first use of the engine in a process pays for more than the work: importing pandas,
-Arrow, Plotly and the app's modules, numba's start-up and the loading of each compiled
+Arrow and the app's modules, numba's start-up and the loading of each compiled
 function from its cache (about 2 s here before any real work). A server that pays it at
 its first click makes a user wait seconds for a page that takes a fraction of that
 afterwards. :func:`warm_up` pays it at start, before the server listens, by walking a
@@ -76,10 +76,9 @@ def warm_up(log: Any = None) -> float:
 
 def _walk() -> None:
     import ladybug  # noqa: F401  # the embedded store's module: its first import is ~0.3 s
-    import plotly.graph_objects  # noqa: F401
 
     from ctda import api
-    from ctda.ui import canvas, charts, data, figures, frames, guide, lanes, widgets  # noqa: F401
+    from ctda.ui import bars, canvas, charts, data, figures, frames, guide, lanes, widgets  # noqa: F401
 
     with tempfile.TemporaryDirectory(prefix="ctda-warm-") as d:
         path = Path(d) / "warm.json.gz"

@@ -21,6 +21,9 @@ def test_browser_bench_measures_every_interaction(browser_paths: tuple[str, str]
     assert {("critical path", "page switch"), ("what-if", "page switch"), ("hotspots", "page switch")} <= got
     assert ("critical path", "change run (to the big run)") in got
     assert ("what-if", "move a factor (prediction drawn)") in got
+    # the floor of a first page load here: Streamlit's own page in a fresh browser
+    [bare] = [r for r in rows if r["interaction"].startswith("first page load of a bare Streamlit page")]
+    assert bare["kind"] == "cold" and bare["median_s"] > 0
     for r in rows:
         # real, positive wall-clock figures; the browser cannot answer faster than a frame
         assert r["n"] >= 1 and 0.0 < r["median_s"] <= r["max_s"] < 300

@@ -6,11 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import plotly.graph_objects as go
+import pandas as pd
 import streamlit as st
 
 from ctda.api import BREAKDOWN_KINDS, Analysis, Breakdowns, launch_queue, memory_series
-from ctda.ui import canvas, data, figures, widgets
+from ctda.ui import bars, canvas, data, figures, widgets
 
 PARTS = tuple(canvas.PART_COLORS)
 KERNEL_ROWS = 200
@@ -32,34 +32,25 @@ def breakdowns(tag: str, _a: Analysis) -> Breakdowns:
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
-def queue_figure(tag: str, _a: Analysis, bins: int = 1500) -> go.Figure:
+def queue_figure(tag: str, _a: Analysis, bins: int = 1500) -> canvas.Chart:
     """Each stream's queue length over the trace: the longest in each of ``bins`` time bins
     (a million launches would not draw; the peaks are what matter)."""
     q = launch_queue(_a)
-    lanes = _a.table.lanes
-    fig = go.Figure()
+    streams = _a.table.lanes["stream"].to_numpy()
+    parts = []
     if len(q):
         t0, t1 = int(q.ts.min()), int(q.ts.max()) + 1
-        edges = np.linspace(t0, t1, bins + 1)
-        streams = lanes["stream"].to_numpy()
-        for _lane, part in q.groupby("lane"):
-            at = np.clip(np.searchsorted(edges, part.ts.to_numpy(), side="right") - 1, 0, bins - 1)
-            peak = np.full(bins, -1, dtype=np.int64)
-            np.maximum.at(peak, at, part.length.to_numpy())
-            keep = peak >= 0
-            fig.add_trace(
-                go.Scatter(
-                    x=(edges[:-1][keep] - t0) / 1e6,
-                    y=peak[keep],
-                    mode="lines",
-                    line={"shape": "hv"},
-                    name=f"stream {streams[int(part.lane.iloc[0])]}",
-                )
-            )
-    fig.update_layout(
-        height=260, margin={"l": 10, "r": 10, "t": 10, "b": 10}, xaxis_title="ms", yaxis_title="queued"
+        for _lane, part in q.groupby("lane"):  # per stream, not per launch
+            ms, peak = bars.binned_peaks(part.ts.to_numpy(), part.length.to_numpy(), t0, t1, bins)
+            name = f"stream {streams[int(part.lane.iloc[0])]}"
+            parts.append(pd.DataFrame({"series": name, "ms": ms, "value": peak}))
+    return bars.series(_frames(parts), "queued", steps=True)
+
+
+def _frames(parts: list[pd.DataFrame]) -> pd.DataFrame:
+    return (
+        pd.concat(parts, ignore_index=True) if parts else pd.DataFrame({"series": [], "ms": [], "value": []})
     )
-    return fig
 
 
 def render_run(loaded: data.Loaded) -> None:
@@ -128,9 +119,7 @@ def render_run(loaded: data.Loaded) -> None:
             width="stretch",
         )
         st.markdown("**Launch queue per stream** (launched, not yet started)")
-        st.plotly_chart(
-            queue_figure(loaded.tag, loaded.analysis), width="stretch", key="bd_queue", config=figures.CONFIG
-        )
+        figures.show(queue_figure(loaded.tag, loaded.analysis), "bd_queue")
     left, right = st.columns([2, 5])
     with left:
         st.markdown("**Kernel classes**")
@@ -169,32 +158,21 @@ def memory_section(loaded: data.Loaded, b: Breakdowns) -> None:
         hide_index=True,
         width="stretch",
     )
-    st.plotly_chart(
-        memory_figure(loaded.tag, loaded.analysis), width="stretch", key="bd_memory", config=figures.CONFIG
-    )
+    figures.show(memory_figure(loaded.tag, loaded.analysis), "bd_memory")
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
-def memory_figure(tag: str, _a: Analysis, bins: int = 1500) -> go.Figure:
+def memory_figure(tag: str, _a: Analysis, bins: int = 1500) -> canvas.Chart:
     """Allocated memory of each device over the trace: its peak in each of ``bins`` bins."""
     m = memory_series(_a)
-    fig = go.Figure()
     t0, t1 = int(m.ts.min()), int(m.ts.max()) + 1
-    edges = np.linspace(t0, t1, bins + 1)
-    for d in np.unique(m.device.to_numpy()):
+    parts = []
+    for d in np.unique(m.device.to_numpy()):  # per device
         part = m[m.device == d]
-        at = np.clip(np.searchsorted(edges, part.ts.to_numpy(), side="right") - 1, 0, bins - 1)
-        peak = np.full(bins, -1, dtype=np.int64)
-        np.maximum.at(peak, at, part.allocated.to_numpy())
-        keep = peak >= 0
+        ms, peak = bars.binned_peaks(part.ts.to_numpy(), part.allocated.to_numpy(), t0, t1, bins)
         name = "host" if d < 0 else f"device {d}"
-        fig.add_trace(
-            go.Scatter(x=(edges[:-1][keep] - t0) / 1e6, y=peak[keep] / 1e6, mode="lines", name=name)
-        )
-    fig.update_layout(
-        height=260, margin={"l": 10, "r": 10, "t": 10, "b": 10}, xaxis_title="ms", yaxis_title="MB"
-    )
-    return fig
+        parts.append(pd.DataFrame({"series": name, "ms": ms, "value": peak / 1e6}))
+    return bars.series(_frames(parts), "MB")
 
 
 def render() -> None:

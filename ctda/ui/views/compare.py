@@ -9,7 +9,7 @@ import streamlit as st
 
 from ctda import api
 from ctda.api import Comparison, RunInfo, StoreError
-from ctda.ui import canvas, charts, data, figures, share, widgets
+from ctda.ui import bars, canvas, data, figures, share, widgets
 from ctda.ui.settings import Settings
 
 BASELINE = widgets.BASELINE
@@ -234,12 +234,7 @@ def page() -> None:
     figures.show(canvas.pairs(by, "class", f"a: {a.label}", f"b: {b.label}", "Bound by"), "cmp_class")
     st.dataframe(named(by, a.label, b.label), hide_index=True, width="stretch")
     # the full width: hotspot names are long, and half the page left the bars no room
-    st.plotly_chart(
-        charts.deltas(hot, "name", "Hotspot deltas (largest first)"),
-        width="stretch",
-        key="cmp_hot",
-        config=figures.CONFIG,
-    )
+    figures.show(bars.deltas(hot, "name", "Hotspot deltas (largest first)"), "cmp_hot")
     st.markdown(f"**Hotspot deltas** (top {TOP} by size of change)")
     st.dataframe(named(hot.head(TOP), a.label, b.label), hide_index=True, width="stretch")
     st.markdown(f"**Call-path deltas** (top {TOP})")

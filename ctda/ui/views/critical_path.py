@@ -98,9 +98,7 @@ def render_run(s: Settings, loaded: data.Loaded) -> None:
     left, right = st.columns([2, 3])
     with left:
         st.markdown(f"**Bound by, {widgets.md(tl.label)}**")
-        st.plotly_chart(
-            figures.breakdown(tag, (window,), a), width="stretch", key="cp_breakdown", config=figures.CONFIG
-        )
+        figures.show(figures.breakdown(tag, (window,), a), "cp_breakdown")
     with right:
         st.markdown(f"**Path stretches of {widgets.md(tl.label)}** (first {PATH_ROWS}, in order)")
         st.dataframe(_listing(tag, window, a), hide_index=True, width="stretch", height=360)

@@ -223,7 +223,7 @@ def render() -> None:
         return
     t = jobdata.tables(key, job.report)
     headline(t)
-    figures.plotly(jobdata.heatmap(key, t), "job_heatmap")
+    figures.show(jobdata.heatmap(key, t), "job_heatmap")
     steps_table(t)
     step_timeline(s, job, key, t)
     waits_and_clocks(t)
