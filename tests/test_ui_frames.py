@@ -152,9 +152,9 @@ def test_figures_build(minitoy: Analysis) -> None:
     names = frames.Names(minitoy)
     tl = frames.timeline(minitoy, 0, 1000, names)
     chart = lanes.chart(tl)
-    assert set(chart.data.kind) == {"bar", "band", "link"}
+    assert set(chart.data.kind) == {"bar", "band", "link", "frame"}
     assert set(chart.data.path.dropna()) == {"critical", "off the path"}
-    assert len(chart.spec["layer"]) == 3
+    assert len(chart.spec["layer"]) == 4
     assert bars.bound_by(frames.by_class(minitoy)).spec["layer"][0]["mark"]["type"] == "bar"
     assert canvas.steps(frames.class_by_window(minitoy), 0).data.selected.any()
 

@@ -78,6 +78,23 @@ def time_x(title: str, start_ms: float, end_ms: float) -> dict[str, Any]:
     }
 
 
+def window_x(title: str) -> dict[str, Any]:
+    """A timeline's x: ``x0`` (to ``x1``) in ms over the range its data spans, which
+    :func:`frame` sets to the window. The spec then holds no time, so the same chart of
+    another timing (a what-if's next factor) is the same spec with new data: the page
+    replaces the data in place instead of building the chart anew."""
+    return {"field": "x0", "type": "quantitative", "title": title, "scale": {"nice": False, "zero": False}}
+
+
+def frame(x: dict[str, Any], y: dict[str, Any]) -> dict[str, Any]:
+    """An invisible layer of the ``frame`` row: its x0..x1 is the drawn range."""
+    return {
+        "transform": only("frame"),
+        "mark": {"type": "rule", "opacity": 0, "tooltip": None},
+        "encoding": box(x, y),
+    }
+
+
 def rows_y(top: float, bottom: float, ticks: list[tuple[float, str]]) -> dict[str, Any]:
     """A timeline's y: ``y0`` (to ``y1``) downwards from ``top``, each row labelled at its
     ``ticks`` position (a quantitative axis labelled by an expression)."""

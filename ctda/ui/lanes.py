@@ -94,7 +94,12 @@ def table(tl: Timeline) -> pd.DataFrame:
     yc, h = rows.center(ev.y.to_numpy(dtype=np.float64))
     crit = ev.on_cp.to_numpy(dtype=bool)
     start, dur = ev.start_ms.to_numpy(dtype=np.float64), ev.dur_ms.to_numpy(dtype=np.float64)
-    bars = canvas.boxes(start, dur, yc, h, tl.end_ms - tl.start_ms, crit).assign(
+    bars = canvas.boxes(start, dur, yc, h, tl.end_ms - tl.start_ms, crit)
+    # the bars' boxes end at the window's edges (their tooltips keep the event's times):
+    # the window is the range the data spans (canvas.window_x)
+    bars["x0"] = bars.x0.clip(tl.start_ms, tl.end_ms)
+    bars["x1"] = bars.x1.clip(tl.start_ms, tl.end_ms)
+    bars = bars.assign(
         kind="bar",
         **{"class": ev.cls.astype(str).to_numpy()},
         path=np.where(crit, "critical", "off the path"),
@@ -113,7 +118,10 @@ def table(tl: Timeline) -> pd.DataFrame:
         }
     )
     jumps = _connectors(tl, rows).assign(kind="link")
-    out = pd.concat([bands, bars, jumps], ignore_index=True)
+    edge = -LANE_GAP / 2
+    span = {"x0": [tl.start_ms], "x1": [tl.end_ms], "y0": [edge], "y1": [edge]}
+    window = pd.DataFrame({"kind": ["frame"], **span})
+    out = pd.concat([bands, bars, jumps, window], ignore_index=True)
     # repeated strings go out once each (as Arrow dictionaries): half the bytes per redraw
     for col in ("kind", "fill", "class", "path", "event", "lane"):
         out[col] = out[col].astype("category")
@@ -128,7 +136,7 @@ def chart(tl: Timeline) -> Chart:
     data = table(tl)
     present = set(data["class"].dropna())
     classes = [c for c in CLASSES if c in present]
-    x = canvas.time_x("ms since trace start", tl.start_ms, tl.end_ms)
+    x = canvas.window_x("ms since trace start")
     ticks = [(rows.top[lane.lane] + rows.height[lane.lane] / 2, lane.label) for lane in tl.lanes]
     y = canvas.rows_y(-LANE_GAP / 2, rows.total + LANE_GAP / 2, ticks)
     bars = canvas.outlined(
@@ -156,7 +164,7 @@ def chart(tl: Timeline) -> Chart:
     )
     bars["params"] = [canvas.ZOOM]
     spec = canvas.layered(
-        [canvas.fills("band", x, y), bars, canvas.links(x, y)],
+        [canvas.fills("band", x, y), bars, canvas.links(x, y), canvas.frame(x, y)],
         canvas.rows_height(rows.total),
         resolve=canvas.OWN_COLORS,
     )
