@@ -96,6 +96,15 @@ def _row(
 BARE_APP = 'import streamlit as st\nst.title("Runs")\nst.write("A bare Streamlit page.")\n'
 
 
+def first_load(d: Any, url: str, text: str) -> float:
+    """Seconds from opening ``url`` until ``text`` is on the page and the page is still."""
+    t = time.perf_counter()
+    d.get(url + "/")
+    browser.wait(d, lambda d: text in browser.body(d), repr(text))
+    browser.settled(d)
+    return time.perf_counter() - t
+
+
 def bare_load(work: Path) -> float:
     """Seconds to load :data:`BARE_APP` in a fresh browser, served with ``ctda ui``'s flags:
     the part of a first page load that is Streamlit's and the browser's, not ctda's."""
@@ -106,11 +115,7 @@ def bare_load(work: Path) -> float:
     d = None
     try:
         d = browser.new_driver(chromium, chromedriver, work / "bare-profile")
-        t = time.perf_counter()
-        d.get(server.url + "/")
-        browser.wait(d, lambda d: "A bare Streamlit page" in browser.body(d), "the bare page")
-        browser.settled(d)
-        return time.perf_counter() - t
+        return first_load(d, server.url, "A bare Streamlit page")
     finally:
         if d is not None:
             d.quit()
@@ -160,11 +165,7 @@ def measure(trace: Path, n_events: int, quick: bool, reps: int, store_dir: Path 
     d = None
     try:
         d = browser.new_driver(chromium, chromedriver, work / "profile")
-        t = time.perf_counter()
-        d.get(server.url + "/")
-        browser.wait(d, lambda d: "Runs" in browser.body(d), "the Runs page")
-        browser.settled(d)
-        add("runs", "first page load (wall clock)", [(time.perf_counter() - t, 0.0)], cold=True)
+        add("runs", "first page load (wall clock)", [(first_load(d, server.url, "Runs"), 0.0)], cold=True)
         add("runs", "first page load of a bare Streamlit page (reference)", [(bare_load(work), 0.0)], True)
         picked = browser.choose(d, "Run", name)  # 0: the big run is already the sidebar's
         if picked:

@@ -13,7 +13,7 @@ pytest.importorskip("streamlit")
 from ctda.analysis.engine import Analysis, AnalysisOptions, analyze
 from ctda.analysis.report import build
 from ctda.ingest.reader import read_trace
-from ctda.ui import bars, canvas, frames, lanes
+from ctda.ui import bars, canvas, frames, lanes, picking
 from ctda.ui.rules import rule_doc, rule_docs, summary
 from ctda.whatif.scenario import run
 from ctda.whatif.select import parse_scale
@@ -53,7 +53,7 @@ def test_timeline_draws_critical_events_first_within_the_cap(simple: Analysis) -
     # every lane keeps its longest few (no lane is drawn empty); critical events fill the
     # rest of the budget while they fit, then the longest of the others
     lanes = full.events.lane.value_counts()
-    quota = int(100 * frames.LANE_SHARE) // len(lanes)
+    quota = int(100 * picking.LANE_SHARE) // len(lanes)
     drawn = capped.events.lane.value_counts()
     assert all(drawn.get(lane, 0) >= min(quota, n) for lane, n in lanes.items())
     reserved = int(sum(min(quota, n) for n in lanes))
@@ -84,7 +84,7 @@ def test_lane_quota_is_each_lanes_longest_ties_to_the_earlier() -> None:
         order = np.lexsort((-dur, lanes))
         rank = np.arange(n) - np.searchsorted(lanes[order], lanes[order], side="left")
         want = cand[order[rank < quota]]
-        got = frames._lane_longest(cand, lanes, dur, counts, quota)
+        got = picking._lane_longest(cand, lanes, dur, counts, quota)
         assert np.array_equal(got, want), quota
 
 

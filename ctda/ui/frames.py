@@ -8,7 +8,6 @@ to the trace start (the SOURCE node's observed time), like ``ctda analyze``.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -26,6 +25,7 @@ from ctda.api import (
     lane_labels,
     window_table,
 )
+from ctda.ui.picking import pick_events
 from ctda.ui.rules import etype_name, summary
 
 I64 = npt.NDArray[np.int64]
@@ -145,14 +145,6 @@ def window_charges(a: Analysis, window: int) -> pd.DataFrame:
     return a.charges[w == window]
 
 
-def _top(values: npt.NDArray[np.int64], k: int) -> I64:
-    """Indices of the ``k`` largest values, largest first (partial sort: k << n)."""
-    if len(values) > k:
-        part = np.argpartition(-values, k - 1)[:k]
-        return part[np.argsort(-values[part], kind="stable")].astype(np.int64)
-    return np.argsort(-values, kind="stable").astype(np.int64)
-
-
 def timeline(a: Analysis, window: int, max_events: int, names: Names) -> Timeline:
     """Events overlapping ``window`` (critical ones first, then the longest, at most
     ``max_events``), one lane per thread/stream, and the path drawn through them."""
@@ -173,7 +165,7 @@ def timeline(a: Analysis, window: int, max_events: int, names: Names) -> Timelin
     critical_ns = np.bincount(ev[charged], weights=ch.ns.to_numpy()[charged], minlength=n)
     crit = np.flatnonzero(critical_ns > 0)
     layout = Layout(a, cand)
-    chosen = pick_events(a, cand, crit, critical_ns, max_events)
+    chosen = pick_events(a.nodes.lane, st, en, cand, crit, critical_ns, max_events)
     on_cp = critical_ns[chosen] > 0
     labels = lane_labels(a)
     events = pd.DataFrame(
@@ -205,60 +197,6 @@ def timeline(a: Analysis, window: int, max_events: int, names: Names) -> Timelin
         critical=len(crit),
         path_points=len(full),
     )
-
-
-#: share of the drawing budget kept for every lane's longest events, so a lane whose work
-#: is off the path (GPU streams under a launch-bound path) is never drawn empty
-LANE_SHARE = 0.25
-
-
-def pick_events(a: Analysis, cand: I64, crit: I64, critical_ns: npt.NDArray[Any], max_events: int) -> I64:
-    """At most ``max_events`` of the window's events ``cand`` to draw: each lane's longest
-    few (``LANE_SHARE`` of the budget split over the lanes), then the critical ones
-    (largest charge first), then the longest of the rest."""
-    st, en = event_times(a)
-    n = a.nodes.n
-    taken = np.zeros(n, dtype=bool)
-    parts: list[I64] = []
-    lanes = a.nodes.lane[cand].astype(np.int64)
-    counts = np.bincount(lanes) if len(lanes) else np.zeros(0, dtype=np.int64)
-    present = np.flatnonzero(counts)
-    if len(present) > 1:
-        quota = max(int(max_events * LANE_SHARE) // len(present), 1)
-        keep = _lane_longest(cand, lanes, (en[cand] - st[cand]).astype(np.int64), counts, quota)
-        parts.append(keep)
-        taken[keep] = True
-    budget = max_events - sum(len(p) for p in parts)
-    crit_left = crit[~taken[crit]]
-    top_crit = crit_left[_top(critical_ns[crit_left].astype(np.int64), max(budget, 0))]
-    parts.append(top_crit)
-    taken[top_crit] = True
-    budget -= len(top_crit)
-    if budget > 0:
-        rest = cand[~taken[cand]]
-        parts.append(rest[_top(en[rest] - st[rest], budget)])
-    return np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, dtype=np.int64)
-
-
-def _lane_longest(cand: I64, lanes: I64, dur: I64, counts: I64, quota: int) -> I64:
-    """Each lane's ``quota`` longest events of ``cand``, lane by lane, longest first (ties:
-    the earlier event first): a partial selection per lane, not a sort of every event."""
-    # events grouped by lane, in their order within it (a stable sort of small integers)
-    small = lanes.astype(np.int16) if len(counts) < np.iinfo(np.int16).max else lanes
-    order = np.argsort(small, kind="stable")
-    ends = np.cumsum(counts)
-    out: list[I64] = []
-    for lane in np.flatnonzero(counts):  # per lane, not per event
-        seg = order[ends[lane] - counts[lane] : ends[lane]]
-        if len(seg) > quota:
-            d = dur[seg]
-            # the quota-th longest; then all longer ones and the first of the equal ones
-            edge = d[np.argpartition(-d, quota - 1)[quota - 1]]
-            longer = seg[d > edge]
-            seg = np.concatenate([longer, seg[d == edge][: quota - len(longer)]])
-        d = dur[seg]
-        out.append(cand[seg[np.lexsort((seg, -d))]])
-    return np.concatenate(out) if out else np.zeros(0, dtype=np.int64)
 
 
 class Layout:
