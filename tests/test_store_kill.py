@@ -40,6 +40,8 @@ SPREAD = 0.85
 #: seconds after the start, before the store is opened for writing
 EARLY_POINTS = [0.3, 1.5]
 CTDA = [sys.executable, "-c", "from ctda.cli.app import main; main()"]
+#: tries per kill point: one that finished before its kill is tried again a little earlier
+RETRIES = 3
 
 
 def _state(folder: Path, stem: str) -> tuple[tuple[str, int], ...]:
@@ -114,7 +116,14 @@ def test_kill_ingest_anywhere_leaves_an_openable_store(tmp_path: Path) -> None:
     points = [(None, s) for s in EARLY_POINTS] + [(c, None) for c in _change_points(changes)]
     assert len(points) == len(EARLY_POINTS) + CHANGE_KILLS
     for i, (change, seconds) in enumerate(points):
-        k, c, _ = _kill_ingest(db, change, seconds)
+        for _ in range(RETRIES):
+            k, c, _ = _kill_ingest(db, change, seconds)
+            if k:
+                break
+            # it finished first: a write may make a few fewer changes than the one measured,
+            # and a poll can miss one; the same stage, a little earlier
+            change = None if change is None else max(3, int(change * 0.8))
+            seconds = None if seconds is None else seconds / 2
         killed += k
         in_checkpoint += c
         # every command works afterwards, with nothing repaired by hand
