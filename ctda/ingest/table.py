@@ -115,7 +115,8 @@ class EventTable:
     # --- persistence ----------------------------------------------------------------
     def to_arrow(self) -> pa.Table:
         """Events with lanes and metadata embedded as schema metadata; flows are not kept
-        (:func:`ctda.ingest.reader.from_arrow` binds them again, cheaply)."""
+        here (an analysis snapshot stores them beside; else
+        :func:`ctda.ingest.reader.from_arrow` binds them again)."""
         md = {
             b"ctda.meta": self.meta.to_json().encode(),
             b"ctda.lanes": self.lanes.to_json(orient="split").encode(),
