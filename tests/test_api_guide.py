@@ -155,6 +155,6 @@ def test_the_straggler_mark_reads_on_every_cell_and_page() -> None:
     and dark pages."""
     from ctda.ui import jobcharts
 
-    backgrounds = [c for _, c in jobcharts.LATENESS_SCALE] + ["#FFFFFF", "#0E1117"]
+    backgrounds = [*jobcharts.LATENESS_COLORS, "#FFFFFF", "#0E1117"]
     apart = [float(np.linalg.norm(_lab(jobcharts.STRAGGLER_COLOR) - _lab(b))) for b in backgrounds]
     assert min(apart) >= 80, apart

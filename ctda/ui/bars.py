@@ -115,6 +115,19 @@ def binned_peaks(
     return (edges[:-1][keep] - t0) / 1e6, peak[keep]
 
 
+def peaks_by(groups: list[tuple[str, np.ndarray, np.ndarray]], bins: int, scale: float = 1.0) -> pd.DataFrame:
+    """A :func:`series` table from (name, times, values) groups: each group's
+    :func:`binned_peaks` over the time all of them span, times ``scale``."""
+    parts = [pd.DataFrame({"series": [], "ms": [], "value": []})]
+    if groups:
+        t0 = min(int(ts.min()) for _, ts, _ in groups)
+        t1 = max(int(ts.max()) for _, ts, _ in groups) + 1
+        for name, ts, values in groups:  # per stream or device, not per sample
+            ms, peak = binned_peaks(ts, values, t0, t1, bins)
+            parts.append(pd.DataFrame({"series": name, "ms": ms, "value": peak * scale}))
+    return pd.concat(parts, ignore_index=True)
+
+
 def series(df: pd.DataFrame, y_title: str, steps: bool = False) -> Chart:
     """One line per ``series`` of ``ms`` (x) against ``value`` (y); ``steps``: drawn as
     steps (a value holds until the next)."""

@@ -28,7 +28,8 @@ def _pale(hex_color: str, keep: float = 0.28) -> str:
 PALE = {cls: _pale(c) for cls, c in CLASS_COLORS.items()}
 PALE_OTHER = "#E4EAF2"
 #: diverging: early (others waited less) blue, on time white, late (others waited) red
-LATENESS_SCALE = [(0.0, "#2166AC"), (0.25, "#92C5DE"), (0.5, "#F7F7F7"), (0.75, "#F4A582"), (1.0, "#B2182B")]
+#: (evenly spaced from the largest earliness to the largest lateness)
+LATENESS_COLORS = ["#2166AC", "#92C5DE", "#F7F7F7", "#F4A582", "#B2182B"]
 STRAGGLER = "straggler"
 #: the straggler's outline: apart (CIE ΔE 80 and more) from every colour of the lateness
 #: scale and from light and dark pages alike, so the figure needs no theming by the server,
@@ -43,8 +44,7 @@ def heatmap(late: Lateness) -> Chart:
     each step's straggler is outlined (see :func:`bars.heatmap`)."""
     ranks = [rank_label(r) for r in late.ranks]
     marked = [rank_label(r) if r in late.ranks else "" for r in late.straggler]
-    colours = [c for _, c in LATENESS_SCALE]
-    return bars.heatmap(late.steps, ranks, late.ms, marked, colours, STRAGGLER_COLOR)
+    return bars.heatmap(late.steps, ranks, late.ms, marked, LATENESS_COLORS, STRAGGLER_COLOR)
 
 
 def timeline_table(tl: JobTimeline) -> pd.DataFrame:

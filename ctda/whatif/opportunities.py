@@ -17,10 +17,6 @@ from ctda.whatif.scenario import assumption_lines, changed_count, inclusive, ret
 OPTIMISATION_COLUMNS = ["group", "name", "events", "saving_ns", "saving_share", "predicted_ns", "assumptions"]
 
 
-def _total(a: Analysis) -> int:
-    return summed_steps(a, a.timing)
-
-
 def groups(a: Analysis, top: int) -> list[tuple[str, str, np.ndarray]]:
     """(kind, label, events) for the top hotspot names and every class on the path; not the
     step annotations (``ProfilerStep#*``, the windows' events: a step, not work in it)."""
@@ -43,7 +39,7 @@ def groups(a: Analysis, top: int) -> list[tuple[str, str, np.ndarray]]:
 
 def rank(a: Analysis, top: int = 10) -> pd.DataFrame:
     """Predicted saving of the summed window time for 2x faster and for removed groups."""
-    base = _total(a)
+    base = summed_steps(a, a.timing)
     rows = []
     for kind, label, ev in groups(a, top):
         inside = inclusive(a, ev)  # once for both factors
@@ -71,7 +67,7 @@ def by_optimisation(a: Analysis, specs: list[str] | None = None) -> pd.DataFrame
     to ``a`` (each one's candidate specs, e.g. ``cuda-graphs``, ``no-sync:log_loss``; or
     ``specs``, when the caller has them already), largest first, with what each assumed.
     One that turns out not to apply is left out."""
-    base = _total(a)
+    base = summed_steps(a, a.timing)
     rows = []
     if specs is None:
         specs = optimisations.specs_for(a)

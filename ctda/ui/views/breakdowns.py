@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-import pandas as pd
 import streamlit as st
 
 from ctda.api import BREAKDOWN_KINDS, Analysis, Breakdowns, launch_queue, memory_series
@@ -37,20 +35,11 @@ def queue_figure(tag: str, _a: Analysis, bins: int = 1500) -> canvas.Chart:
     (a million launches would not draw; the peaks are what matter)."""
     q = launch_queue(_a)
     streams = _a.table.lanes["stream"].to_numpy()
-    parts = []
-    if len(q):
-        t0, t1 = int(q.ts.min()), int(q.ts.max()) + 1
-        for _lane, part in q.groupby("lane"):  # per stream, not per launch
-            ms, peak = bars.binned_peaks(part.ts.to_numpy(), part.length.to_numpy(), t0, t1, bins)
-            name = f"stream {streams[int(part.lane.iloc[0])]}"
-            parts.append(pd.DataFrame({"series": name, "ms": ms, "value": peak}))
-    return bars.series(_frames(parts), "queued", steps=True)
-
-
-def _frames(parts: list[pd.DataFrame]) -> pd.DataFrame:
-    return (
-        pd.concat(parts, ignore_index=True) if parts else pd.DataFrame({"series": [], "ms": [], "value": []})
-    )
+    groups = [
+        (f"stream {streams[int(part.lane.iloc[0])]}", part.ts.to_numpy(), part.length.to_numpy())
+        for _, part in q.groupby("lane")
+    ]
+    return bars.series(bars.peaks_by(groups, bins), "queued", steps=True)
 
 
 def render_run(loaded: data.Loaded) -> None:
@@ -165,14 +154,15 @@ def memory_section(loaded: data.Loaded, b: Breakdowns) -> None:
 def memory_figure(tag: str, _a: Analysis, bins: int = 1500) -> canvas.Chart:
     """Allocated memory of each device over the trace: its peak in each of ``bins`` bins."""
     m = memory_series(_a)
-    t0, t1 = int(m.ts.min()), int(m.ts.max()) + 1
-    parts = []
-    for d in np.unique(m.device.to_numpy()):  # per device
-        part = m[m.device == d]
-        ms, peak = bars.binned_peaks(part.ts.to_numpy(), part.allocated.to_numpy(), t0, t1, bins)
-        name = "host" if d < 0 else f"device {d}"
-        parts.append(pd.DataFrame({"series": name, "ms": ms, "value": peak / 1e6}))
-    return bars.series(_frames(parts), "MB")
+    groups = [
+        (_device(int(part.device.iloc[0])), part.ts.to_numpy(), part.allocated.to_numpy())
+        for _, part in m.groupby("device")
+    ]
+    return bars.series(bars.peaks_by(groups, bins, scale=1e-6), "MB")
+
+
+def _device(d: int) -> str:
+    return "host" if d < 0 else f"device {d}"
 
 
 def render() -> None:
