@@ -62,6 +62,40 @@ def test_a_one_step_outlier_is_named_and_clock_uncertainty_widens_the_band() -> 
     assert list(out.straggler) == [-1, -1, -1, -1] and out.noise_ns.iloc[3] == 66 * MS
 
 
+def test_a_rank_late_throughout_is_named_by_its_extra_work_where_it_arrived_in_time() -> None:
+    """Rank 1 is ~30 ms late in three of four steps (late throughout by mean and median); in
+    the fourth it arrived early but ran 20 ms of extra work: named there for that work. Rank
+    0's 20 ms of extra work in that step does not name it (it is not late throughout), nor
+    does rank 1's 1 ms (within the band of a mean)."""
+    t = strag_table(
+        [
+            {0: -30 * MS, 1: 30 * MS},
+            {0: -28 * MS, 1: 28 * MS},
+            {0: 2 * MS, 1: -2 * MS},
+            {0: -32 * MS, 1: 32 * MS},
+        ]
+    )
+    t["top_items"] = [[] for _ in range(len(t))]
+    noise = Noise(sigma_ns=4 * MS, n_steps=4, how="steps", clock_ns={})
+    assert list(significance(t, noise).straggler) == [1, 1, -1, 1]
+    cols = ["label", "rank", "extra_ns", "top_name", "top_ns", "top_event"]
+    extra = pd.DataFrame(
+        [("S2", 1, 20 * MS, "busy_loop", 18 * MS, 7), ("S2", 0, 25 * MS, "x", 25 * MS, 8)], columns=cols
+    )
+    out = significance(t, noise, extra)
+    assert (
+        list(out.straggler) == [1, 1, 1, 1] and out.candidate.iloc[2] == 1 and out.late_ns.iloc[2] == -2 * MS
+    )
+    assert out.why.iloc[2] == "extra work of a rank late throughout the job"
+    assert out.top_items.iloc[2] == [(-1, "busy_loop", 18 * MS, "extra work")]
+    assert out.verdict.iloc[2] == (
+        "r1 did 20.0 ms of extra work (busy_loop) and is late throughout the job (mean 22.0 ms vs ±6.0 ms);"
+        " here it arrived -2.0 ms from the median"
+    )
+    small = extra.assign(extra_ns=[1 * MS, 25 * MS])
+    assert list(significance(t, noise, small).straggler) == [1, 1, -1, 1]
+
+
 def test_clock_offsets_know_how_far_they_may_be_off() -> None:
     from ctda.job.match import clock_offsets, match
     from tests.test_job_match import skel

@@ -23,12 +23,17 @@ Definitions (``docs/jobs.md#straggler-significance``):
   ``K * sigma / sqrt(n) + clock`` (the median keeps one outlier step from making a rank late
   throughout), and ``L[s, c] > clock`` in this step (it arrived last, beyond what the clocks
   may move).
+- A step where neither holds still names the rank late throughout the job when it did
+  *extra work* in the step (work beyond what every other rank did, ``hostload``) beyond the
+  band of a mean: on an oversubscribed host the scheduler can let such a rank arrive on time
+  while its extra work took the cores its peers needed, and that work is what a fix removes.
   Otherwise the step is *balanced*: no straggler, within the job's spread (the step band).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -97,44 +102,97 @@ def job_noise(strag: pd.DataFrame, late: pd.DataFrame, uncertainty: dict[int, in
     return Noise(sigma, len(matrix), how, clock)
 
 
-def significance(strag: pd.DataFrame, noise: Noise) -> pd.DataFrame:
+def significance(strag: pd.DataFrame, noise: Noise, extra: pd.DataFrame | None = None) -> pd.DataFrame:
     """The straggler table with ``candidate``, ``straggler`` (-1 unless significant),
-    ``noise_ns`` (the candidate's step band), ``why`` and ``verdict`` per step."""
+    ``noise_ns`` (the candidate's step band), ``why`` and ``verdict`` per step.
+
+    ``extra`` (``hostload``: per step and rank, ``extra_ns`` and its largest event
+    ``top_name``/``top_ns``) lets a step name the rank late throughout the job by its extra
+    work there; that step's candidate, lateness and top item become that rank's."""
     out = strag.copy()
     out["candidate"] = out.straggler.astype(int)
     matrix = lateness_matrix(strag)
     means = matrix.mean(axis=0) if len(matrix) else pd.Series(dtype=float)
     medians = matrix.median(axis=0) if len(matrix) else pd.Series(dtype=float)
+    steady = pd.concat([means, medians], axis=1).min(axis=1)
+
+    def throughout(label: str, r: int) -> bool:
+        return r in steady.index and float(steady[r]) > noise.mean_band(label, r)
+
+    work = _extra_of(extra)
     named, band, why, verdict = [], [], [], []
-    for label, c, late_ns in zip(out.label.tolist(), out.candidate.tolist(), out.late_ns.tolist()):
-        b = noise.step_band(str(label), c) if c >= 0 else K * noise.sigma_ns
+    for i, (label, c, late_ns) in enumerate(
+        zip(out.label.tolist(), out.candidate.tolist(), out.late_ns.tolist())
+    ):
+        label = str(label)
+        b = noise.step_band(label, c) if c >= 0 else K * noise.sigma_ns
         w = ""
         if c >= 0 and late_ns > b:
             w = "beyond the step's noise"
-        elif (
-            c >= 0
-            and min(float(means.get(c, 0.0)), float(medians.get(c, 0.0))) > noise.mean_band(label, c)
-            and late_ns > noise.clock_ns.get((str(label), c), 0.0)
-        ):
+        elif c >= 0 and throughout(label, c) and late_ns > noise.clock_ns.get((label, c), 0.0):
             w = "late throughout the job"
-        named.append(c if w else -1)
-        band.append(round(b))
-        why.append(w)
         text = "no straggler: no rank arrived late"
         if c >= 0:
             text = f"balanced: no straggler (spread {_ms(b)} ms)"
         if w:
             text = f"r{c} {_ms(late_ns)} ms late (noise ±{_ms(b)} ms"
             if w == "late throughout the job":
-                mb = noise.mean_band(str(label), c)
+                mb = noise.mean_band(label, c)
                 text += f"; late throughout: mean {_ms(float(means[c]))} ms vs ±{_ms(mb)} ms"
             text += ")"
+        else:
+            hit = _steady_extra(label, work, throughout, noise)
+            if hit is not None:
+                c, x_ns, x_name, x_top = hit
+                w = "extra work of a rank late throughout the job"
+                charged = dict(out.at[i, "charged_by_rank"])
+                late_ns = int(charged.get(c, 0))
+                b = noise.step_band(label, c)
+                out.at[i, "candidate"], out.at[i, "late_ns"] = c, late_ns
+                out.at[i, "top_items"] = [(-1, x_name, x_top, "extra work")]
+                here = (
+                    f"here it arrived {_ms(late_ns)} ms from the median"
+                    if c in charged
+                    else "no rank was late here once stalls were charged"
+                )
+                text = (
+                    f"r{c} did {_ms(x_ns)} ms of extra work ({x_name}) and is late throughout the job"
+                    f" (mean {_ms(float(means[c]))} ms vs ±{_ms(noise.mean_band(label, c))} ms); {here}"
+                )
+        named.append(c if w else -1)
+        band.append(round(b))
+        why.append(w)
         verdict.append(text)
     out["straggler"] = named
     out["noise_ns"] = band
     out["why"] = why
     out["verdict"] = verdict
     return out
+
+
+ExtraWork = dict[str, list[tuple[int, int, str, int]]]
+
+
+def _extra_of(extra: pd.DataFrame | None) -> ExtraWork:
+    """Per step label: (rank, extra_ns, top_name, top_ns), the most extra work first."""
+    out: ExtraWork = {}
+    if extra is None or extra.empty:
+        return out
+    x = extra.sort_values("extra_ns", ascending=False, kind="stable")
+    for label, r, ns, name, top in zip(x.label, x["rank"], x.extra_ns, x.top_name, x.top_ns):
+        out.setdefault(str(label), []).append((int(r), int(ns), str(name), int(top)))
+    return out
+
+
+def _steady_extra(
+    label: str, work: ExtraWork, throughout: Callable[[str, int], bool], noise: Noise
+) -> tuple[int, int, str, int] | None:
+    """The rank late throughout the job that did extra work in step ``label`` beyond the
+    band of a mean (the most such work first), or None."""
+    for r, ns, name, top in work.get(label, []):
+        if throughout(label, r) and ns > noise.mean_band(label, r):
+            return r, ns, name, top
+    return None
 
 
 def _ms(ns: float) -> str:

@@ -134,7 +134,7 @@ def assemble_job(name: str, layout: JobLayout, parts: dict[int, RankPart]) -> Jo
         paths = host_waits(paths, host.slowed, base)
     strag = jpath.stragglers(late, paths, steps, host.moved if host else None, host.extra if host else None)
     noise = job_noise(strag, late, offsets.uncertainty)
-    strag = significance(strag, noise)
+    strag = significance(strag, noise, host.extra if host else None)
     jg = None
     if all(p.analysis is not None for p in parts.values()):
         jg = build_job_graph(

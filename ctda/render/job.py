@@ -208,6 +208,7 @@ def _noise_text(n: dict[str, Any]) -> str:
         f"noise: a rank's lateness moves {n['sigma_ns'] / 1e6:.1f} ms from step to step (measured over"
         f" {n['from']}); a straggler is named when its lateness exceeds {n['k']:g} x that (plus the"
         " clock offsets' uncertainty), or it is late throughout the job beyond the band of a mean"
+        " (where it then arrived in time, by its extra work there beyond that band)"
     )
 
 
