@@ -6,8 +6,10 @@ installed package is); wall time is the fastest of the runs (the least disturbed
 shared machine), CPU time the child's user + system. The command line imports the library
 (numpy, pandas, numba, the stores) only when a command runs, so the help stays near the
 interpreter's and typer's own start-up; the goal is 0.3 s. ``ctda runs`` runs on an
-embedded store that does not exist yet (nothing to list) and on one holding a run (the
-store is opened: Ladybug's import and its database open count), ``ctda query`` lists the
+embedded store that does not exist yet (nothing to list) and on one holding a run: once
+as every listing but the first after a write runs (from the listing an earlier process kept,
+``ctda.store.listing``), and once with nothing kept (the store is opened: Ladybug's import
+and its database open count); ``ctda query`` lists the
 named queries and runs one (checked here, run by its worker process). Each row says which
 of :data:`WATCH` the command loaded (one more run, in the same way).
 """
@@ -23,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.suites import Context, SuiteResult, fmt_num, mark, markdown_table, register
+from ctda.store import listing
 
 GOAL_S = 0.3
 COMMANDS = (
@@ -49,11 +52,21 @@ PROBE = (
 )
 
 
-def _timed(ctx: Context, argv: list[str]) -> tuple[float, float, subprocess.CompletedProcess[str]]:
+#: commands measured with nothing kept between processes (a fresh cache directory per run)
+COLD = (("runs", "--db", "{stored}"),)
+
+
+def _env(ctx: Context, cache: str) -> dict[str, str]:
+    return {**ctx.child_env(), "XDG_CACHE_HOME": cache}
+
+
+def _timed(
+    ctx: Context, argv: list[str], env: dict[str, str]
+) -> tuple[float, float, subprocess.CompletedProcess[str]]:
     """One run: (wall s, CPU s of the child, its result)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    done = subprocess.run(argv, env=ctx.child_env(), capture_output=True, text=True, timeout=ctx.timeout_s)
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=ctx.timeout_s)
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -68,22 +81,26 @@ LOADS = (
 )
 
 
-def measure(ctx: Context, args: tuple[str, ...], paths: dict[str, str]) -> dict[str, Any]:
+def measure(
+    ctx: Context, args: tuple[str, ...], paths: dict[str, str], cache: str, cold: bool = False
+) -> dict[str, Any]:
     """The fastest of several fresh-process runs of ``ctda ARGS`` (``{store}`` and
-    ``{stored}`` in an argument are the paths ``paths`` holds), and what it loads."""
+    ``{stored}`` in an argument are the paths ``paths`` holds), and what it loads. ``cache``
+    is the directory listings are kept in; ``cold``: a new empty one for every run."""
     shown = " ".join(a.replace("{store}", "EMPTY.lbug").replace("{stored}", "RUNS.lbug") for a in args)
+    if cold:
+        shown += " (nothing kept: the first listing after a write)"
     for key, path in paths.items():
         args = tuple(a.replace("{" + key + "}", path) for a in args)
     argv = [ctx.python(), "-c", "from ctda.cli.app import main; main()", *args]
     n = max(ctx.repeat, RUNS_QUICK if ctx.quick else RUNS)
-    runs = [_timed(ctx, argv) for _ in range(n)]
+    runs = [_timed(ctx, argv, _env(ctx, tempfile.mkdtemp(dir=cache) if cold else cache)) for _ in range(n)]
     failed = [r for _, _, r in runs if r.returncode != 0]
     row: dict[str, Any] = {"command": "ctda " + shown, "runs": n}
     if failed:
         return {**row, "error": (failed[0].stderr or failed[0].stdout).strip().splitlines()[-1:]}
-    probe = subprocess.run(
-        [ctx.python(), "-c", LOADS, *args], env=ctx.child_env(), capture_output=True, text=True
-    )
+    env = _env(ctx, tempfile.mkdtemp(dir=cache) if cold else cache)
+    probe = subprocess.run([ctx.python(), "-c", LOADS, *args], env=env, capture_output=True, text=True)
     said = [line for line in probe.stderr.splitlines() if line.startswith("loads:")]
     loads = said[-1].removeprefix("loads:") if said else "probe failed"
     return {**row, "wall_s": min(w for w, _, _ in runs), "cpu_s": min(c for _, c, _ in runs), "loads": loads}
@@ -106,7 +123,10 @@ def run(ctx: Context) -> SuiteResult:
     compileall.compile_dir(str(ctx.repo / "ctda"), quiet=1)
     with tempfile.TemporaryDirectory(prefix="ctda-startup-") as d:
         paths = {"store": str(Path(d) / "empty.lbug"), "stored": _stored(ctx, Path(d))}
-        rows = [measure(ctx, args, paths) for args in COMMANDS]
+        time.sleep(listing.SETTLE_NS / 1e9)  # a listing is kept only once the write settled
+        cache = str(Path(d) / "cache")
+        rows = [measure(ctx, args, paths, cache) for args in COMMANDS]
+        rows += [measure(ctx, args, paths, cache, cold=True) for args in COLD]
     probe = subprocess.run([ctx.python(), "-c", PROBE], env=ctx.child_env(), capture_output=True, text=True)
     loaded = probe.stdout.strip() if probe.returncode == 0 else f"probe failed: {probe.stderr.strip()}"
     table = markdown_table(

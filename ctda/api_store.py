@@ -149,6 +149,13 @@ class StoreSession(JobSession):
     def runs(self, include_incomplete: bool = False) -> list[RunInfo]:
         """The stored runs (with ``include_incomplete``, also those being written or deleted);
         a job's runs have ``extra["job"]`` and ``extra["rank"]``."""
+        if not include_incomplete:
+            from ctda.store.listing import complete_runs
+
+            return complete_runs(self.target, self._read_runs)
+        return self._read_runs(include_incomplete=True)
+
+    def _read_runs(self, include_incomplete: bool = False) -> list[RunInfo]:
         with self._open() as s:
             runs, member = s.runs(include_incomplete=include_incomplete), s.job_members()
         for r in runs:

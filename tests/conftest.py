@@ -9,6 +9,7 @@ import inspect
 import json
 import os
 import re
+import tempfile
 import types
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,9 @@ import pytest
 
 HERE = Path(__file__).parent
 DATA = HERE / "data"
+# what ctda keeps between processes (the runs listings of ``ctda.store.listing``) goes to a
+# directory of this test process's own, not the user's cache; children (CLIs, UI servers) inherit it
+os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="ctda-test-cache-")
 
 
 def _corpus_dir() -> Path | None:

@@ -17,7 +17,6 @@ costs no driver import and works whichever extras are installed.
 from __future__ import annotations
 
 import importlib
-from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, TypeVar
 
 from ctda.store.faults import StoreError
@@ -50,14 +49,23 @@ def _where(cls: type) -> str:
     return f"{cls.__module__}.{cls.__qualname__}"
 
 
+def _builtins() -> dict[str, type[Store]]:
+    """The built-in backends, by kind, in :data:`MODULES` order (no entry point read)."""
+    for module in MODULES:
+        importlib.import_module(module)
+    return {k: b for k, b in _BACKENDS.items() if b.__module__ in MODULES}
+
+
 def _load() -> None:
     """Import the built-in modules, then every entry point of :data:`GROUP` (once)."""
     global _LOADED
-    for module in MODULES:
-        importlib.import_module(module)
+    _builtins()
     if _LOADED:
         return
     _LOADED = True
+    # importlib.metadata costs 30 ms to import: read only when a plugin may be asked for
+    from importlib.metadata import entry_points
+
     for ep in entry_points(group=GROUP):
         if ep.value.split(":")[0] in MODULES:
             continue  # a built-in, imported above
@@ -81,22 +89,29 @@ def backends() -> dict[str, type[Store]]:
 
 
 def by_kind(kind: str) -> type[Store]:
-    """The backend called ``kind`` (``Target.kind``)."""
-    found = backends().get(kind)
+    """The backend called ``kind`` (``Target.kind``). A built-in kind is answered without
+    reading the plugins (a plugin cannot take a built-in's kind: :func:`register`)."""
+    found = _builtins().get(kind) or backends().get(kind)
     if found is None:
         raise KeyError(f"no store backend {kind!r}; known: {', '.join(backends())}")
     return found
 
 
 def for_scheme(scheme: str) -> type[Store] | None:
-    """The backend serving URL scheme ``scheme`` (``bolt``, ``neo4j+s``, ...), or None."""
+    """The backend serving URL scheme ``scheme`` (``bolt``, ``neo4j+s``, ...), or None;
+    the built-ins first, then the plugins."""
     scheme = scheme.lower()
-    return next((b for b in backends().values() if scheme in b.schemes), None)
+    for found in (_builtins(), backends()):
+        hit = next((b for b in found.values() if scheme in b.schemes), None)
+        if hit is not None:
+            return hit
+    return None
 
 
 def for_paths() -> type[Store]:
-    """The backend that opens filesystem paths (the embedded default)."""
-    return next(b for b in backends().values() if not b.schemes)
+    """The backend that opens filesystem paths: the embedded default (built in, so it
+    comes before any plugin's)."""
+    return next(b for b in _builtins().values() if not b.schemes)
 
 
 def dialects() -> tuple[str, ...]:

@@ -210,6 +210,13 @@ class Engine(ABC):
         return float(int(time.time() / 2))
 
     @classmethod
+    def file_signature(cls, target: Any) -> tuple[tuple[str, int, int, int], ...] | None:
+        """Per file the store at ``target`` keeps (name, mtime in ns, size, inode): a
+        committed write changes at least one. None for a store with no files here (a server)
+        or none yet; then nothing read from it is kept between processes (``ctda.store.listing``)."""
+        return None
+
+    @classmethod
     def worker_memory(cls, target: Any, cap: int) -> int:
         """Bound the engine for a query worker whose memory cap is ``cap`` bytes (an
         embedded engine's buffer pool, say); the address space it reserves beyond the cap,

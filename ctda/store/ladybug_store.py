@@ -181,6 +181,18 @@ class LadybugStore(Store):
         return max(times) if times else super().change_stamp(target)
 
     @classmethod
+    def file_signature(cls, target: Target) -> tuple[tuple[str, int, int, int], ...] | None:
+        path = Path(target.location).expanduser()
+        out = []
+        for p in (path, path.with_name(path.name + ".wal")):
+            try:
+                st = p.stat()
+            except OSError:
+                continue
+            out.append((p.name, st.st_mtime_ns, st.st_size, st.st_ino))
+        return tuple(out) if out and out[0][0] == path.name else None
+
+    @classmethod
     def worker_memory(cls, target: Target, cap: int) -> int:
         # the buffer pool gets a share of the cap; the engine also reserves address space
         # for the database (a power of two, at least twice the file), which RLIMIT_AS counts
