@@ -62,3 +62,38 @@ def test_the_server_entry_hands_streamlit_its_command_line() -> None:
     )
     assert out.returncode == 0 and "Streamlit, version" in out.stdout
     assert "warmed" not in out.stderr
+
+
+def test_preload_fills_the_pages_caches_with_the_run_they_open_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The store's first run (by name: the sidebar's default) is loaded into the pages' own
+    caches: a page's ``data.load`` then returns that very analysis, and the candidates and
+    the representative step's timeline are cached for it too."""
+    from ctda.ui import data, settings
+    from tests.test_store_suite import SMALL, STEPS
+
+    db = tmp_path / "s.lbug"
+    with api.open_store(db) as s:
+        s.ingest(STEPS, "b_steps")
+        s.ingest(SMALL, "a_small")
+    data._load.clear()
+    data.whatif_candidates.clear()
+    log = io.StringIO()
+    assert warm.preload(["--db", str(db)], log) == "a_small"
+    assert log.getvalue() == "ctda ui: loading run 'a_small' (796 events)...\n"
+    st = settings.from_argv(["--db", str(db)])
+    first, _ = data.list_runs(st.db)
+    loaded = data.load(st, first)
+    calls: list[object] = []
+    monkeypatch.setattr(api, "whatif_candidates", lambda *a, **k: calls.append(a))
+    monkeypatch.setattr(api, "load_run", lambda *a, **k: calls.append(a))
+    assert data.load(st, first) is loaded  # served from the cache: load_run not called
+    assert len(data.whatif_candidates(loaded.tag, loaded.analysis)) > 0 and calls == []
+    # a run over the bound is left to its first visit
+    monkeypatch.setattr(warm, "PRELOAD_MAX_EVENTS", 100)
+    log = io.StringIO()
+    assert warm.preload(["--db", str(db)], log) is None
+    assert log.getvalue() == "ctda ui: run 'a_small' not preloaded (796 events)\n"
+    # nothing stored: nothing to load, nothing said
+    assert warm.preload(["--db", str(tmp_path / "none.lbug")], io.StringIO()) is None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 
 
 def main() -> None:
@@ -19,6 +20,15 @@ def main() -> None:
         print("ctda ui: warming the engine before serving...", file=sys.stderr, flush=True)
         took = warm.warm_up()
         print(f"ctda ui: engine warmed in {took:.1f} s", file=sys.stderr, flush=True)
+        t = time.perf_counter()
+        argv = sys.argv[sys.argv.index("--") + 1 :] if "--" in sys.argv else []
+        name = warm.preload(argv) if os.environ.get(warm.ENV_PRELOAD, "1") != "0" else None
+        if name is not None:
+            print(
+                f"ctda ui: run {name!r} loaded in {time.perf_counter() - t:.1f} s",
+                file=sys.stderr,
+                flush=True,
+            )
     from streamlit.web import cli
 
     sys.argv = ["streamlit", *sys.argv[1:]]
