@@ -374,6 +374,35 @@ def test_dask_cluster_executor_gives_the_same_job(jobs) -> None:  # type: ignore
     assert out["checks"]["cp_vs_job_step_max_error_ns"] == 0
 
 
+def test_dask_local_executor_forks_its_workers_and_gives_the_same_job(jobs) -> None:  # type: ignore[no-untyped-def]
+    """``--executor dask-local``: a cluster started here, its workers forked from this
+    process (on Linux) as local processes are; the job is the same as analysed serially."""
+    pytest.importorskip("distributed")
+    import sys
+
+    import dask
+
+    from ctda.analysis.engine import AnalysisOptions
+    from ctda.job import executor
+    from ctda.job.run import analyze_job
+
+    seen: list[str] = []
+
+    def method(path: str, options: object) -> str:  # runs on a worker
+        seen.append(path)
+        return str(dask.config.get("distributed.worker.multiprocessing-method"))
+
+    if sys.platform.startswith("linux"):
+        # the configuration the workers were started under is passed on to them
+        assert executor.map_ranks(method, ["a", "b"], AnalysisOptions(), "dask-local") == ["fork", "fork"]
+        assert seen == []  # run in the workers, not here
+    job = analyze_job([job_dir("g_ddp_ws2_sleep40_r1")], executor="dask-local", full=False)
+    base = jobs["g_ddp_ws2_sleep40_r1"]
+    assert list(job.steps.job_step_ns) == list(base.steps.job_step_ns)
+    assert list(job.stragglers.straggler) == [1] * 5
+    assert (job.paths.ns.to_numpy() == base.paths.ns.to_numpy()).all()
+
+
 def _cli_json(args: list[str]) -> dict:  # type: ignore[type-arg]
     from typer.testing import CliRunner
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any, TypeVar
@@ -63,10 +64,15 @@ def _dask_map(
         # statistical profiler (it samples every thread's stack every 10 ms, taking the GIL)
         environ = dict(dask.config.get("distributed.nanny.pre-spawn-environ", {}))
         environ.pop("MALLOC_TRIM_THRESHOLD_", None)
+        config = {"distributed.worker.profile.enabled": False, "distributed.nanny.pre-spawn-environ": environ}
+        if sys.platform.startswith("linux"):
+            # workers forked from this process, as local processes are: a spawned worker
+            # imports Dask, numpy, pandas and ctda again and exits slowly, which made a
+            # 4-rank job 9.0 s instead of 5.5 s (12 CPU s instead of 5.6). The fork is made
+            # by the cluster's event-loop thread while this one only waits for it.
+            config["distributed.worker.multiprocessing-method"] = "fork"
         with (
-            dask.config.set(
-                {"distributed.worker.profile.enabled": False, "distributed.nanny.pre-spawn-environ": environ}
-            ),
+            dask.config.set(config),
             LocalCluster(
                 n_workers=workers,
                 threads_per_worker=1,
