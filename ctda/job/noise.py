@@ -150,15 +150,7 @@ def significance(strag: pd.DataFrame, noise: Noise, extra: pd.DataFrame | None =
                 b = noise.step_band(label, c)
                 out.at[i, "candidate"], out.at[i, "late_ns"] = c, late_ns
                 out.at[i, "top_items"] = [(-1, x_name, x_top, "extra work")]
-                here = (
-                    f"here it arrived {_ms(late_ns)} ms from the median"
-                    if c in charged
-                    else "no rank was late here once stalls were charged"
-                )
-                text = (
-                    f"r{c} did {_ms(x_ns)} ms of extra work ({x_name}) and is late throughout the job"
-                    f" (mean {_ms(float(means[c]))} ms vs ±{_ms(noise.mean_band(label, c))} ms); {here}"
-                )
+                text = _work_verdict(c, x_ns, x_name, float(means[c]), noise.mean_band(label, c), charged)
         named.append(c if w else -1)
         band.append(round(b))
         why.append(w)
@@ -193,6 +185,22 @@ def _steady_extra(
         if throughout(label, r) and ns > noise.mean_band(label, r):
             return r, ns, name, top
     return None
+
+
+def _work_verdict(
+    r: int, x_ns: int, name: str, mean: float, mean_band: float, charged: dict[int, int]
+) -> str:
+    """The verdict of a step that names rank ``r`` by its extra work (``charged``: the
+    step's lateness per rank after host charges; empty when no rank was late)."""
+    here = (
+        f"here it arrived {_ms(charged[r])} ms from the median"
+        if r in charged
+        else "no rank was late here once stalls were charged"
+    )
+    return (
+        f"r{r} did {_ms(x_ns)} ms of extra work ({name}) and is late throughout the job"
+        f" (mean {_ms(mean)} ms vs ±{_ms(mean_band)} ms); {here}"
+    )
 
 
 def _ms(ns: float) -> str:
