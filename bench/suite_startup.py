@@ -17,6 +17,7 @@ of :data:`WATCH` the command loaded (one more run, in the same way).
 from __future__ import annotations
 
 import compileall
+import os
 import resource
 import subprocess
 import tempfile
@@ -56,10 +57,6 @@ PROBE = (
 COLD = (("runs", "--db", "{stored}"),)
 
 
-def _env(ctx: Context, cache: str) -> dict[str, str]:
-    return {**ctx.child_env(), "XDG_CACHE_HOME": cache}
-
-
 def _timed(
     ctx: Context, argv: list[str], env: dict[str, str]
 ) -> tuple[float, float, subprocess.CompletedProcess[str]]:
@@ -94,13 +91,16 @@ def measure(
         args = tuple(a.replace("{" + key + "}", path) for a in args)
     argv = [ctx.python(), "-c", "from ctda.cli.app import main; main()", *args]
     n = max(ctx.repeat, RUNS_QUICK if ctx.quick else RUNS)
-    runs = [_timed(ctx, argv, _env(ctx, tempfile.mkdtemp(dir=cache) if cold else cache)) for _ in range(n)]
+
+    def env() -> dict[str, str]:
+        return {**ctx.child_env(), "XDG_CACHE_HOME": tempfile.mkdtemp(dir=cache) if cold else cache}
+
+    runs = [_timed(ctx, argv, env()) for _ in range(n)]
     failed = [r for _, _, r in runs if r.returncode != 0]
     row: dict[str, Any] = {"command": "ctda " + shown, "runs": n}
     if failed:
         return {**row, "error": (failed[0].stderr or failed[0].stdout).strip().splitlines()[-1:]}
-    env = _env(ctx, tempfile.mkdtemp(dir=cache) if cold else cache)
-    probe = subprocess.run([ctx.python(), "-c", LOADS, *args], env=env, capture_output=True, text=True)
+    probe = subprocess.run([ctx.python(), "-c", LOADS, *args], env=env(), capture_output=True, text=True)
     said = [line for line in probe.stderr.splitlines() if line.startswith("loads:")]
     loads = said[-1].removeprefix("loads:") if said else "probe failed"
     return {**row, "wall_s": min(w for w, _, _ in runs), "cpu_s": min(c for _, c, _ in runs), "loads": loads}
@@ -125,6 +125,7 @@ def run(ctx: Context) -> SuiteResult:
         paths = {"store": str(Path(d) / "empty.lbug"), "stored": _stored(ctx, Path(d))}
         time.sleep(listing.SETTLE_NS / 1e9)  # a listing is kept only once the write settled
         cache = str(Path(d) / "cache")
+        os.mkdir(cache)  # cold runs each make their own directory in it
         rows = [measure(ctx, args, paths, cache) for args in COMMANDS]
         rows += [measure(ctx, args, paths, cache, cold=True) for args in COLD]
     probe = subprocess.run([ctx.python(), "-c", PROBE], env=ctx.child_env(), capture_output=True, text=True)

@@ -58,6 +58,17 @@ def _torn_wal(text: str) -> bool:
     return "WAL file is corrupted" in text or ("Reading past the end of the file" in text and ".wal" in text)
 
 
+def _file_stats(path: Path) -> list[tuple[str, os.stat_result]]:
+    """(name, stat) of the store file and of its WAL, those that exist."""
+    out = []
+    for p in (path, path.with_name(path.name + ".wal")):
+        try:
+            out.append((p.name, p.stat()))
+        except OSError:
+            continue
+    return out
+
+
 def _open(path: Path, read_only: bool) -> Any:
     """A ``ladybug.Database`` on ``path``, recovering the file first if it needs it.
 
@@ -176,21 +187,14 @@ class LadybugStore(Store):
     def change_stamp(cls, target: Target) -> float:
         # the file's and its WAL's times: a write by another process shows at once, an
         # unchanged store is never re-read
-        path = Path(target.location)
-        times = [p.stat().st_mtime for p in (path, path.with_name(path.name + ".wal")) if p.exists()]
+        times = [st.st_mtime for _, st in _file_stats(Path(target.location))]
         return max(times) if times else super().change_stamp(target)
 
     @classmethod
     def file_signature(cls, target: Target) -> tuple[tuple[str, int, int, int], ...] | None:
         path = Path(target.location).expanduser()
-        out = []
-        for p in (path, path.with_name(path.name + ".wal")):
-            try:
-                st = p.stat()
-            except OSError:
-                continue
-            out.append((p.name, st.st_mtime_ns, st.st_size, st.st_ino))
-        return tuple(out) if out and out[0][0] == path.name else None
+        out = tuple((name, st.st_mtime_ns, st.st_size, st.st_ino) for name, st in _file_stats(path))
+        return out if out and out[0][0] == path.name else None
 
     @classmethod
     def worker_memory(cls, target: Target, cap: int) -> int:

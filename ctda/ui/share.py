@@ -169,3 +169,9 @@ def representative(durations: Durations) -> int:
     k = warmup(d)
     order = np.argsort(d[k:], kind="stable")
     return k + int(order[(len(order) - 1) // 2])
+
+
+def opening_window(steps: pd.DataFrame) -> int:
+    """The window index a run's pages open on (``steps``: ``idx`` and ``duration_ms`` per
+    window, not empty): its :func:`representative` step."""
+    return int(steps.idx.iloc[representative(steps.duration_ms)])

@@ -171,9 +171,9 @@ def _load_first(argv: list[str], out: Any) -> str | None:
     steps = data.steps(tag, a)
     if len(steps):
         # the Critical path page's opening view (its step picker's default)
-        window = int(steps.idx.iloc[share.representative(steps.duration_ms)])
+        window = share.opening_window(steps)
         figures.steps(tag, window, a)
         figures.timeline(tag, window, s.max_events, a)
         figures.breakdown(tag, (window,), a)
     data.whatif_candidates(tag, a)
-    return runs[0].name
+    return first.name

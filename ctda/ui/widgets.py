@@ -192,11 +192,7 @@ def step_picker(
     shown = {i: f"{t} · warm-up" if i in warm else t for i, t in shown.items()}
     if scope:
         kept = share.window_of(steps, share.kept_step(scope))
-        first = (
-            None
-            if allow_all or not len(steps)
-            else int(steps.idx.iloc[share.representative(steps.duration_ms)])
-        )
+        first = None if allow_all or not len(steps) else share.opening_window(steps)
         share.seed(key, options, kept if kept is not None else first)
     picked: int | None = st.selectbox(
         label,
