@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pytest
 
 pytest.importorskip("streamlit")
@@ -96,14 +95,6 @@ def test_timeline_of_a_scenario_uses_its_times(minitoy: Analysis) -> None:
     assert pred.critical > 0 and pred.path.x.max() <= pred.end_ms + 1e-9
 
 
-def test_path_points_drop_collinear_points() -> None:
-    x0 = np.array([0.0, 1.0, 2.0, 3.0])
-    x1 = np.array([1.0, 2.0, 3.0, 4.0])
-    y = np.array([0.0, 0.0, 0.0, 2.0])
-    pts = frames._path_points(x0, x1, y)
-    assert list(zip(pts.x, pts.y)) == [(0.0, 0.0), (3.0, 0.0), (3.0, 2.0), (4.0, 2.0)]
-
-
 def test_hotspots_add_slack_and_drill_down(minitoy: Analysis) -> None:
     names = frames.Names(minitoy)
     wins = frames.Windows(minitoy)
@@ -157,16 +148,3 @@ def test_figures_build(minitoy: Analysis) -> None:
     assert len(chart.spec["layer"]) == 4
     assert bars.bound_by(frames.by_class(minitoy)).spec["layer"][0]["mark"]["type"] == "bar"
     assert canvas.steps(frames.class_by_window(minitoy), 0).data.selected.any()
-
-
-def test_thin_keeps_the_shape_of_a_long_path() -> None:
-    rng = np.random.default_rng(0)
-    x = np.cumsum(rng.random(100_000))
-    y = rng.integers(0, 10, 100_000).astype(float)
-    path = pd.DataFrame({"x": x, "y": y})
-    out = frames.thin(path, 2000)
-    assert len(out) <= 2000
-    assert out.x.iloc[0] == x[0] and out.x.iloc[-1] == x[-1]  # both ends kept
-    assert set(out.y) == set(y)  # every row the path visits is still visited
-    assert out.x.is_monotonic_increasing
-    assert frames.thin(path.head(10), 2000).equals(path.head(10))

@@ -26,6 +26,7 @@ from ctda.api import (
     window_table,
 )
 from ctda.ui.picking import pick_events
+from ctda.ui.polyline import critical_polyline
 from ctda.ui.rules import etype_name, summary
 
 I64 = npt.NDArray[np.int64]
@@ -156,11 +157,6 @@ def timeline(a: Analysis, window: int, max_events: int, names: Names) -> Timelin
     cand = np.flatnonzero((st < e) & (en > s) | ((st == en) & (st >= s) & (st < e)))
     ch = window_charges(a, window)
     ev = ch.event.to_numpy()
-    edges = ch.edge.to_numpy()
-    # a wait is drawn on the event that waited (its edge's destination), like the store's CP rows
-    dst_ev, src_ev = g.dst[edges] // 2, g.src[edges] // 2
-    at = np.where(ev >= 0, ev, np.where(dst_ev < n, dst_ev, src_ev))
-    ok = at < n
     charged = ev >= 0
     critical_ns = np.bincount(ev[charged], weights=ch.ns.to_numpy()[charged], minlength=n)
     crit = np.flatnonzero(critical_ns > 0)
@@ -181,10 +177,14 @@ def timeline(a: Analysis, window: int, max_events: int, names: Names) -> Timelin
             "cls": [CLASSES[int(c)] for c in a.event_cls[chosen]],
         }
     )
-    x0 = (np.clip(ch.t0.to_numpy()[ok], s, e) - base) / MS
-    x1 = (np.clip(ch.t1.to_numpy()[ok], s, e) - base) / MS
-    full = _path_points(x0, x1, layout.y(at[ok]))
-    path = thin(full, MAX_PATH_POINTS)
+    # a wait is drawn on the event that waited (its edge's destination), like the store's CP rows
+    line = critical_polyline(
+        (ev, ch.edge.to_numpy(), ch.t0.to_numpy(), ch.t1.to_numpy()),
+        (g.src, g.dst, n),
+        (a.nodes.lane, a.nodes.depth, layout.top_of, MAX_ROWS),
+        (s, e, base),
+        MAX_PATH_POINTS,
+    )
     return Timeline(
         window=window,
         label=a.windows[window].label,
@@ -192,10 +192,10 @@ def timeline(a: Analysis, window: int, max_events: int, names: Names) -> Timelin
         end_ms=(e - base) / MS,
         events=events,
         lanes=layout.lanes,
-        path=path,
+        path=pd.DataFrame({"x": line.x, "y": line.y}, copy=False),
         total=len(cand),
         critical=len(crit),
-        path_points=len(full),
+        path_points=line.full,
     )
 
 
@@ -228,52 +228,6 @@ class Layout:
         n = self.a.nodes
         d = np.minimum(n.depth[idx].astype(np.int64), MAX_ROWS - 1)
         return np.asarray(self.top_of[np.maximum(n.lane[idx], 0)] + d, dtype=np.float64)
-
-
-def _path_points(
-    x0: npt.NDArray[np.float64], x1: npt.NDArray[np.float64], y: npt.NDArray[np.float64]
-) -> pd.DataFrame:
-    """A polyline: each stretch horizontal at its event's row, jumps between stretches.
-
-    Collinear points (consecutive stretches on the same row) are dropped: a window's path
-    has thousands of stretches but far fewer changes of row.
-    """
-    if len(y) == 0:
-        return pd.DataFrame({"x": [], "y": []})
-    xs = np.empty(2 * len(y))
-    ys = np.empty(2 * len(y))
-    xs[0::2], xs[1::2] = x0, x1
-    ys[0::2], ys[1::2] = y, y
-    keep = np.ones(len(ys), dtype=bool)
-    keep[1:-1] = ~((ys[1:-1] == ys[:-2]) & (ys[1:-1] == ys[2:]))
-    return pd.DataFrame({"x": xs[keep], "y": ys[keep]}, copy=False)  # fresh arrays: no copy
-
-
-def thin(path: pd.DataFrame, max_points: int) -> pd.DataFrame:
-    """At most about ``max_points`` points that draw the same picture (M4 decimation).
-
-    The x range is cut into ``max_points / 4`` bins; each bin keeps its first and last
-    point and those with the lowest and highest y, so every jump between lanes and rows
-    that a pixel column could show is still drawn. ``x`` must be non-decreasing.
-    """
-    n = len(path)
-    if n <= max_points:
-        return path
-    x, y = path.x.to_numpy(), path.y.to_numpy()
-    bins = max(max_points // 4, 1)
-    span = float(x[-1] - x[0]) or 1.0
-    b = np.minimum(((x - x[0]) / span * bins).astype(np.int64), bins - 1)
-    first = np.flatnonzero(np.r_[True, b[1:] != b[:-1]])  # bins are contiguous runs
-    last = np.r_[first[1:], n] - 1
-    counts = last - first + 1
-    keep = [first, last]
-    for reduce in (np.minimum, np.maximum):
-        extreme = np.repeat(reduce.reduceat(y, first), counts)
-        hit = np.flatnonzero(y == extreme)
-        # the first hit in each bin (hits are in order, so bins of hits are runs too)
-        keep.append(hit[np.r_[True, b[hit[1:]] != b[hit[:-1]]]])
-    out = np.unique(np.concatenate(keep))
-    return pd.DataFrame({"x": x[out], "y": y[out]}, copy=False)
 
 
 # --- hotspots and drill-down ---------------------------------------------------------
