@@ -69,7 +69,13 @@ class Server:
     """``ctda ui`` in its own process group (so stopping it ends only what it started)."""
 
     def __init__(
-        self, db: Path, uploads: Path, log: Path, max_events: int | None = None, bare: Path | None = None
+        self,
+        db: Path,
+        uploads: Path,
+        log: Path,
+        max_events: int | None = None,
+        bare: Path | None = None,
+        run: str | None = None,
     ) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -81,12 +87,15 @@ class Server:
         ]  # fmt: skip
         if max_events is not None:
             cmd += ["--max-events", str(max_events)]
+        if run is not None:  # the run sessions open on, loaded before the server listens
+            cmd += ["--run", run]
         if bare is not None:  # the Streamlit script ``bare`` served as ``ctda ui`` serves its app
             from ctda.cli.ui_cmd import command
 
             full, _ = command(str(db), self.port, "127.0.0.1", 512, 1000, str(uploads))
             cmd = [sys.executable, "-m", "streamlit", "run", str(bare), *full[5 : full.index("--")]]
         self._log = log.open("w")
+        t0 = time.perf_counter()
         self.proc = subprocess.Popen(
             cmd, stdout=self._log, stderr=subprocess.STDOUT, env=env, start_new_session=True
         )
@@ -95,6 +104,8 @@ class Server:
         except BaseException:
             self.stop()
             raise
+        #: from the command to a healthy server (imports, warm-up, the run's preload)
+        self.start_s = time.perf_counter() - t0
 
     def _wait_healthy(self) -> None:
         deadline = time.monotonic() + START_TIMEOUT_S

@@ -32,6 +32,18 @@ def test_command_runs_streamlit_headless_on_the_app(tmp_path: Path) -> None:
     assert flags["--runner.postScriptGC"] == "false"  # a full collection after each run delays the next
     s = from_argv(cmd[cmd.index("--") + 1 :])
     assert s == Settings(db=db, max_upload_mb=100, max_events=3000)
+    cmd, _ = command(db, 8765, "127.0.0.1", 100, 3000, None, run="step 7")
+    assert from_argv(cmd[cmd.index("--") + 1 :]).run == "step 7"
+
+
+def test_run_must_name_a_run_of_the_store(tmp_path: Path) -> None:
+    """``--run`` is checked before the server starts: one line, exit 2, nothing created."""
+    _register()
+    db = tmp_path / "none.lbug"
+    out = CliRunner().invoke(app, ["ui", "--db", str(db), "--run", "r1"])
+    assert out.exit_code == 2
+    assert out.output.strip().splitlines() == ["error: --run 'r1': no such run in the store (runs: none yet)"]
+    assert not db.exists()
 
 
 def test_credentials_never_go_on_the_command_line(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -296,6 +296,20 @@ def shown_by_link(env: Path) -> None:
     assert at.query_params == {"run": MINITOY, "step": "1", "scenario": "slow-launch"}
 
 
+def test_ctda_ui_run_is_what_a_session_opens_on_and_a_link_wins(
+    env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``ctda ui --run`` (here its environment twin) names the run a new session opens on;
+    without it the sidebar's first (by name) is; a shared link still opens its own."""
+    assert linked("critical_path").sidebar.selectbox(key="run").value == MINITOY
+    monkeypatch.setenv("CTDA_UI_RUN", SIMPLE)
+    at = linked("critical_path")
+    assert at.sidebar.selectbox(key="run").value == SIMPLE and at.query_params["run"] == SIMPLE
+    assert linked("critical_path", run=MINITOY).sidebar.selectbox(key="run").value == MINITOY
+    monkeypatch.setenv("CTDA_UI_RUN", "no such run")  # gone since the server started
+    assert linked("critical_path").sidebar.selectbox(key="run").value == MINITOY
+
+
 def test_a_link_opens_its_compare_pair(env: Path) -> None:
     """The pair of a link wins over the default pair (the older run first)."""
     at = linked("compare", run=MINITOY, a=SIMPLE, b=MINITOY)

@@ -82,6 +82,10 @@ def test_preload_fills_the_pages_caches_with_the_run_they_open_on(
     log = io.StringIO()
     assert warm.preload(["--db", str(db)], log) == "a_small"
     assert log.getvalue() == "ctda ui: loading run 'a_small' (796 events)...\n"
+    # ``ctda ui --run`` names the run the pages open on: that one is loaded
+    other = io.StringIO()
+    assert warm.preload(["--db", str(db), "--run", "b_steps"], other) == "b_steps"
+    assert other.getvalue().startswith("ctda ui: loading run 'b_steps' (")
     st = settings.from_argv(["--db", str(db)])
     first, _ = data.list_runs(st.db)
     loaded = data.load(st, first)

@@ -27,6 +27,7 @@ def command(
     max_events: int,
     uploads: str | None,
     max_trace_mb: int | None = None,
+    run: str | None = None,
 ) -> tuple[list[str], dict[str, str]]:
     """The ``streamlit run`` command line and environment for these options."""
     from ctda.ui.settings import Settings, to_argv
@@ -38,7 +39,9 @@ def command(
     ui_db = db
     if db and "@" in db:
         env["CTDA_DB"], ui_db = db, None
-    settings = Settings(db=ui_db, max_upload_mb=max_upload_mb, max_events=max_events, uploads=uploads)
+    settings = Settings(
+        db=ui_db, max_upload_mb=max_upload_mb, max_events=max_events, uploads=uploads, run=run
+    )
     if max_trace_mb is not None:
         settings = dataclasses.replace(settings, max_trace_mb=max_trace_mb)
     cmd = [
@@ -99,6 +102,12 @@ def ui_cmd(
         min=1,
         help=f"Largest decompressed trace accepted (default {DEFAULT_MAX_TRACE_MB}).",
     ),
+    run: str = typer.Option(
+        None,
+        "--run",
+        help="The run the UI opens on (default: the first in the sidebar); it is loaded before "
+        "the server listens, so its pages open warm.",
+    ),
 ) -> None:
     """Browse runs, critical paths, hotspots and what-if scenarios in a web UI (Streamlit)."""
     from ctda.store.config import resolve
@@ -107,7 +116,9 @@ def ui_cmd(
         import streamlit  # noqa: F401
     except ImportError as exc:
         fail(f"the UI needs streamlit (pip install 'ctda[ui]'): {exc}")
-    cmd, env = command(db, port, address, max_upload_mb, max_events, uploads, max_trace_mb)
+    if run is not None:
+        _check_run(db, run)
+    cmd, env = command(db, port, address, max_upload_mb, max_events, uploads, max_trace_mb, run)
     console.print(f"ctda ui: store {resolve(db).location}, http://{address}:{port}", highlight=False)
     if not is_loopback(address):
         err_console.print(
@@ -117,6 +128,20 @@ def ui_cmd(
             soft_wrap=True,
         )
     raise typer.Exit(serve(cmd, env))
+
+
+def _check_run(db: str | None, run: str) -> None:
+    """``--run`` names a complete run of the store (a one-line error, exit 2, if not)."""
+    from ctda.api import StoreError, open_store
+
+    try:
+        with open_store(db) as store:
+            names = [r.name for r in store.runs()]
+    except StoreError as exc:
+        fail(str(exc))
+    if run not in names:
+        known = ", ".join(names[:8]) + (" ..." if len(names) > 8 else "") if names else "none yet"
+        fail(f"--run {run!r}: no such run in the store (runs: {known})")
 
 
 def is_loopback(address: str) -> bool:

@@ -38,6 +38,7 @@ ENV_MAX_UPLOAD = "CTDA_UI_MAX_UPLOAD_MB"
 ENV_MAX_TRACE = "CTDA_UI_MAX_TRACE_MB"
 ENV_MAX_EVENTS = "CTDA_UI_MAX_EVENTS"
 ENV_UPLOADS = "CTDA_UI_UPLOADS"
+ENV_RUN = "CTDA_UI_RUN"
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,9 @@ class Settings:
     max_trace_mb: int = DEFAULT_MAX_TRACE_MB  # decompressed bytes of one upload
     max_events: int = DEFAULT_MAX_EVENTS  # events drawn per timeline, critical ones first
     uploads: str | None = None  # where uploaded traces are kept (None: beside the store)
+    #: the run a new session opens on (None: the sidebar's first); the server loads it
+    #: before it listens (``ctda.ui.warm``), so its pages' first visits are warm
+    run: str | None = None
 
     @property
     def facts(self) -> StoreFacts:
@@ -90,6 +94,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--max-trace-mb", type=int, default=None)
     p.add_argument("--max-events", type=int, default=None)
     p.add_argument("--uploads", default=None)
+    p.add_argument("--run", default=None)
     return p
 
 
@@ -103,6 +108,7 @@ def from_argv(argv: list[str] | None = None) -> Settings:
         max_trace_mb=ns.max_trace_mb or _int_env(ENV_MAX_TRACE, DEFAULT_MAX_TRACE_MB),
         max_events=max(ns.max_events or _int_env(ENV_MAX_EVENTS, DEFAULT_MAX_EVENTS), 100),
         uploads=ns.uploads or os.environ.get(ENV_UPLOADS) or None,
+        run=ns.run or os.environ.get(ENV_RUN) or None,
     )
 
 
@@ -114,4 +120,6 @@ def to_argv(s: Settings) -> list[str]:
         out += ["--db", s.db]
     if s.uploads:
         out += ["--uploads", s.uploads]
+    if s.run:
+        out += ["--run", s.run]
     return out

@@ -161,7 +161,8 @@ def _load_first(argv: list[str], out: Any) -> str | None:
     runs = data.list_runs(s.db)
     if not runs:
         return None
-    first = runs[0]  # the sidebar's first run: what every page opens on
+    # what every page opens on: the run ``--run`` names, else the sidebar's first
+    first = next((r for r in runs if r.name == s.run), runs[0])
     if first.events > PRELOAD_MAX_EVENTS:
         print(f"ctda ui: run {first.name!r} not preloaded ({first.events:,} events)", file=out, flush=True)
         return None

@@ -72,6 +72,8 @@ def sidebar(s: Settings) -> None:
             st.session_state[RUN_KEY] = pending
         if st.session_state.get(RUN_KEY) not in names:
             st.session_state.pop(RUN_KEY, None)
+            if s.run in names:  # ``ctda ui --run``: what a session opens on
+                st.session_state[RUN_KEY] = s.run
         if names:
             st.selectbox("Run", names, key=RUN_KEY, help="The run the analysis pages show.")
             share.put(RUN_KEY, st.session_state[RUN_KEY])
