@@ -97,6 +97,8 @@ def test_preload_fills_the_pages_caches_with_the_run_they_open_on(
     monkeypatch.setattr(data.frames, "hotspots", lambda *a, **k: calls.append(a))
     every = tuple(range(len(loaded.analysis.windows)))  # what Hotspots opens on
     assert len(data.hotspots(loaded.tag, "all", every, loaded.analysis)) > 0 and calls == []
+    monkeypatch.setattr(data, "Breakdowns", lambda *a, **k: calls.append(a))
+    assert data.breakdowns(loaded.tag, loaded.analysis).device is not None and calls == []
     # a run over the bound is left to its first visit
     monkeypatch.setattr(warm, "PRELOAD_MAX_EVENTS", 100)
     log = io.StringIO()

@@ -23,8 +23,10 @@ import streamlit as st
 
 from ctda import api
 from ctda.api import (
+    BREAKDOWN_KINDS,
     CLASSES,
     Analysis,
+    Breakdowns,
     Comparison,
     GraphCycleError,
     Override,
@@ -425,3 +427,12 @@ def whatif_candidates(tag: str, _a: Analysis) -> pd.DataFrame:
     """The run's what-if candidates, best first (:func:`ctda.api.whatif_candidates`)."""
     # the named optimisations the page offers anyway: found once, not again by the ranking
     return api.whatif_candidates(_a, specs=optimisation_choices(tag, _a))
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def breakdowns(tag: str, _a: Analysis) -> Breakdowns:
+    """Every breakdown table of the run (the Breakdowns page's), computed once."""
+    every = Breakdowns(_a)
+    for kind in BREAKDOWN_KINDS:
+        every.table(kind)  # computed once here, read by every rerun
+    return every

@@ -7,7 +7,7 @@ from typing import Any
 
 import streamlit as st
 
-from ctda.api import BREAKDOWN_KINDS, Analysis, Breakdowns, launch_queue, memory_series
+from ctda.api import Analysis, Breakdowns, launch_queue, memory_series
 from ctda.ui import bars, canvas, data, figures, widgets
 
 PARTS = tuple(canvas.PART_COLORS)
@@ -19,14 +19,6 @@ PERCENT = st.column_config.NumberColumn(format="percent")
 def percent(*columns: str) -> dict[str, Any]:
     """A column_config showing ``columns`` as percentages."""
     return {c: PERCENT for c in columns}
-
-
-@st.cache_resource(max_entries=16, show_spinner=False)
-def breakdowns(tag: str, _a: Analysis) -> Breakdowns:
-    every = Breakdowns(_a)
-    for kind in BREAKDOWN_KINDS:
-        every.table(kind)  # computed once here, read by every rerun
-    return every
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
@@ -43,7 +35,7 @@ def queue_figure(tag: str, _a: Analysis, bins: int = 1500) -> canvas.Chart:
 
 
 def render_run(loaded: data.Loaded) -> None:
-    b = breakdowns(loaded.tag, loaded.analysis)
+    b = data.breakdowns(loaded.tag, loaded.analysis)
     if not b.device.any:
         st.info("No device activity: this trace has no GPU work (kernels, copies, memsets).")
         memory_section(loaded, b)
