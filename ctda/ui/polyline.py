@@ -93,12 +93,12 @@ def _walk(  # type: ignore[no-untyped-def]  # pragma: no cover
     # the current bin's first, last, lowest and highest point: sequence number, x, y
     fj, fx, fy, lj, lx, ly, loj, lox, loy, hij, hix, hiy = 0, 0.0, 0.0, 0, 0.0, 0.0, 0, 0.0, 0.0, 0, 0.0, 0.0
     m = ev.shape[0]
-    prow, px1 = -1.0, 0.0
+    started, prow, px1 = False, 0.0, 0.0
     for i in range(m + 1):
         # this stretch's new points (up to two), in order; past the last, the pending end
         got, ax, ay, bx, by = 0, 0.0, 0.0, 0.0, 0.0
         if i == m:
-            if prow >= 0:
+            if started:
                 got, ax, ay = 1, px1, prow
         else:
             at = ev[i]
@@ -110,11 +110,11 @@ def _walk(  # type: ignore[no-untyped-def]  # pragma: no cover
                 continue
             row = top_of[max(lane[at], 0)] + min(depth[at], max_rows - 1)
             x0 = (min(max(t0[i], lo), hi) - base) / MS
-            if prow < 0:
+            if not started:
                 got, ax, ay = 1, x0, row
             elif row != prow:
                 got, ax, ay, bx, by = 2, px1, prow, x0, row
-            prow, px1 = row, (min(max(t1[i], lo), hi) - base) / MS
+            started, prow, px1 = True, row, (min(max(t1[i], lo), hi) - base) / MS
         for q in range(got):
             x, y = (ax, ay) if q == 0 else (bx, by)
             if bins == 0:
