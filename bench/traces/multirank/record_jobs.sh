@@ -2,9 +2,12 @@
 # Record the job what-if pairs: DDP CPU jobs (gloo), each pinned to two cores of its own
 # (taskset), so every job runs as on a 2-core host while seven record at once on a larger
 # idle machine (SEQUENTIAL=1: one job at a time, on cores 0-1; STEPS=N profiled steps, 5 by
-# default). Needs torch. usage: record_jobs.sh OUT_DIR
+# default). Needs torch. usage: record_jobs.sh OUT_DIR [ROUNDS_FILE]
+# ROUNDS_FILE: one round per line, 5 fields per job (name world straggler kind extra_ms), as
+# rounds_e.txt; without it, the d_ set below.
 set -u
-out=${1:?usage: record_jobs.sh OUT_DIR}
+out=${1:?usage: record_jobs.sh OUT_DIR [ROUNDS_FILE]}
+rounds=${2:-}
 export CUDA_VISIBLE_DEVICES=  # CPU jobs: keep the GPU out of the traces
 here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$out"
@@ -28,14 +31,24 @@ run_round() {  # name world straggler kind extra ... (5 fields per job), one job
   for p in "${pids[@]}"; do wait "$p"; done
 }
 t0=$(date +%s)
-run_round \
-  d_ws2_balanced 2 -1 sleep 0   d_ws2_sleep25_r0 2 0 sleep 25   d_ws2_compute20_r1 2 1 compute 20 \
-  d_ws3_balanced 3 -1 sleep 0   d_ws3_sleep30_r2 3 2 sleep 30   d_ws3_compute15_r0 3 0 compute 15 \
-  d_ws4_balanced 4 -1 sleep 0
-echo "round 1: $(( $(date +%s) - t0 )) s"
-run_round \
-  d_ws4_sleep20_r1 4 1 sleep 20   d_ws4_compute25_r3 4 3 compute 25   d_ws2_compute45_r0 2 0 compute 45 \
-  d_ws3_sleep60_r1 3 1 sleep 60   d_ws2_balanced_b 2 -1 sleep 0   d_ws3_balanced_b 3 -1 sleep 0 \
-  d_ws4_balanced_b 4 -1 sleep 0
+if [ -n "$rounds" ]; then
+  k=0
+  while read -r line; do
+    case "$line" in ''|'#'*) continue ;; esac
+    # shellcheck disable=SC2086  # the line is the round's fields
+    run_round $line < /dev/null  # the jobs must not read the rounds file
+    k=$((k + 1)); echo "round $k: $(( $(date +%s) - t0 )) s"
+  done < "$rounds"
+else
+  run_round \
+    d_ws2_balanced 2 -1 sleep 0   d_ws2_sleep25_r0 2 0 sleep 25   d_ws2_compute20_r1 2 1 compute 20 \
+    d_ws3_balanced 3 -1 sleep 0   d_ws3_sleep30_r2 3 2 sleep 30   d_ws3_compute15_r0 3 0 compute 15 \
+    d_ws4_balanced 4 -1 sleep 0
+  echo "round 1: $(( $(date +%s) - t0 )) s"
+  run_round \
+    d_ws4_sleep20_r1 4 1 sleep 20   d_ws4_compute25_r3 4 3 compute 25   d_ws2_compute45_r0 2 0 compute 45 \
+    d_ws3_sleep60_r1 3 1 sleep 60   d_ws2_balanced_b 2 -1 sleep 0   d_ws3_balanced_b 3 -1 sleep 0 \
+    d_ws4_balanced_b 4 -1 sleep 0
+fi
 echo "rounds: $(( $(date +%s) - t0 )) s"
 tail -n 1 "$out"/*.log
