@@ -101,11 +101,12 @@ def for_scheme(scheme: str) -> type[Store] | None:
     """The backend serving URL scheme ``scheme`` (``bolt``, ``neo4j+s``, ...), or None;
     the built-ins first, then the plugins."""
     scheme = scheme.lower()
-    for found in (_builtins(), backends()):
-        hit = next((b for b in found.values() if scheme in b.schemes), None)
-        if hit is not None:
-            return hit
-    return None
+
+    def serving(found: dict[str, type[Store]]) -> type[Store] | None:
+        return next((b for b in found.values() if scheme in b.schemes), None)
+
+    # the plugins are read only when no built-in serves the scheme
+    return serving(_builtins()) or serving(backends())
 
 
 def for_paths() -> type[Store]:

@@ -422,6 +422,12 @@ def hotspots(tag: str, step: str, windows: tuple[int, ...], _a: Analysis) -> pd.
     return frames.hotspots(_a, report(tag, step, _a), names(tag, _a), windows_of(tag, _a), list(windows))
 
 
+def hotspots_of_every_step(tag: str, _a: Analysis) -> pd.DataFrame:
+    """The hotspot table over every window: the Hotspots page's opening view (and what
+    the server preloads for it)."""
+    return hotspots(tag, "all", tuple(range(len(_a.windows))), _a)
+
+
 @st.cache_resource(max_entries=8, show_spinner="Ranking what each change would save…")
 def whatif_candidates(tag: str, _a: Analysis) -> pd.DataFrame:
     """The run's what-if candidates, best first (:func:`ctda.api.whatif_candidates`)."""

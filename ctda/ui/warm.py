@@ -179,6 +179,6 @@ def _load_first(argv: list[str], out: Any) -> str | None:
         figures.breakdown(tag, (window,), a)
     data.whatif_candidates(tag, a)
     # the Hotspots page's opening view: every step (its report is the page's costliest part)
-    data.hotspots(tag, "all", tuple(range(len(a.windows))), a)
+    data.hotspots_of_every_step(tag, a)
     data.breakdowns(tag, a)  # the Breakdowns page's tables
     return first.name

@@ -181,7 +181,8 @@ def render() -> None:
         sel = list(range(len(a.windows)))
     sort = widgets.choice("Sort by", list(SORTS), key="hs_sort", where=c2)
     top = c3.number_input("Rows", 5, 5000, 50, step=25, key="hs_top")
-    hot = table(loaded, sel, step)
+    # every window when step is "all" (the branches above): one cache entry with the preload's
+    hot = data.hotspots_of_every_step(loaded.tag, a) if step == "all" else table(loaded, sel, step)
     col, ascending = SORTS[sort]
     shown = hot.sort_values(col, ascending=ascending, na_position="last", kind="stable").head(int(top))
     shown.insert(0, "kind", ["wait" if str(n).startswith("(") else "event" for n in shown.name])
