@@ -10,7 +10,7 @@ Every problem with the input is a one-line :class:`~ctda.errors.CtdaError`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -23,6 +23,8 @@ from ctda.options import AnalysisOptions, OptionError
 
 if TYPE_CHECKING:
     from ctda.analysis.hta.result import HtaResult
+    from ctda.analysis.stream import Progress as StreamProgress
+    from ctda.analysis.stream import StreamResult
     from ctda.ingest.table import EventTable
     from ctda.job.report import JobReport
     from ctda.job.whatif import JobScenario
@@ -36,6 +38,7 @@ __all__ = [
     "HtaReport",
     "JobWhatif",
     "analyze_job",
+    "analyze_stream",
     "breakdown_kinds",
     "hta_report",
     "whatif_job",
@@ -130,3 +133,29 @@ def hta_report(
     table = source if isinstance(source, EventTable) else read_with(Path(source), reader)
     opts = HtaOptions.release_0_5() if version == "0.5" else HtaOptions()
     return HtaReport(hta_analysis(table, opts), table)
+
+
+def analyze_stream(
+    source: PathLike,
+    *,
+    options: AnalysisOptions | None = None,
+    group_events: int = 50_000,
+    top: int = 10,
+    progress: Callable[[StreamProgress], None] | None = None,
+    scratch: PathLike | None = None,
+) -> StreamResult:
+    """The report of :func:`ctda.api.report` over every step of a trace larger than memory:
+    read once to a temporary directory (under ``scratch``, default the system's), then
+    analysed ``group_events`` events at a time, each group with the steps beside it as
+    context. Memory follows the group, not the trace. ``progress`` gets a
+    :class:`~ctda.analysis.stream.Progress` (the read's bytes, then the steps analysed)."""
+    from ctda.analysis.stream import analyze_stream as run
+
+    check_top(top)
+    if isinstance(group_events, bool) or not isinstance(group_events, int) or group_events < 1:
+        raise OptionError(f"group_events must be a positive integer, not {group_events!r}")
+    path = Path(source)
+    if scratch is not None and not Path(scratch).is_dir():
+        raise OptionError(f"scratch directory {str(scratch)!r} does not exist")
+    where = None if scratch is None else Path(scratch)
+    return run(path, options, group_events=group_events, progress=progress, scratch=where, top=top)

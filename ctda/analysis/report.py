@@ -101,8 +101,9 @@ def self_time(a: Analysis) -> npt.NDArray[np.int64]:
     return np.bincount(g.owner[owned], weights=span, minlength=a.nodes.n).astype(np.int64)
 
 
-def build(a: Analysis, step: str = "all", top: int = 10) -> Report:
-    """Compute every table of the report for the selected windows."""
+def build(a: Analysis, step: str = "all", top: int = 10, every_hotspot: bool = False) -> Report:
+    """Compute every table of the report for the selected windows (``every_hotspot``: the
+    hotspot table keeps every name, not the ``top``)."""
     sel = select_windows(a, step)
     ch = tables.selected_charges(a, sel)
     total = int(ch.ns.sum())
@@ -117,7 +118,7 @@ def build(a: Analysis, step: str = "all", top: int = 10) -> Report:
         options=tables.report_options(tables.options_dict(a.options), step),
         steps=steps[STEP_COLUMNS].reset_index(drop=True),
         by_class=by_class,
-        hotspots=hot.head(top).reset_index(drop=True),
+        hotspots=(hot if every_hotspot else hot.head(top)).reset_index(drop=True),
         by_category=_rollup(ch, a, total, "category"),
         by_lane=_by_lane(a, ch, total),
         near_critical=_near_critical(a, ch, names.names, names.group, inside, top),
@@ -206,16 +207,21 @@ def _hotspots(
     df["class"] = [CLASSES[int(c)] if c == c else "" for c in df.cls]
     gap = ~is_ev
     gaps = pd.DataFrame({"cls": ch.cls.to_numpy()[gap], "ns": ns[gap]}).groupby("cls").ns.sum()
-    for c, ns in gaps.items():
-        label = tables.GAP_NAMES.get(CLASSES[int(c)], f"({CLASSES[int(c)]})")
-        df.loc[label, ["cp_ns", "on_cp", "total_ns", "count", "category", "class"]] = [
-            ns,
-            0,
-            0,
-            0,
-            "wait",
-            CLASSES[int(c)],
-        ]
+    if len(gaps):  # one row per wait class, built at once (a .loc row per class costs ~12 ms)
+        gap_cls = [CLASSES[int(c)] for c in gaps.index]
+        labels = [tables.GAP_NAMES.get(c, f"({c})") for c in gap_cls]
+        rows = pd.DataFrame(
+            {
+                "cp_ns": gaps.to_numpy(),
+                "on_cp": 0,
+                "total_ns": 0,
+                "count": 0,
+                "category": "wait",
+                "class": gap_cls,
+            },
+            index=pd.Index(labels, dtype=object, name="name"),
+        )
+        df = pd.concat([df.drop(index=labels, errors="ignore"), rows])
     self_total = max(int(selfns[idx].sum()), 1)
     df["cp_share"] = df.cp_ns / max(total, 1)
     df["total_share"] = df.total_ns / self_total

@@ -18,8 +18,10 @@ from ctda.cli.common import (
     StepOption,
     WindowsOption,
     app,
+    fail,
     one_line_errors,
     read,
+    stream_progress,
 )
 from ctda.options import parse_step
 from ctda.render.output import Format, emit
@@ -43,17 +45,39 @@ def analyze_cmd(
     ),
     job: str | None = typer.Option(None, "--job", help="Analyse the traces as one job of this name."),
     executor: ExecutorOption = None,
+    stream: bool = typer.Option(
+        False,
+        "--stream",
+        help="For a trace larger than memory: read it to a scratch directory, then analyse a few steps at a"
+        " time (memory follows --group-events, not the trace). Every step, no --step.",
+    ),
+    group_events: int = typer.Option(
+        50_000,
+        "--group-events",
+        min=1,
+        help="With --stream: about this many events analysed at once (more: faster, more memory).",
+    ),
+    scratch: Path | None = typer.Option(
+        None,
+        "--scratch",
+        help="With --stream: where the read trace is kept meanwhile (default: the temp dir).",
+    ),
 ) -> None:
     """Critical path of each step through CPU threads, GPU streams and the waits between them."""
     from ctda.render.analyze import report_doc
     from ctda.render.hta import hta_doc
 
     options = api.validate_options(windows=windows, cross_thread=cross_thread, mode=mode)
+    if stream and (len(traces) > 1 or job is not None or traces[0].is_dir()):
+        fail("--stream analyses one trace: leave it out for a job (a directory or several traces)")
     if job_cmd.is_job(traces, job):
         job_cmd.analyze_job_cmd(traces, job, options, fmt, top, executor)
         return
     trace = traces[0]
     parse_step(step)  # a bad --step fails before the trace is read
+    if stream:
+        _analyze_stream(trace, options, step, top, fmt, group_events, scratch)
+        return
     if options.mode == "hta":  # HTA's own report (same critical path as an HTA-mode analysis)
         got = api.hta_report(trace, hta_version, reader=read)
         emit(hta_doc(got.result, got.table, top), fmt)
@@ -61,4 +85,40 @@ def analyze_cmd(
     result = api.analyze(trace, options=options, reader=read)
     doc = report_doc(api.report(result, step=step, top=top))
     doc.blocks.append(Text(api.validate(result, quick=True).line()))
+    emit(doc, fmt)
+
+
+def _analyze_stream(
+    trace: Path,
+    options: api.AnalysisOptions,
+    step: str,
+    top: int,
+    fmt: Format,
+    group_events: int,
+    scratch: Path | None,
+) -> None:
+    from ctda.render.analyze import report_doc
+
+    if step != "all":
+        fail("--stream reports every step: leave out --step")
+    if options.mode != "ctda" or options.windows != "steps":
+        fail("--stream analyses each ProfilerStep in ctda mode: leave out --mode and --windows")
+    with stream_progress(trace) as progress:
+        got = api.analyze_stream(
+            trace, options=options, group_events=group_events, top=top, progress=progress, scratch=scratch
+        )
+    doc = report_doc(got.report)
+    doc.blocks.append(
+        Text(
+            f"streamed: {got.events:,} events read to {got.spilled_bytes / 2**20:,.0f} MiB of scratch,"
+            f" analysed in {got.groups:,} groups of at most {got.largest_group:,} events"
+            " (each with the steps beside it)"
+            + (
+                f"; the self time of {got.outlasting:,} events that outlast their group's reach is"
+                " counted to its end (an upper bound)"
+                if got.outlasting
+                else ""
+            )
+        )
+    )
     emit(doc, fmt)

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, NoReturn, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, ParamSpec, TypeVar
 
 import typer
 from rich.console import Console
@@ -166,14 +166,23 @@ def parse_params(items: list[str]) -> dict[str, str]:
     return out
 
 
-@contextmanager
-def file_progress(path: Path, label: str) -> Iterator[Callable[[int], None] | None]:
-    """A progress callback over the compressed bytes of ``path`` (None for small files)."""
+def _bar_size(path: Path) -> int:
+    """The file's size when reading it deserves a progress bar, else 0: large enough, and
+    stderr a terminal (or ``$CTDA_PROGRESS`` set)."""
     try:
         size = path.stat().st_size
     except OSError:
-        size = 0
+        return 0
     if size < PROGRESS_MIN_BYTES or (not sys.stderr.isatty() and not os.environ.get("CTDA_PROGRESS")):
+        return 0
+    return size
+
+
+@contextmanager
+def file_progress(path: Path, label: str) -> Iterator[Callable[[int], None] | None]:
+    """A progress callback over the compressed bytes of ``path`` (None for small files)."""
+    size = _bar_size(path)
+    if not size:
         yield None
         return
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
@@ -188,6 +197,31 @@ def file_progress(path: Path, label: str) -> Iterator[Callable[[int], None] | No
     ) as bar:
         task = bar.add_task(f"{label} {path.name}", total=size)
         yield lambda done: bar.update(task, completed=done)
+
+
+@contextmanager
+def stream_progress(path: Path) -> Iterator[Callable[[Any], None] | None]:
+    """A progress callback for a streamed analysis: one bar for the read, one for the steps."""
+    size = _bar_size(path)
+    if not size:
+        yield None
+        return
+    from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeRemainingColumn
+
+    columns = (TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(), TimeRemainingColumn())
+    with Progress(*columns, console=err_console, transient=True) as bar:
+        reading = bar.add_task(f"reading {path.name}", total=size)
+        steps = bar.add_task("analysing steps", total=None, start=False)
+
+        def update(p: Any) -> None:
+            if p.stage == "read":
+                bar.update(reading, completed=p.done)
+            else:
+                bar.start_task(steps)
+                bar.update(reading, completed=size)
+                bar.update(steps, completed=p.done, total=p.total)
+
+        yield update
 
 
 @contextmanager
@@ -221,7 +255,7 @@ def _root(
         None,
         "--max-trace-bytes",
         help="Refuse a trace that decompresses to more than this (e.g. 20G). Default: "
-        "$CTDA_MAX_TRACE_BYTES or 64G.",
+        "$CTDA_MAX_TRACE_BYTES or 16G (1T with analyze --stream).",
     ),
 ) -> None:
     """Critical path analysis for PyTorch profiler (Kineto) traces, across threads and GPU streams."""

@@ -41,6 +41,8 @@ MAX_RATIO_ENV = "CTDA_MAX_EXPANSION"
 MAX_EVENT_ENV = "CTDA_MAX_EVENT_BYTES"
 MAX_HELPER_ENV = "CTDA_MAX_HELPER_BYTES"
 DEFAULT_MAX_BYTES = 16 << 30
+#: a streamed analysis holds a few steps, not the trace: its cap is the scratch disk's
+STREAM_MAX_BYTES = 1 << 40
 DEFAULT_MAX_RATIO = 200.0
 DEFAULT_MAX_EVENT_BYTES = 64 << 20
 DEFAULT_MAX_HELPER_BYTES = 256 << 20
@@ -74,11 +76,11 @@ class Limits:
     max_helper_bytes: int = DEFAULT_MAX_HELPER_BYTES
 
     @classmethod
-    def from_env(cls) -> Limits:
-        """Defaults, overridden by ``$CTDA_MAX_TRACE_BYTES``, ``$CTDA_MAX_EXPANSION``,
-        ``$CTDA_MAX_EVENT_BYTES`` and ``$CTDA_MAX_HELPER_BYTES``; a malformed value is a
-        one-line error naming the variable."""
-        out = cls()
+    def from_env(cls, max_bytes: int = DEFAULT_MAX_BYTES) -> Limits:
+        """Defaults (``max_bytes`` for one file), overridden by ``$CTDA_MAX_TRACE_BYTES``,
+        ``$CTDA_MAX_EXPANSION``, ``$CTDA_MAX_EVENT_BYTES`` and ``$CTDA_MAX_HELPER_BYTES``;
+        a malformed value is a one-line error naming the variable."""
+        out = cls(max_bytes=max_bytes)
         sizes = (
             (MAX_BYTES_ENV, "max_bytes"),
             (MAX_EVENT_ENV, "max_event_bytes"),

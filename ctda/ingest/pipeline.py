@@ -28,14 +28,20 @@ DEPTH = 2
 
 
 def decode_pieces(
-    chunker: Chunker, progress: Callable[[int], None] | None = None, parallel: bool = True, keep: bool = True
+    chunker: Chunker,
+    progress: Callable[[int], None] | None = None,
+    parallel: bool = True,
+    keep: bool = True,
+    sink: Callable[[PieceColumns], None] | None = None,
 ) -> tuple[list[PieceColumns], bytes]:
     """The columns of every piece in document order, and the document text after the event array.
 
     ``keep=False`` checks every event the same way but keeps no columns (the list is empty):
     for a caller that needs only the document's framing and metadata, at bounded memory.
+    ``sink`` is handed each piece's columns in document order as soon as they are accepted,
+    instead of keeping them (the list is empty): for a caller that spills them.
     """
-    order = _InOrder(chunker, keep=keep)
+    order = _InOrder(chunker, keep=keep, sink=sink)
     pool: DecodePool | None = None
     try:
         for piece in chunker.pieces(progress):
@@ -86,6 +92,7 @@ class _InOrder:
 
     chunker: Chunker
     keep: bool = True  # keep each piece's columns (False: check and count only)
+    sink: Callable[[PieceColumns], None] | None = None  # takes each piece's columns instead
     pieces: dict[int, Piece] = field(default_factory=dict)  # produced, not yet accepted
     outcomes: dict[int, Decoded] = field(default_factory=dict)
     absorbed: set[int] = field(default_factory=set)  # merged into the piece before them
@@ -171,7 +178,9 @@ class _InOrder:
     def _accept(self, piece: Piece, decoded: Decoded) -> None:
         if decoded.columns is None:
             raise TraceError(self.path, self._explain(piece, decoded))
-        if self.keep:
+        if self.sink is not None:
+            self.sink(decoded.columns)
+        elif self.keep:
             self.pieces_done.append(decoded.columns)
         self.n_events += decoded.columns.n
         del self.pieces[piece.index]

@@ -51,7 +51,7 @@ def read_trace(
     """
     p = Path(path)
     check_regular(p)  # a FIFO or a device may never end
-    if _is_parquet(p):
+    if is_parquet(p):
         try:
             return read_parquet(p)
         except (OSError, ValueError, KeyError, TypeError, pa.ArrowException) as exc:
@@ -89,7 +89,8 @@ def read_parquet(path: Path) -> EventTable:
     return from_arrow(pq.read_table(path))
 
 
-def _is_parquet(path: Path) -> bool:
+def is_parquet(path: Path) -> bool:
+    """Whether ``path`` is a Parquet file (by suffix, else by its magic bytes)."""
     if path.suffix == ".parquet":
         return path.is_file()
     try:
@@ -126,14 +127,16 @@ def read_document_meta(path: Path, framing: Framing, meta: TraceMeta) -> None:
     meta.host_name = host if isinstance(host, str) and host else None
 
 
-def check_complete_events(path: Path, events: pa.Table) -> None:
-    """Complete events (ph X) need ts and dur; the first one lacking either is an error."""
+def check_complete_events(path: Path, events: pa.Table, first: int = 0) -> None:
+    """Complete events (ph X) need ts and dur; the first one lacking either is an error.
+
+    ``first`` is the position in the trace of the table's first row (for the message)."""
     ph = column_array(events, "ph")
     is_x = np.array([v == "X" for v in ph.dictionary.to_pylist()] or [False])[ph.indices.to_numpy()]
     for field in ("ts", "dur"):
         bad = np.flatnonzero(is_x & (events.column(f"{field}_ns").to_numpy() == NA))
         if len(bad):
-            raise TraceError(path, f"event {int(bad[0])}: complete event (ph X) has no {field}")
+            raise TraceError(path, f"event {first + int(bad[0])}: complete event (ph X) has no {field}")
     # end times must leave int64 room for the sums the analysis makes (no silent wrap)
     ts = events.column("ts_ns").to_numpy()
     dur = np.where(is_x, events.column("dur_ns").to_numpy(), 0)
@@ -143,6 +146,6 @@ def check_complete_events(path: Path, events: pa.Table) -> None:
         i = int(np.flatnonzero(over)[0])
         raise TraceError(
             path,
-            f"event {i}: ts + dur ({int(ts[i]) / 1e3:.0f} + {int(dur[i]) / 1e3:.0f} us) is outside the "
-            f"time range ctda can compute with (+-2^62 ns)",
+            f"event {first + i}: ts + dur ({int(ts[i]) / 1e3:.0f} + {int(dur[i]) / 1e3:.0f} us) is outside "
+            f"the time range ctda can compute with (+-2^62 ns)",
         )
