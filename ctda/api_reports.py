@@ -143,19 +143,24 @@ def analyze_stream(
     top: int = 10,
     progress: Callable[[StreamProgress], None] | None = None,
     scratch: PathLike | None = None,
+    jobs: int = 1,
 ) -> StreamResult:
     """The report of :func:`ctda.api.report` over every step of a trace larger than memory:
     read once to a temporary directory (under ``scratch``, default the system's), then
     analysed ``group_events`` events at a time, each group with the steps beside it as
     context. Memory follows the group, not the trace. ``progress`` gets a
-    :class:`~ctda.analysis.stream.Progress` (the read's bytes, then the steps analysed)."""
+    :class:`~ctda.analysis.stream.Progress` (the read's bytes, then the steps analysed).
+    ``jobs`` > 1 analyses that many groups at once in forked processes (Linux): faster on
+    several cores, with memory for that many groups."""
     from ctda.analysis.stream import analyze_stream as run
 
     check_top(top)
     if isinstance(group_events, bool) or not isinstance(group_events, int) or group_events < 1:
         raise OptionError(f"group_events must be a positive integer, not {group_events!r}")
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        raise OptionError(f"jobs must be a positive integer, not {jobs!r}")
     path = Path(source)
     if scratch is not None and not Path(scratch).is_dir():
         raise OptionError(f"scratch directory {str(scratch)!r} does not exist")
     where = None if scratch is None else Path(scratch)
-    return run(path, options, group_events=group_events, progress=progress, scratch=where, top=top)
+    return run(path, options, group_events=group_events, progress=progress, scratch=where, top=top, jobs=jobs)

@@ -66,6 +66,15 @@ def test_streamed_report_equals_the_in_memory_one(path: Path, group_events: int)
     assert got.report.checks["cp_vs_window_max_rel_error"] == 0.0
 
 
+@pytest.mark.parametrize("path", [RESNET, GPU], ids=lambda p: p.name.split(".")[0])
+def test_groups_in_worker_processes_give_the_same_report(path: Path) -> None:
+    """Two forked workers, one step per group: the same tables, in step order."""
+    whole = api.report(api.analyze(path), top=ALL)
+    got = api.analyze_stream(path, group_events=1, top=ALL, jobs=2)
+    assert_same_report(whole, got.report)
+    assert got.groups == len(whole.steps)
+
+
 def test_memory_follows_the_group_not_the_trace() -> None:
     """One step at a time, each group holds that step and its two neighbours: about a
     quarter of this 12-step trace, and never the whole of it."""
@@ -121,6 +130,7 @@ def _no_steps(tmp_path: Path) -> Path:
         (["--step", "3"], "--stream reports every step"),
         (["--windows", "trace"], "leave out --mode and --windows"),
         (["--group-events", "0"], "--group-events"),
+        (["--jobs", "0"], "--jobs"),
     ],
 )
 def test_cli_refuses_what_a_stream_cannot_do(args: list[str], says: str) -> None:
@@ -223,6 +233,8 @@ def test_a_full_scratch_disk_is_one_line_and_cleaned_up(tmp_path: Path) -> None:
 def test_api_checks_its_arguments(tmp_path: Path) -> None:
     with pytest.raises(api.OptionError, match="group_events"):
         api.analyze_stream(GPU, group_events=0)
+    with pytest.raises(api.OptionError, match="jobs"):
+        api.analyze_stream(GPU, jobs=0)
     with pytest.raises(api.OptionError, match="scratch directory"):
         api.analyze_stream(GPU, scratch=tmp_path / "missing")
     with pytest.raises(api.OptionError, match="windows 'steps'"):
@@ -231,7 +243,8 @@ def test_api_checks_its_arguments(tmp_path: Path) -> None:
         api.analyze_stream(GPU, options=api.AnalysisOptions(mode="hta"))
 
 
-#: every real trace with ProfilerStep windows, each step analysed alone with its neighbours
+#: every real trace: those with ProfilerStep windows, each step analysed alone with its
+#: neighbours; the others refused
 STEPPED = corpus_traces() + (sorted((CORPUS / "generated" / "gpu").glob("*.json.gz")) if CORPUS else [])
 
 
@@ -240,8 +253,10 @@ STEPPED = corpus_traces() + (sorted((CORPUS / "generated" / "gpu").glob("*.json.
 @pytest.mark.parametrize("path", STEPPED, ids=lambda p: str(p.relative_to(CORPUS)) if CORPUS else str(p))
 def test_corpus_streamed_equals_in_memory(path: Path) -> None:
     a = api.analyze(path)
-    if not any(w.step is not None for w in a.windows):
-        pytest.skip("no ProfilerStep windows: a streamed analysis refuses it")
+    if not any(w.step is not None for w in a.windows):  # one window, the whole trace
+        with pytest.raises(api.TraceError, match="no ProfilerStep#N events"):
+            api.analyze_stream(path)
+        return
     got = api.analyze_stream(path, group_events=1, top=ALL)
     assert_same_report(api.report(a, top=ALL), got.report, got.outlasting)
 

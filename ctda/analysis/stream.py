@@ -18,8 +18,13 @@ holds the streamed report equal to the in-memory one on the corpus.
 
 from __future__ import annotations
 
+import multiprocessing as mp
+import sys
 import tempfile
+from collections import deque
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -83,9 +88,11 @@ def analyze_stream(
     scratch: Path | None = None,
     limits: Limits | None = None,
     top: int = 10,
+    jobs: int = 1,
 ) -> StreamResult:
     """The report of :func:`report.build` over every step of ``path``, computed a group of
-    steps at a time (spilled to a temporary directory under ``scratch``, removed after)."""
+    steps at a time (spilled to a temporary directory under ``scratch``, removed after);
+    ``jobs`` groups at once, in forked worker processes when more than one."""
     options = options or AnalysisOptions()
     if options.windows != "steps":
         raise OptionError("a streamed analysis has one window per ProfilerStep: use windows 'steps'")
@@ -93,6 +100,8 @@ def analyze_stream(
         raise OptionError("a streamed analysis runs in ctda mode (HTA's analyses the trace whole)")
     if group_events < 1:
         raise OptionError(f"group_events must be at least 1, not {group_events}")
+    if jobs < 1:
+        raise OptionError(f"jobs must be at least 1, not {jobs}")
     size = path.stat().st_size if path.exists() else 0
     if is_parquet(path):
         raise TraceError(path, "a ctda Parquet table is analysed whole: leave out --stream")
@@ -116,9 +125,7 @@ def analyze_stream(
             )
         totals = Totals(top)
         largest = 0
-        for group in _groups(spill, group_events):
-            report, n = _group_report(spill, group, options, top)
-            release_free_memory()  # the group's graph, before the next one is built
+        for report, n in _reports(spill, _groups(spill, group_events), options, top, jobs):
             totals.add(report)
             largest = max(largest, n)
             if progress is not None:
@@ -184,6 +191,47 @@ def _context(spill: Spill, g: _Group) -> tuple[pa.Table, int]:
     if int(g.counts[first:last].sum()) <= g.budget:
         return spill.between(g.lo, reach), 0
     return events, int((mine & (end > g.hi)).sum())
+
+
+def _reports(
+    spill: Spill, groups: Iterator[_Group], options: AnalysisOptions, top: int, jobs: int
+) -> Iterator[tuple[Report, int]]:
+    """Each group's report and size, in group order; ``jobs`` > 1 analyses that many groups
+    at once in forked processes (each holds one group: memory grows with ``jobs``)."""
+    if jobs == 1 or not sys.platform.startswith("linux"):  # fork: Linux only, as the reader's pool
+        for g in groups:
+            out = _group_report(spill, g, options, top)
+            release_free_memory()  # the group's graph, before the next one is built
+            yield out
+        return
+    global _WORK  # the forked workers inherit it: nothing but each group is sent to them
+    _WORK = (spill, options, top)
+    pending: deque[Future[tuple[Report, int]]] = deque()
+    try:
+        with ProcessPoolExecutor(jobs, mp_context=mp.get_context("fork")) as pool:
+            for g in groups:
+                pending.append(pool.submit(_in_worker, g))
+                if len(pending) >= 2 * jobs:  # a few queued, not every group's report at once
+                    yield pending.popleft().result()
+            while pending:
+                yield pending.popleft().result()
+    except BrokenProcessPool:
+        raise TraceError(
+            spill.path, "a worker analysing a group of steps died (out of memory?): try fewer --jobs"
+        ) from None
+    finally:
+        _WORK = None
+
+
+_WORK: tuple[Spill, AnalysisOptions, int] | None = None
+
+
+def _in_worker(g: _Group) -> tuple[Report, int]:
+    assert _WORK is not None
+    spill, options, top = _WORK
+    out = _group_report(spill, g, options, top)
+    release_free_memory()
+    return out
 
 
 def _group_report(spill: Spill, g: _Group, options: AnalysisOptions, top: int = 10) -> tuple[Report, int]:

@@ -57,6 +57,13 @@ def analyze_cmd(
         min=1,
         help="With --stream: about this many events analysed at once (more: faster, more memory).",
     ),
+    jobs: int = typer.Option(
+        1,
+        "--jobs",
+        min=1,
+        help="With --stream: analyse this many groups at once in worker processes (faster on several cores;"
+        " memory for that many groups).",
+    ),
     scratch: Path | None = typer.Option(
         None,
         "--scratch",
@@ -76,7 +83,7 @@ def analyze_cmd(
     trace = traces[0]
     parse_step(step)  # a bad --step fails before the trace is read
     if stream:
-        _analyze_stream(trace, options, step, top, fmt, group_events, scratch)
+        _analyze_stream(trace, options, step, top, fmt, group_events, scratch, jobs)
         return
     if options.mode == "hta":  # HTA's own report (same critical path as an HTA-mode analysis)
         got = api.hta_report(trace, hta_version, reader=read)
@@ -96,6 +103,7 @@ def _analyze_stream(
     fmt: Format,
     group_events: int,
     scratch: Path | None,
+    jobs: int,
 ) -> None:
     from ctda.render.analyze import report_doc
 
@@ -105,7 +113,13 @@ def _analyze_stream(
         fail("--stream analyses each ProfilerStep in ctda mode: leave out --mode and --windows")
     with stream_progress(trace) as progress:
         got = api.analyze_stream(
-            trace, options=options, group_events=group_events, top=top, progress=progress, scratch=scratch
+            trace,
+            options=options,
+            group_events=group_events,
+            top=top,
+            progress=progress,
+            scratch=scratch,
+            jobs=jobs,
         )
     doc = report_doc(got.report)
     doc.blocks.append(
