@@ -23,6 +23,20 @@ from ctda.ingest.kinds import Kind
 STEP_COLUMNS = ["window", "step", "start_ms", "duration_ns", "cp_ns", "bound_by", "bound_by_share"]
 
 
+#: the hotspot table's columns, in order
+HOTSPOT_COLUMNS = (
+    "name",
+    "category",
+    "class",
+    "cp_ns",
+    "cp_share",
+    "total_ns",
+    "total_share",
+    "count",
+    "on_cp",
+)
+
+
 @dataclass
 class Report:
     """Everything ``ctda analyze`` prints, as plain tables and numbers."""
@@ -226,8 +240,8 @@ def _hotspots(
     df["cp_share"] = df.cp_ns / max(total, 1)
     df["total_share"] = df.total_ns / self_total
     df = df.reset_index().rename(columns={"index": "name"})
-    cols = ["name", "category", "class", "cp_ns", "cp_share", "total_ns", "total_share", "count", "on_cp"]
-    df = df[cols].astype({"cp_ns": np.int64, "total_ns": np.int64, "count": np.int64, "on_cp": np.int64})
+    ints = {"cp_ns": np.int64, "total_ns": np.int64, "count": np.int64, "on_cp": np.int64}
+    df = df[list(HOTSPOT_COLUMNS)].astype(ints)
     return df.sort_values(["cp_ns", "total_ns"], ascending=False).reset_index(drop=True)
 
 

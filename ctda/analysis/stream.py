@@ -37,7 +37,7 @@ import pyarrow as pa
 from ctda.analysis.advice import recommend
 from ctda.analysis.classify import CLASSES
 from ctda.analysis.engine import analyze
-from ctda.analysis.report import Report, build
+from ctda.analysis.report import HOTSPOT_COLUMNS, Report, build
 from ctda.analysis.tables import Names, options_dict, report_options
 from ctda.ingest.derive import derive
 from ctda.ingest.errors import TraceError
@@ -125,9 +125,9 @@ def analyze_stream(
             )
         totals = Totals(top)
         largest = 0
-        for report, n in _reports(spill, _groups(spill, group_events), options, top, jobs):
-            totals.add(report)
-            largest = max(largest, n)
+        for part in _reports(spill, _groups(spill, group_events), options, top, jobs):
+            totals.add(part)
+            largest = max(largest, part.events)
             if progress is not None:
                 progress(Progress("analyse", totals.n_steps, len(spill.steps)))
         merged = totals.report(spill, options)
@@ -195,7 +195,7 @@ def _context(spill: Spill, g: _Group) -> tuple[pa.Table, int]:
 
 def _reports(
     spill: Spill, groups: Iterator[_Group], options: AnalysisOptions, top: int, jobs: int
-) -> Iterator[tuple[Report, int]]:
+) -> Iterator[_Part]:
     """Each group's report and size, in group order; ``jobs`` > 1 analyses that many groups
     at once in forked processes (each holds one group: memory grows with ``jobs``)."""
     if jobs == 1 or not sys.platform.startswith("linux"):  # fork: Linux only, as the reader's pool
@@ -206,7 +206,7 @@ def _reports(
         return
     global _WORK  # the forked workers inherit it: nothing but each group is sent to them
     _WORK = (spill, options, top)
-    pending: deque[Future[tuple[Report, int]]] = deque()
+    pending: deque[Future[_Part]] = deque()
     try:
         with ProcessPoolExecutor(jobs, mp_context=mp.get_context("fork")) as pool:
             for g in groups:
@@ -226,7 +226,7 @@ def _reports(
 _WORK: tuple[Spill, AnalysisOptions, int] | None = None
 
 
-def _in_worker(g: _Group) -> tuple[Report, int]:
+def _in_worker(g: _Group) -> _Part:
     assert _WORK is not None
     spill, options, top = _WORK
     out = _group_report(spill, g, options, top)
@@ -234,7 +234,18 @@ def _in_worker(g: _Group) -> tuple[Report, int]:
     return out
 
 
-def _group_report(spill: Spill, g: _Group, options: AnalysisOptions, top: int = 10) -> tuple[Report, int]:
+@dataclass
+class _Part:
+    """One group's report, and what adding the groups up needs beside it."""
+
+    report: Report
+    events: int  # analysed, context included
+    spanning: pd.DataFrame  # (name, uid) of path events reaching past the group's steps
+    gpu: bool  # the group has GPU work (the advice's wording)
+    outlasting: int
+
+
+def _group_report(spill: Spill, g: _Group, options: AnalysisOptions, top: int = 10) -> _Part:
     events, outlasting = _context(spill, g)
     uid = events.column("uid").to_numpy()
     events = events.set_column(0, "uid", pa.array(np.arange(len(uid), dtype=np.int64)))  # uid = row again
@@ -253,12 +264,8 @@ def _group_report(spill: Spill, g: _Group, options: AnalysisOptions, top: int = 
     on = np.unique(a.charges.event.to_numpy())
     on = on[on >= 0]
     wide = on[(a.nodes.ts[on] < starts.min()) | (a.nodes.end[on] > ends.max())]
-    report.graph = {
-        "spanning": pd.DataFrame({"name": Names(a).of(wide), "uid": uid[a.nodes.uid[wide]]}),
-        "gpu": bool(a.nodes.is_gpu.any()),
-        "outlasting": outlasting,
-    }
-    return report, len(uid)
+    spanning = pd.DataFrame({"name": Names(a).of(wide), "uid": uid[a.nodes.uid[wide]]})
+    return _Part(report, len(uid), spanning, bool(a.nodes.is_gpu.any()), outlasting)
 
 
 @dataclass
@@ -268,6 +275,7 @@ class Totals:
 
     top: int = 10
     groups: int = 0
+    n_steps: int = 0
     steps: list[pd.DataFrame] = field(default_factory=list)
     summed: dict[str, pd.DataFrame] = field(default_factory=dict)
     hot: pd.DataFrame | None = None
@@ -277,12 +285,10 @@ class Totals:
     is_gpu: bool = False
     outlasting: int = 0
 
-    @property
-    def n_steps(self) -> int:
-        return sum(len(s) for s in self.steps)
-
-    def add(self, r: Report) -> None:
+    def add(self, part: _Part) -> None:
+        r = part.report
         self.groups += 1
+        self.n_steps += len(r.steps)
         self.steps.append(r.steps)
         for name, key in _SUMMED.items():
             both = pd.concat([self.summed.get(name), getattr(r, name)[[key, "cp_ns"]]], ignore_index=True)
@@ -291,7 +297,7 @@ class Totals:
         firsts = rows.groupby("name", sort=False)[["category", "class"]].first()
         sums = rows.groupby("name", sort=False)[["cp_ns", "total_ns", "count", "on_cp"]].sum()
         self.hot = firsts.join(sums).reset_index()
-        self.spanning = pd.concat([self.spanning, r.graph["spanning"]], ignore_index=True)
+        self.spanning = pd.concat([self.spanning, part.spanning], ignore_index=True)
         near = pd.concat([self.near, r.near_critical], ignore_index=True)
         near = near.sort_values(["slack_ns", "duration_ns"], ascending=[True, False], kind="stable")
         self.near = near.head(self.top).reset_index(drop=True)
@@ -305,8 +311,8 @@ class Totals:
                 float(old["cp_vs_window_max_rel_error"]), float(c["cp_vs_window_max_rel_error"])
             ),
         }
-        self.is_gpu = self.is_gpu or bool(r.graph["gpu"])
-        self.outlasting += int(r.graph["outlasting"])
+        self.is_gpu = self.is_gpu or part.gpu
+        self.outlasting += part.outlasting
 
     def report(self, spill: Spill, options: AnalysisOptions) -> Report:
         """The whole trace's report: shares from the sums, the top rows of each list."""
@@ -325,8 +331,8 @@ class Totals:
         hot["on_cp"] = hot.on_cp - seen_again.reindex(hot.name, fill_value=0).to_numpy()
         hot["cp_share"] = hot.cp_ns / max(total, 1)
         hot["total_share"] = hot.total_ns / max(int(hot.total_ns.sum()), 1)
-        cols = ["name", "category", "class", "cp_ns", "cp_share", "total_ns", "total_share", "count", "on_cp"]
-        hot = hot[cols].sort_values(["cp_ns", "total_ns"], ascending=False).reset_index(drop=True)
+        hot = hot[list(HOTSPOT_COLUMNS)].sort_values(["cp_ns", "total_ns"], ascending=False)
+        hot = hot.reset_index(drop=True)
         return Report(
             trace=str(spill.path),
             options=report_options(options_dict(options), "all"),
