@@ -18,6 +18,7 @@ from ctda.store import open_store
 from ctda.store.config import resolve
 from ctda.store.ingest import ingest
 from tests.neo4j_fixture import neo4j_server  # noqa: F401
+from tests.test_ui_pages import runs_shown
 
 if TYPE_CHECKING:
     from scripts.neo4j_server import ServerInfo
@@ -55,7 +56,7 @@ def test_pages_on_neo4j(neo4j_run: str) -> None:
     at.session_state["run"] = neo4j_run
     at.run()
     assert not at.exception
-    runs = at.dataframe[0].value.set_index("run")
+    runs = runs_shown(at).set_index("run")
     assert runs.loc[neo4j_run, "steps"] == 2
     assert "launch_overhead" in runs.loc[neo4j_run, "CP breakdown"]
     for page in ("critical_path", "hotspots", "whatif", "compare", "job"):

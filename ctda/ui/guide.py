@@ -13,6 +13,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
+from ctda.api import RunInfo
 from ctda.ui import data, widgets
 
 #: the factor widgets' range: 0 (removed) to 10 times the observed time
@@ -202,6 +203,7 @@ def apply_candidate(kind: str, target: str, f: float) -> None:
     _, sv, tv = _state(0)
     for k in [k for k in list(st.session_state) if _is_group_key(k)]:
         del st.session_state[k]
+    widgets.unkeep("wi_", _is_group_key)  # else the page's restore brings the old groups back
     st.session_state["wi_n"] = 1
     if kind == "optimisation":
         st.session_state["wi_apply"] = [target]
@@ -223,6 +225,31 @@ def saved_note(loaded: data.Loaded, digest: str) -> tuple[str, str] | None:
 
 def note_saved(loaded: data.Loaded, digest: str, name: str, verb: str) -> None:
     st.session_state["_wi_saved_note"] = (loaded.tag, digest, name, verb)
+
+
+def measured_after(runs: list[RunInfo], run: str) -> str | None:
+    """The run a prediction made on ``run`` is checked against: the run ingested just after
+    it (a before/after pair is ingested in that order), else the newest other run; None
+    when the store holds no other run."""
+    order = [r.name for r in widgets.ingestion_order(runs)]
+    if run not in order or len(order) < 2:
+        return None
+    k = order.index(run)
+    return order[k + 1] if k + 1 < len(order) else order[-2]
+
+
+def compare_with_measured(run: str, scenario: str, measured: str) -> None:
+    """Open Compare on run ``measured`` as recorded (a) and the scenario of ``run`` that
+    predicted it (b): every b − a there is predicted − measured, the prediction's error."""
+    st.session_state.update(
+        {
+            "cmp_run_a": measured,
+            "cmp_what_a": widgets.BASELINE,
+            "cmp_run_b": run,
+            "cmp_what_b": f"scenario {scenario}",
+        }
+    )
+    st.switch_page("views/compare.py")
 
 
 def compare_with_run(run: str, scenario: str) -> None:

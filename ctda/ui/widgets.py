@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
 import pandas as pd
@@ -51,6 +51,11 @@ def runs(s: Settings) -> list[RunInfo]:
     except StoreError as exc:
         st.error(f"store {s.location}: {exc}")
         return []
+
+
+def ingestion_order(runs: list[RunInfo]) -> list[RunInfo]:
+    """Runs oldest first (ingestion time, then id: ids grow with each ingest)."""
+    return sorted(runs, key=lambda r: (r.ingested_at or "", r.id))
 
 
 def forget_runs() -> None:
@@ -154,6 +159,14 @@ def restore(prefix: str) -> None:
     for k, v in st.session_state.get(_KEPT + prefix, {}).items():
         if k not in st.session_state:
             st.session_state[k] = v
+
+
+def unkeep(prefix: str, drop: Callable[[str], bool]) -> None:
+    """Forget the kept values (see :func:`remember`) whose keys ``drop`` selects: a callback
+    that clears widgets clears them here too, or :func:`restore` would put them back."""
+    kept = st.session_state.get(_KEPT + prefix, {})
+    for k in [k for k in kept if drop(k)]:
+        del kept[k]
 
 
 def remember(prefix: str, skip: Iterable[str] = ()) -> None:

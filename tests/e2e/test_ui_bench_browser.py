@@ -24,6 +24,10 @@ def test_browser_bench_measures_every_interaction(browser_paths: tuple[str, str]
     # the floor of a first page load here: Streamlit's own page in a fresh browser
     [bare] = [r for r in rows if r["interaction"].startswith("first page load of a bare Streamlit page")]
     assert bare["kind"] == "cold" and bare["median_s"] > 0
+    # the app's first load and each page's first visit are held to 2 s, the rest to 1 s warm
+    firsts = [r for r in rows if r["interaction"] in ("first page load", "first visit")]
+    assert len(firsts) == 7 and all(r["goal_s"] == 2.0 for r in firsts)
+    assert all(r["goal_s"] == 1.0 for r in rows if r["kind"] == "warm")
     for r in rows:
         # real, positive wall-clock figures; the browser cannot answer faster than a frame
         assert r["n"] >= 1 and 0.0 < r["median_s"] <= r["max_s"] < 300

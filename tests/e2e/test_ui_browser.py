@@ -187,7 +187,9 @@ def test_ui_in_a_real_browser(ui_server: str, driver: Any) -> None:
 
     # a real trace through the file input; the sidebar then works on the new run
     upload(d, TRACE, None)
-    assert d.find_elements(By.CSS_SELECTOR, '[data-testid="stDataFrame"]')
+    # the runs table (Markdown: no data grid to load on the page a session opens on)
+    cells = [c.text for c in d.find_elements(By.CSS_SELECTOR, '[data-testid="stMarkdown"] table td')]
+    assert RUN in cells and not d.find_elements(By.CSS_SELECTOR, '[data-testid="stDataFrame"]')
     assert selected(d, "Run") == RUN
     shot(d, "02-runs-ingested")
 
@@ -325,6 +327,25 @@ def test_ui_in_a_real_browser(ui_server: str, driver: Any) -> None:
     assert selected(d, "What", 0) == "baseline (observed)"
     assert selected(d, "What", 1) == "scenario class=launch_overhead=0.5"
     shot(d, "10b-compare-saved")
+    # a suggested candidate to its check against the run ingested after this one, in three
+    # clicks (Try, Save, Compare with ...): the prediction's error, step by step
+    go(d, "What-if")
+    wait_text(d, "Where to start")
+    tries = wait(
+        d,
+        lambda d: [b for b in d.find_elements(By.CSS_SELECTOR, "button") if b.text.startswith("Try ")],
+        "the suggested candidates",
+    )
+    tries[0].click()
+    settled(d)
+    browser.button(d, "Save scenario").click()
+    browser.button(d, f"Compare with {RUN2}").click()
+    wait_text(
+        d, "a (measured)", "b (predicted)", "Prediction error", "Per step (b − a: predicted − measured)"
+    )
+    assert selected(d, "Run", 1) == RUN2 and selected(d, "Run", 2) == RUN
+    assert selected(d, "What", 1).startswith("scenario ")
+    shot(d, "10c-compare-measured")
     # at 1280 x 800 no page scrolls sideways and no chart is squeezed to nothing
     d.set_window_size(1280, 800)
     for page in ("Runs", "Critical path", "Hotspots", "Breakdowns", "Job", "What-if", "Compare"):

@@ -26,15 +26,10 @@ class Picked:
     run: str = ""
 
 
-def ingestion_order(runs: list[RunInfo]) -> list[RunInfo]:
-    """Runs oldest first (ingestion time, then id: ids grow with each ingest)."""
-    return sorted(runs, key=lambda r: (r.ingested_at or "", r.id))
-
-
 def default_pair(runs: list[RunInfo], current: str | None) -> tuple[str, str]:
     """Default "before" and "after": the current run and the run ingested just before it
     (or, for the oldest run, just after it), so the older run is always "before"."""
-    order = [r.name for r in ingestion_order(runs)]
+    order = [r.name for r in widgets.ingestion_order(runs)]
     if not order:
         return "", ""
     k = order.index(current) if current in order else len(order) - 1
@@ -69,7 +64,7 @@ def default_sides(s: Settings, runs: list[RunInfo], current: str | None) -> tupl
 def pick_side(
     s: Settings, runs: list[RunInfo], key: str, default: str, what: str = BASELINE
 ) -> Picked | None:
-    names = [r.name for r in ingestion_order(runs)]
+    names = [r.name for r in widgets.ingestion_order(runs)]
     wkey = f"cmp_run_{key}"
     linked = share.wanted(key)  # a shared link's pair, on the session's first run
     if linked in names:
@@ -197,6 +192,14 @@ def render() -> None:
         widgets.remember("cmp_")
 
 
+def roles(a: Picked | None, b: Picked | None) -> tuple[str, str]:
+    """What the sides are called: a prediction checked against another run as measured is
+    "predicted" and "measured", any other pair "before" and "after"."""
+    if a is not None and b is not None and a.run != b.run and a.side.predicted != b.side.predicted:
+        return ("predicted", "measured") if a.side.predicted else ("measured", "predicted")
+    return "before", "after"
+
+
 def page() -> None:
     s = widgets.settings()
     runs = widgets.runs(s)
@@ -206,11 +209,14 @@ def page() -> None:
     run_a, what_a, run_b, what_b = default_sides(s, runs, st.session_state.get(widgets.RUN_KEY))
     left, right = st.columns(2)
     with left:
-        st.markdown("**a** (before)")
+        head_a = st.empty()  # named once both sides are known
         a = pick_side(s, runs, "a", run_a, what_a)
     with right:
-        st.markdown("**b** (after)")
+        head_b = st.empty()
         b = pick_side(s, runs, "b", run_b, what_b)
+    role_a, role_b = roles(a, b)
+    head_a.markdown(f"**a** ({role_a})")
+    head_b.markdown(f"**b** ({role_b})")
     if a is None or b is None:
         return
     st.caption(

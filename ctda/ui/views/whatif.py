@@ -228,7 +228,21 @@ def save_and_export(loaded: data.Loaded, sc: Scenario, tag: str, digest: str) ->
             # beside the button that saved it, with the way on to what it is for
             name, verb = just
             st.success(f"{verb} scenario **{widgets.md(name)}** with run {widgets.md(loaded.ref.name)}.")
-            if st.button("Compare with the run", key="wi_to_compare", type="primary"):
+            # the check of a prediction: the run recorded with the change, if ingested
+            other = guide.measured_after(widgets.runs(widgets.settings()), loaded.ref.name)
+            if other is not None and st.button(
+                f"Compare with {widgets.md(other)}",
+                key="wi_to_measured",
+                type="primary",
+                help=f"The prediction against run {other} as measured: its error, step by step.",
+            ):
+                guide.compare_with_measured(loaded.ref.name, name, other)
+            if st.button(
+                "Compare with the run",
+                key="wi_to_compare",
+                type="secondary" if other is not None else "primary",
+                help="The prediction against this run as observed: the change it predicts.",
+            ):
                 guide.compare_with_run(loaded.ref.name, name)
     with c2:
         ready = st.session_state.get("wi_export")
@@ -308,6 +322,7 @@ NOT_KEPT = (
     "wi_current",
     "wi_try_",
     "wi_to_compare",
+    "wi_to_measured",
     "wi_step@",  # the step is the run's, kept across pages by widgets.step_picker
 )
 
