@@ -16,6 +16,7 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -221,6 +222,12 @@ def measure(trace: Path, n_events: int, quick: bool, reps: int, store_dir: Path 
                 browser.settled(d)
         for page, times in switches.items():
             add(page.lower(), "page switch", times)
+        # the drill-down: a hotspot's instances, their edges and why each edge exists
+        browser.open_page(d, "Hotspots")
+        browser.settled(d)
+        names = [o for o in browser.options(d, "Hotspot") if not o.startswith("(")]
+        drills = [took(browser.choose(d, "Hotspot", n)) for n in names[1 : reps + 1]]
+        add("hotspots", "drill into a name", [t for t in drills if t[0] > 0])
 
         browser.open_page(d, "Critical path")
         browser.settled(d)
@@ -250,6 +257,21 @@ def measure(trace: Path, n_events: int, quick: bool, reps: int, store_dir: Path 
         )
         moves = [took(browser.slide(d, k)) for k in ([-4, 2, -3, 5, -2][:reps] if reps > 1 else [-4])]
         add("what-if", "move a factor (prediction drawn)", moves)
+        # save the what-if (each time another factor: a new scenario), then Save's way on to
+        # Compare (the run as observed against the scenario: both sides the big run)
+        saves, compares = [], []
+        for _ in range(reps):
+            browser.slide(d, -1)
+            browser.settled(d)
+            saves.append(took(timed_to(d, browser.button(d, "Save scenario").click, "Saved scenario")))
+            browser.settled(d)
+            go = browser.button(d, "Compare with the run").click
+            compares.append(took(timed_to(d, go, "Predicted change b − a")))
+            browser.settled(d)
+            browser.open_page(d, "What-if")
+            browser.settled(d)
+        add("what-if", "save the scenario", saves)
+        add("compare", "compare with the run (Save's button)", compares)
         for r in rows:
             r["windows"] = base["windows"]
     except Exception as exc:  # one failed step must not lose the rows measured so far
@@ -262,5 +284,30 @@ def measure(trace: Path, n_events: int, quick: bool, reps: int, store_dir: Path 
         if d is not None:
             d.quit()
         server.stop()
+        forget_scenarios(db, name)
         shutil.rmtree(work, ignore_errors=True)
     return rows
+
+
+def timed_to(d: Any, act: Callable[[], object], text: str) -> float:
+    """Seconds from ``act`` until ``text`` is on the page and the page is still: for an
+    action whose script reruns (Save) or switches page (Compare with ...), where the first
+    run's end is not the end of what the person waits for."""
+    secs = browser.timed(d, act)
+    if text in browser.body(d):
+        return secs
+    browser.wait(d, lambda d: text in browser.body(d), repr(text))
+    browser.settled(d)
+    end = d.execute_script("return Math.max(window.__ctdaLast, window.__ctdaLongEnd) - window.__ctdaT0;")
+    return max(secs, float(end) / 1e3)
+
+
+def forget_scenarios(db: Path, run: str) -> None:
+    """Delete the scenarios the bench saved (the store is kept between bench runs)."""
+    from ctda import api
+
+    with api.open_store(str(db)) as s:
+        stored = s.load(run).run
+        if stored is not None:
+            for sc in stored.scenarios():
+                stored.delete_scenario(str(sc["name"]))

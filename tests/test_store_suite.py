@@ -461,7 +461,14 @@ def test_scenarios_and_blobs(target: Target) -> None:
         s.save_scenario(rid, "half", record)
         s.save_scenario(rid, "half", record)  # replaces
         (sc,) = s.scenarios(rid)
-        assert sc["name"] == "half" and sc["data"] == record and sc["cp_ns"] == 11 and sc["path"] == [1, 2]
+        assert sc["name"] == "half" and sc["data"] == record and sc["cp_ns"] == 11 and "path" not in sc
+        assert s.scenarios(rid, path=True)[0]["path"] == [1, 2]
+        s.save_scenario(rid, "apart", json.dumps({**rec, "path": []}), path=np.array([7, 8, 9]))
+        assert [(x["name"], x["path"]) for x in s.scenarios(rid, path=True)] == [
+            ("apart", [7, 8, 9]),
+            ("half", [1, 2]),
+        ]
+        assert s.delete_scenario(rid, "apart")
         with pytest.raises(StoreError):
             s.save_scenario(rid, "baseline", record)
         assert s.delete_scenario(rid, "half")

@@ -13,7 +13,9 @@ until the flip (:attr:`Engine.stages_labels`).
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import time
+from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
@@ -119,22 +121,22 @@ class Store(JobFlows, Engine):
         )
         return b"".join(bytes(r["data"]) for r in rows) if rows else None
 
-    def scenarios(self, run_id: int) -> list[dict[str, Any]]:
-        """What-if scenarios saved for a run (not the baseline): name, data (JSON), ..."""
+    def scenarios(self, run_id: int, path: bool = False) -> list[dict[str, Any]]:
+        """What-if scenarios saved for a run (not the baseline): name, data (JSON), ...;
+        with ``path``, the predicted path's edge ids too (a list per scenario as long as
+        the run's path: ~1M at 1M events, so only on request)."""
         if self._absent():
             return []
+        cols = [c for c in schema.SCENARIO.columns if path or c != "path"]
         rows = self._read(
             "MATCH (s:Scenario) WHERE s.run_id = $r AND s.name <> $b "
-            "RETURN properties(s) AS p ORDER BY s.name",
+            f"RETURN {', '.join(f's.{c} AS {c}' for c in cols)} ORDER BY s.name",
             {"r": run_id, "b": schema.BASELINE},
         )
-        out = []
-        for r in rows:
+        for p in rows:
             # as its writer saved it (``data``), with the store's own fields beside it
-            p = {k: v for k, v in r["p"].items() if not k.startswith("_")}
             p["data"] = p.pop("data_json", "") or ""
-            out.append(p)
-        return out
+        return rows
 
     # --- writes -------------------------------------------------------------------------
     def _load(self, rid: int, data: RunData, faults: FaultCounter, progress: Progress | None) -> None:
@@ -200,8 +202,16 @@ class Store(JobFlows, Engine):
             raise StoreError("store opened read-only")
 
     def _ensure_schema(self) -> None:
-        """Create what is missing; refuse a store written by another schema version."""
-        for stmt in self._ddl():
+        """Create what is missing; refuse a store written by another schema version.
+
+        A store whose Meta names this DDL's fingerprint at this schema version was made by
+        it already: its ~250 idempotent statements are skipped (0.6 s of every write open
+        of an embedded store, e.g. each saved scenario)."""
+        ddl = self._ddl()
+        mark = hashlib.sha256("\n".join(ddl).encode()).hexdigest()[:16]
+        if self._schema_mark() == mark:
+            return
+        for stmt in ddl:
             self._write(stmt)
         have = self._write(
             "MERGE (m:Meta {key: $k}) ON CREATE SET m.schema_version = $v, m.next_run_id = 0, m.lock = 0 "
@@ -224,6 +234,20 @@ class Store(JobFlows, Engine):
                 "MATCH (m:Meta {key: $k}) SET m.schema_version = $v",
                 {"k": META_KEY, "v": schema.SCHEMA_VERSION},
             )
+        self._write("MATCH (m:Meta {key: $k}) SET m.ddl = $d", {"k": META_KEY, "d": mark})
+
+    def _schema_mark(self) -> str | None:
+        """The DDL fingerprint the store's Meta holds at this schema version, if any (none
+        in a new store, one of an older schema or one written before the mark)."""
+        try:
+            rows = self._read(
+                "MATCH (m:Meta) WHERE m.key = $k RETURN m.schema_version AS v, m.ddl AS d", {"k": META_KEY}
+            )
+        except StoreError:  # no Meta table or no ddl column yet
+            return None
+        if not rows or rows[0]["v"] != schema.SCHEMA_VERSION:
+            return None
+        return str(rows[0]["d"]) if rows[0]["d"] else None
 
     def _upgrade(self, version: int) -> None:
         """Migrate a store of an older schema ``version`` (see :mod:`ctda.store.migrate`)."""
@@ -392,18 +416,21 @@ class Store(JobFlows, Engine):
         return len(dead) + self._gc_jobs(stale_after_s)
 
     # --- scenarios ------------------------------------------------------------------------
-    def save_scenario(self, run_id: int, name: str, data: str) -> None:
+    def save_scenario(self, run_id: int, name: str, data: str, path: Sequence[int] | None = None) -> None:
         """Save (or replace) what-if scenario ``name``; ``data`` is its writer's JSON record.
 
         Known keys of the record fill the Scenario's properties: ``overrides``,
-        ``step_ns``, ``predicted_ns`` (-> ``cp_ns``) and ``path`` (edge ids).
+        ``step_ns``, ``predicted_ns`` (-> ``cp_ns``) and ``path`` (edge ids), unless
+        ``path`` is given apart (it is the bulk of a record: ~1M ids at 1M events).
         """
         self._writable()
         if name == schema.BASELINE:
             raise StoreError(f"{schema.BASELINE!r} is the observed run; pick another scenario name")
         now = datetime.now(timezone.utc).isoformat(timespec="seconds")
         props = schema.scenario_props(run_id, name, data, now)
-        sets = ", ".join(f"{k}: ${k}" for k in schema.SCENARIO.columns)
+        ids = props["path"] if path is None else path
+        expr, props["path"] = self._int_list(ids, "path")  # type: ignore[arg-type]
+        sets = ", ".join(f"{k}: {expr if k == 'path' else '$' + k}" for k in schema.SCENARIO.columns)
 
         def work(run: Run) -> None:
             if not run("MATCH (r:Run) WHERE r.id = $r RETURN r.id AS id", {"r": run_id}):
@@ -416,6 +443,11 @@ class Store(JobFlows, Engine):
             )
 
         self._transaction(work)
+
+    def _int_list(self, values: Sequence[int], key: str) -> tuple[str, Any]:
+        """A list of integers as a query parameter: the expression that reads parameter
+        ``key`` and the value to pass (a backend may pass long lists in another form)."""
+        return f"${key}", [int(x) for x in values]
 
     def delete_scenario(self, run_id: int, name: str) -> bool:
         """Remove a what-if scenario; False when there is none."""

@@ -70,10 +70,11 @@ class StoredRun:
             "base_ns": int(st.base_ns.sum()),
             "predicted_ns": int(st.predicted_ns.sum()),
             "step_ns": [int(x) for x in st.predicted_ns],
-            "path": [int(x) for x in sc.analysis.charges.edge.to_numpy()],
         }
+        # the path's edge ids go to the Scenario's ``path`` only, not into the record too
+        path: list[int] = sc.analysis.charges.edge.to_numpy().astype("int64").tolist()
         with self._store(write=True) as s:
-            s.save_scenario(self.info.id, sc.name, json.dumps(record))
+            s.save_scenario(self.info.id, sc.name, json.dumps(record), path=path)
 
     def delete_scenario(self, name: str) -> bool:
         with self._store(write=True) as s:

@@ -285,7 +285,14 @@ BLOB = Label(
 BLOB_CHUNK = 4 << 20
 #: one node: the schema version and the run id sequence (also a lock for Neo4j writers)
 META = Label(
-    "Meta", (("key", "STRING"), ("schema_version", "INT64"), ("next_run_id", "INT64"), ("lock", "INT64"))
+    "Meta",
+    (
+        ("key", "STRING"),
+        ("schema_version", "INT64"),
+        ("next_run_id", "INT64"),
+        ("lock", "INT64"),
+        ("ddl", "STRING"),  # the fingerprint of the DDL that made the store (see Store._ensure_schema)
+    ),
 )
 META_KEY = "ctda"
 
