@@ -418,7 +418,24 @@ def test_a_candidate_replaces_the_groups_left_before(env: Path) -> None:
     at.button(key=f"wi_try_{k}").click().run()
     ok(at)
     _, name, overrides, applied = at.session_state["wi_current"]  # what Save would store
-    assert (name, list(overrides), list(applied)) == (str(want.target.iloc[k]), [], [want.target.iloc[k]])
+    target = str(want.target.iloc[k])
+    assert (name, list(overrides), list(applied)) == (target, [], [target])
+    # saved, it is compared with its optimisation applied (it was re-applied without it)
+    at.button(key="wi_save").click().run()
+    ok(at)
+    try:
+        at.button(key="wi_to_compare").click().run()
+        ok(at)
+        assert at.selectbox(key="cmp_what_b").value == f"scenario {target}"
+        with ctda.open_store(env) as store:
+            a = store.analysis(MINITOY)
+        want_ms = api.retime(a, [], name="x", apply=[target]).step_times().predicted_ns.mean() / 1e6
+        metrics = {m.label: m.value for m in at.metric}
+        assert metric_ms(metrics["Mean step b (predicted)"]) == pytest.approx(want_ms, abs=1e-3)
+        assert metric_ms(metrics["Mean step a"]) != pytest.approx(want_ms, abs=1e-3)
+    finally:
+        with ctda.open_store(env) as store:
+            store.load(MINITOY).run.delete_scenario(target)  # type: ignore[union-attr]
 
 
 def test_the_measured_run_of_a_prediction() -> None:

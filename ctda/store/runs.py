@@ -80,12 +80,19 @@ class StoredRun:
         with self._store(write=True) as s:
             return bool(s.delete_scenario(self.info.id, name))
 
-    def load_scenario(self, a: Analysis, name: str) -> Scenario | None:
+    def saved(self, name: str) -> tuple[list[Override], list[str]] | None:
+        """Stored scenario ``name`` as saved: its overrides and named optimisations."""
         rec = next((r for r in self.scenarios() if r["name"] == name), None)
         if rec is None:
             return None
-        effects = optimisations.apply(a, [str(x) for x in rec.get("apply", [])])
-        return run(a, [_override_from(o) for o in rec["overrides"]], name=name, effects=effects)
+        return [_override_from(o) for o in rec["overrides"]], [str(x) for x in rec.get("apply", [])]
+
+    def load_scenario(self, a: Analysis, name: str) -> Scenario | None:
+        got = self.saved(name)
+        if got is None:
+            return None
+        overrides, applied = got
+        return run(a, overrides, name=name, effects=optimisations.apply(a, applied))
 
 
 def _override_json(o: Override) -> dict[str, Any]:

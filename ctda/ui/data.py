@@ -212,13 +212,24 @@ def forget_scenarios() -> None:
     _scenario_list.clear()
 
 
+@st.cache_resource(max_entries=32, show_spinner=False)
+def _saved(
+    tag: str, stamp: float, name: str, _loaded: Loaded
+) -> tuple[list[Override], tuple[str, ...]] | None:
+    got = _loaded.stored.saved(name)
+    return None if got is None else (got[0], tuple(got[1]))
+
+
 def load_scenario(loaded: Loaded, name: str) -> Scenario:
-    """A saved scenario re-applied to the run (cached by its overrides)."""
-    sc = loaded.stored.load_scenario(loaded.analysis, name)
-    if sc is None:
+    """A saved scenario re-applied to the run: its overrides and named optimisations, read
+    from the store again only when it changed (:func:`store_stamp`), re-timed once per
+    (run, overrides, optimisations) like the What-if page's own (:func:`scenario`)."""
+    got = _saved(loaded.tag, store_stamp(loaded.ref.location), name, loaded)
+    if got is None:
         raise UIError(f"no scenario {name!r} in run {loaded.ref.name!r}")
-    # keep one object per (run, overrides): reports and timelines key on its tag
-    return scenario(loaded.tag, overrides_key(sc.overrides), name, loaded.analysis, sc.overrides)
+    overrides, applied = got
+    key = overrides_key(overrides) + "".join(f"+{x}" for x in applied)
+    return scenario(loaded.tag, key, name, loaded.analysis, overrides, applied)
 
 
 def scenario_tag(loaded: Loaded, sc: Scenario | str) -> str:

@@ -21,6 +21,8 @@ def test_browser_bench_measures_every_interaction(browser_paths: tuple[str, str]
     assert {("critical path", "page switch"), ("what-if", "page switch"), ("hotspots", "page switch")} <= got
     assert ("critical path", "change run (to the big run)") in got
     assert ("what-if", "move a factor (prediction drawn)") in got
+    assert {("hotspots", "drill into a name"), ("what-if", "save the scenario")} <= got
+    assert ("compare", "compare with the run (Save's button)") in got
     # the floor of a first page load here: Streamlit's own page in a fresh browser
     [bare] = [r for r in rows if r["interaction"].startswith("first page load of a bare Streamlit page")]
     assert bare["kind"] == "cold" and bare["median_s"] > 0
