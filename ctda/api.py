@@ -184,6 +184,7 @@ VIEWS_NAMES = (
     "Side",
     "Windows",
     "blind_spots",
+    "call_paths",
     "class_ns",
     "class_table",
     "difference_notes",

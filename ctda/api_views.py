@@ -30,7 +30,7 @@ from ctda.analysis.launches import queue_series
 from ctda.analysis.memory import memory_series
 from ctda.analysis.tables import GAP_NAMES, Names, Windows, class_ns, lane_labels, rule_docs, window_table
 from ctda.whatif import blind, optimisations
-from ctda.whatif.compare import Comparison, Side
+from ctda.whatif.compare import Comparison, Side, call_paths
 from ctda.whatif.opportunities import by_optimisation
 from ctda.whatif.opportunities import rank as opportunity_rank
 from ctda.whatif.optimisations import OptimisationError
@@ -49,6 +49,7 @@ __all__ = [
     "Side",
     "Windows",
     "blind_spots",
+    "call_paths",
     "class_ns",
     "class_table",
     "difference_notes",

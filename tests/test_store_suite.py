@@ -469,6 +469,9 @@ def test_scenarios_and_blobs(target: Target) -> None:
             ("half", [1, 2]),
         ]
         assert s.delete_scenario(rid, "apart")
+        s.save_scenario(rid, "bare", json.dumps({"name": "bare"}))  # a record without a path
+        assert next(x for x in s.scenarios(rid, path=True) if x["name"] == "bare")["path"] == []
+        assert s.delete_scenario(rid, "bare")
         with pytest.raises(StoreError):
             s.save_scenario(rid, "baseline", record)
         assert s.delete_scenario(rid, "half")

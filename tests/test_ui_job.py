@@ -287,6 +287,21 @@ def test_job_page_on_a_stored_job(job_store: Path, monkeypatch: pytest.MonkeyPat
     assert any("the own events of 2 of 2 ranks" in c.value for c in at.caption)
 
 
+def test_a_rank_opens_its_run(job_store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A rank's button opens that rank's own run on the Critical path page."""
+    monkeypatch.setenv("CTDA_DB", str(job_store))
+    with open_store(job_store) as s:
+        want = next(
+            r.name for r in s.runs() if r.extra.get("job") == SHIPPED.name and r.extra.get("rank") == 1
+        )
+    at = page()
+    assert [b.label for b in at.button if str(b.key).startswith("job_open_r")] == ["r0", "r1"]
+    at.button(key="job_open_r1").click().run()
+    assert not at.exception, [e.message for e in at.exception]
+    assert at.title[0].value == "Critical path"
+    assert at.sidebar.selectbox(key="run").value == want
+
+
 def test_job_page_predicts_the_job_step(job_store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The job what-if on the Job page: the straggler kept up, each host's cores shared; the
     predicted job step beside the observed one is the API's."""

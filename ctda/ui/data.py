@@ -415,6 +415,17 @@ class CachedSide(Side):
     def report(self) -> Report:
         return report(self.tag, "all", self.analysis)
 
+    @property
+    def call_paths(self) -> pd.Series:
+        return side_call_paths(self.tag, self.analysis)
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def side_call_paths(tag: str, _a: Analysis) -> pd.Series:
+    """A side's CP time per call path (~0.17 s at 1M events), once per run or scenario:
+    each comparison of a run with another side needed it again."""
+    return api.call_paths(_a)
+
 
 @st.cache_resource(max_entries=8, show_spinner="Comparing…")
 def comparison(tag_a: str, tag_b: str, _a: CachedSide, _b: CachedSide) -> Comparison:

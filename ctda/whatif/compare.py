@@ -32,6 +32,11 @@ class Side:
     def report(self) -> Report:
         return build(self.analysis, top=10**6)
 
+    @property
+    def call_paths(self) -> pd.Series:
+        """CP time per call path (:func:`call_paths`); a caller may keep it per side."""
+        return call_paths(self.analysis)
+
 
 @dataclass
 class Comparison:
@@ -135,7 +140,7 @@ def compare(a: Side, b: Side) -> Comparison:
     summary["delta"] = summary.b - summary.a
     cls = _merge(ra.by_class.set_index("class").cp_ns, rb.by_class.set_index("class").cp_ns, "class")
     hot = _merge(ra.hotspots.set_index("name").cp_ns, rb.hotspots.set_index("name").cp_ns, "name")
-    cp = _merge(call_paths(a.analysis), call_paths(b.analysis), "call_path")
+    cp = _merge(a.call_paths, b.call_paths, "call_path")
     err: dict[str, Any] = {}
     if a.predicted != b.predicted:
         pred, meas = (ra, rb) if a.predicted else (rb, ra)

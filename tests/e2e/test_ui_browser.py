@@ -154,13 +154,13 @@ return {
 """
 
 
-def fits_1280(d: Any, page: str) -> None:
-    """``page`` at the window's size: nothing wider than the page, every chart and its
-    canvas a real width, and no Plotly chart."""
+def fits(d: Any, page: str, width: int) -> None:
+    """``page`` at the window's size (``width`` px wide): nothing wider than the page, every
+    chart and its canvas a real width, and no Plotly chart."""
     go(d, page)
     last: dict[str, Any] = {}
 
-    def fits(d: Any) -> bool:
+    def fitted(d: Any) -> bool:
         last.update(d.execute_script(LAYOUT))
         return (
             last["page"] <= 1
@@ -170,9 +170,9 @@ def fits_1280(d: Any, page: str) -> None:
         )
 
     try:
-        wait(d, fits, f"{page} to fit the window")
+        wait(d, fitted, f"{page} to fit the window")
     finally:
-        shot(d, f"1280-{page.replace(' ', '-').lower()}")
+        shot(d, f"{width}-{page.replace(' ', '-').lower()}")
     assert last["plotly"] == 0, last
 
 
@@ -346,10 +346,12 @@ def test_ui_in_a_real_browser(ui_server: str, driver: Any) -> None:
     assert selected(d, "Run", 1) == RUN2 and selected(d, "Run", 2) == RUN
     assert selected(d, "What", 1).startswith("scenario ")
     shot(d, "10c-compare-measured")
-    # at 1280 x 800 no page scrolls sideways and no chart is squeezed to nothing
-    d.set_window_size(1280, 800)
-    for page in ("Runs", "Critical path", "Hotspots", "Breakdowns", "Job", "What-if", "Compare"):
-        fits_1280(d, page)
+    # at a laptop's 1280 x 800 and a desktop's 1600 x 1000 no page scrolls sideways and no
+    # chart is squeezed to nothing
+    for size in ((1280, 800), (1600, 1000)):
+        d.set_window_size(*size)
+        for page in ("Runs", "Critical path", "Hotspots", "Breakdowns", "Job", "What-if", "Compare"):
+            fits(d, page, size[0])
     d.set_window_size(1440, 2000)
 
     go(d, "Cypher console")
@@ -462,5 +464,16 @@ def test_job_page_in_a_real_browser(ui_server: str, ui_store: Path, driver: Any)
     settled(d)
     wait(d, lambda d: timeline_title(d).startswith("ProfilerStep#5: "), "step 5's timeline")
     shot(d, "14-job-step5")
+    # with a job drawn (the first test's check saw none yet): it fits a laptop and a desktop
+    for size in ((1280, 800), (1600, 1000)):
+        d.set_window_size(*size)
+        fits(d, "Job", size[0])
+    d.set_window_size(1440, 2000)
+    # a rank's button opens its own run on the Critical path page
+    from selenium.webdriver.common.by import By
+
+    browser.button(d, "r1").click()
+    wait(d, lambda d: d.find_elements(By.XPATH, "//h1[normalize-space(.)='Critical path']"), "Critical path")
+    wait(d, lambda d: selected(d, "Run") == f"{JOB}/r1", "rank 1's run picked")
     outside = browser.external(browser.requests_made(d), ui_server)
     assert not outside, outside

@@ -95,6 +95,29 @@ def step_timeline(s: Settings, job: jobdata.StoredJobs, key: str, t: jobframes.J
     )
 
 
+#: ranks offered as a button each; a larger job picks its rank in a box
+RANK_BUTTONS = 16
+
+
+def open_rank(job: jobdata.StoredJobs) -> None:
+    """One click from a rank to its own run on the Critical path page (its threads and
+    streams, its steps, its hotspots)."""
+    ranks = sorted(job.runs)
+    if not ranks:
+        return
+    st.markdown("**Open a rank's run** (on the Critical path page)")
+    if len(ranks) <= RANK_BUTTONS:
+        cols = st.columns(RANK_BUTTONS)  # one narrow column each, from the left
+        picked = next((r for r, c in zip(ranks, cols) if c.button(f"r{r}", key=f"job_open_r{r}")), None)
+    else:
+        c1, c2 = st.columns([3, 1])
+        rank = c1.selectbox("Rank", ranks, key="job_open_rank", format_func=lambda r: f"r{r}")
+        picked = rank if c2.button("Open its run", key="job_open_run") else None
+    if picked is not None:
+        widgets.select_run(job.runs[picked].name)
+        st.switch_page("views/critical_path.py")
+
+
 def waits_and_clocks(t: jobframes.JobTables) -> None:
     left, right = st.columns([3, 2])
     with left:
@@ -224,6 +247,7 @@ def render() -> None:
     t = jobdata.tables(key, job.report)
     headline(t)
     figures.show(jobdata.heatmap(key, t), "job_heatmap")
+    open_rank(job)
     steps_table(t)
     step_timeline(s, job, key, t)
     waits_and_clocks(t)
