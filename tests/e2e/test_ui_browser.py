@@ -376,10 +376,18 @@ def test_ui_in_a_real_browser(ui_server: str, driver: Any) -> None:
     # a browser set to a dark theme: the path is drawn light from the first load on
     browser.color_scheme(d, "dark")
     try:
-        d.get(f"{ui_server}/critical-path?run={RUN}&step=1")
+        from urllib.parse import quote, unquote
+
+        saved = "class=launch_overhead=0.5"  # the scenario saved above
+        d.get(f"{ui_server}/critical-path?run={RUN}&step=1&scenario={quote(saved)}")
         wait(d, lambda d: timeline_title(d).startswith("ProfilerStep#1"), "the linked step's timeline")
-        assert selected(d, "Run") == RUN and selected(d, "Step").startswith("ProfilerStep#1")
-        assert f"run={RUN}" in d.current_url and "step=1" in d.current_url
+        # the scenario's view: its steps with their predicted times
+        assert selected(d, "Run") == RUN and selected(d, "Step (predicted times)").startswith(
+            "ProfilerStep#1"
+        )
+        assert selected(d, "View") == saved
+        url = unquote(d.current_url)
+        assert f"run={RUN}" in url and "step=1" in url and f"scenario={saved}" in url
         settled(d)
         shot(d, "13-shared-link-dark")
         assert_path_drawn(d, on="dark", nth=TIMELINE)
