@@ -198,16 +198,13 @@ def _reports(
 ) -> Iterator[_Part]:
     """Each group's report and size, in group order; ``jobs`` > 1 analyses that many groups
     at once in forked processes (each holds one group: memory grows with ``jobs``)."""
-    if jobs == 1 or not sys.platform.startswith("linux"):  # fork: Linux only, as the reader's pool
-        for g in groups:
-            out = _group_report(spill, g, options, top)
-            release_free_memory()  # the group's graph, before the next one is built
-            yield out
-        return
-    global _WORK  # the forked workers inherit it: nothing but each group is sent to them
+    global _WORK  # forked workers inherit it: nothing but each group is sent to them
     _WORK = (spill, options, top)
     pending: deque[Future[_Part]] = deque()
     try:
+        if jobs == 1 or not sys.platform.startswith("linux"):  # fork: Linux only, as the reader's pool
+            yield from map(_in_worker, groups)
+            return
         with ProcessPoolExecutor(jobs, mp_context=mp.get_context("fork")) as pool:
             for g in groups:
                 pending.append(pool.submit(_in_worker, g))
@@ -227,10 +224,11 @@ _WORK: tuple[Spill, AnalysisOptions, int] | None = None
 
 
 def _in_worker(g: _Group) -> _Part:
+    """Group ``g``'s part, in this process or a forked worker (:data:`_WORK` set)."""
     assert _WORK is not None
     spill, options, top = _WORK
     out = _group_report(spill, g, options, top)
-    release_free_memory()
+    release_free_memory()  # the group's graph, before the next one is built
     return out
 
 

@@ -17,7 +17,7 @@ import hashlib
 import time
 from collections.abc import Sequence
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ctda.store import migrate, schema
 from ctda.store.contract import Engine, Progress, QueryResult, RefusedQuery, Run, RunInfo
@@ -428,8 +428,8 @@ class Store(JobFlows, Engine):
             raise StoreError(f"{schema.BASELINE!r} is the observed run; pick another scenario name")
         now = datetime.now(timezone.utc).isoformat(timespec="seconds")
         props = schema.scenario_props(run_id, name, data, now)
-        ids = props["path"] if path is None else path
-        expr, props["path"] = self._int_list(ids, "path")  # type: ignore[arg-type]
+        ids = cast("list[int]", props["path"]) if path is None else path
+        expr, props["path"] = self._int_list(ids, "path")
         sets = ", ".join(f"{k}: {expr if k == 'path' else '$' + k}" for k in schema.SCENARIO.columns)
 
         def work(run: Run) -> None:

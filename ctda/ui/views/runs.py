@@ -65,11 +65,9 @@ def as_markdown(df: pd.DataFrame) -> str:
 
     head = "| " + " | ".join(widgets.md(c) for c in SHOWN) + " |"
     rule = "|" + "|".join("---:" if c in _MS + _COUNTS else ":---" for c in SHOWN) + "|"
-    rows = ["| " + " | ".join(cell(c, r[c]) for c in SHOWN) + " |" for r in df.to_dict("records")]
-    files = [
-        f"- {widgets.md(one_line(r['run']))}: {code(one_line(r['source file']))}"
-        for r in df.to_dict("records")
-    ]
+    records = df.to_dict("records")
+    rows = ["| " + " | ".join(cell(c, r[c]) for c in SHOWN) + " |" for r in records]
+    files = [f"- {widgets.md(one_line(r['run']))}: {code(one_line(r['source file']))}" for r in records]
     return "\n".join([head, rule, *rows, "", "Source files:", "", *files])
 
 
