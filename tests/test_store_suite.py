@@ -469,6 +469,18 @@ def test_scenarios_and_blobs(target: Target) -> None:
             ("half", [1, 2]),
         ]
         assert s.delete_scenario(rid, "apart")
+        # the overrides apart (the record lists their summaries), a long path with big
+        # and backward steps: both come back whole, and only when asked for
+        far = np.arange(300_000, dtype=np.int64)[::-1] * 7 + (1 << 41)
+        whole = json.dumps([{"label": "x", "events": [3, 4], "factor": 0.5, "dur_ns": None}])
+        s.save_scenario(rid, "big", json.dumps({"name": "big", "overrides": [{"label": "x"}]}), far, whole)
+        (big,) = s.scenarios(rid, path=True, name="big")
+        assert big["path"] == far.tolist() and big["overrides_json"] == whole
+        listed = s.scenarios(rid, overrides=False)
+        assert [x["name"] for x in listed] == ["big", "half"]
+        assert all("overrides_json" not in x for x in listed)
+        assert s.scenarios(rid, name="nothing") == []
+        assert s.delete_scenario(rid, "big")
         s.save_scenario(rid, "bare", json.dumps({"name": "bare"}))  # a record without a path
         assert next(x for x in s.scenarios(rid, path=True) if x["name"] == "bare")["path"] == []
         assert s.delete_scenario(rid, "bare")

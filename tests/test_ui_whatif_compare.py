@@ -272,7 +272,7 @@ def test_guided_whatif_from_a_candidate_to_compare(env: Path) -> None:
     try:
         # the confirmation is right below the button, not at the top of the page
         items = flat(at.main)
-        i = items.index(("button", "wi_save", "False"))
+        i = [it[:2] for it in items].index(("button", "wi_save"))
         assert items[i + 1][0] == "success" and "Saved scenario **quarter-cpu**" in items[i + 1][2]
         # on to the run ingested after this one (the measured "after"), or to this run's own
         assert [it[:2] for it in items[i + 2 : i + 4]] == [
@@ -450,3 +450,30 @@ def test_the_measured_run_of_a_prediction() -> None:
     runs = [run("c", "2026-01-03", 3), run("a", "2026-01-01", 1), run("b", "2026-01-02", 2)]
     assert [guide.measured_after(runs, n) for n in "abc"] == ["b", "c", "b"]
     assert guide.measured_after(runs[:1], "c") is None and guide.measured_after(runs, "z") is None
+
+
+def test_save_prepares_what_compare_reads(env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What Save computes ahead for Compare is what Compare's sides then read: both sides'
+    reports and call paths are cache hits afterwards (the keys agree), not computed again."""
+    from ctda import api
+    from ctda.ui import data
+    from ctda.ui.settings import Settings
+
+    s = Settings(db=str(env))
+    info = next(r for r in data.list_runs(s.db) if r.name == SIMPLE)
+    loaded = data.load(s, info)
+    a = loaded.analysis
+    sc = data.scenario(loaded.tag, "cpu-half", "cpu-half", a, [api.select_group(a, "class", "cpu", 0.5)], ())
+    data._prepare_compare(loaded, sc)
+    calls: list[str] = []
+    monkeypatch.setattr(api, "report", lambda *a, **k: calls.append("report"))
+    monkeypatch.setattr(api, "call_paths", lambda *a, **k: calls.append("call_paths"))
+    run_side = data.CachedSide(SIMPLE, a, predicted=False, tag=loaded.tag)
+    scenario_side = data.CachedSide("x", sc.analysis, predicted=True, tag=data.scenario_tag(loaded, sc))
+    for side in (run_side, scenario_side):
+        assert side.report is not None and side.call_paths is not None
+    assert calls == []
+    # a side nothing prepared is computed: the check above can fail
+    other = data.CachedSide("y", sc.analysis, predicted=True, tag=loaded.tag + "|other")
+    other.call_paths  # noqa: B018
+    assert calls == ["call_paths"]

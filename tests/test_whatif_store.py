@@ -54,6 +54,13 @@ def test_scenarios_are_stored_and_reproduced(target: Target) -> None:
     assert listed[0]["predicted_ns"] == int(sc.step_times().predicted_ns.sum())
     again = stored.load_scenario(a, "faster")
     assert again is not None and np.array_equal(again.timing.time, sc.timing.time)
+    # a listing carries each override's label and size, not its events
+    brief = stored.scenarios(overrides=False)[0]["overrides"]
+    assert [(o["label"], o["n_events"]) for o in brief] == [(o.label, len(o.events)) for o in sc.overrides]
+    assert all("events" not in o for o in brief)
+    whole = listed[0]["overrides"]
+    assert [o["events"] for o in whole] == [o.events.tolist() for o in sc.overrides]
+    assert stored.saved("nothing") is None
     assert stored.delete_scenario("faster") and stored.scenarios() == []
 
 

@@ -17,7 +17,7 @@ import hashlib
 import time
 from collections.abc import Sequence
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from ctda.store import migrate, schema
 from ctda.store.contract import Engine, Progress, QueryResult, RefusedQuery, Run, RunInfo
@@ -26,6 +26,9 @@ from ctda.store.job_flows import JobFlows
 from ctda.store.schema import COMPLETE, DELETING, META_KEY, PENDING
 
 if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
     from ctda.queries.gate import Level
     from ctda.queries.limits import QueryLimits
     from ctda.store.model import RunData  # a write's: listing and querying load no Arrow
@@ -121,21 +124,33 @@ class Store(JobFlows, Engine):
         )
         return b"".join(bytes(r["data"]) for r in rows) if rows else None
 
-    def scenarios(self, run_id: int, path: bool = False) -> list[dict[str, Any]]:
+    def scenarios(
+        self, run_id: int, path: bool = False, overrides: bool = True, name: str | None = None
+    ) -> list[dict[str, Any]]:
         """What-if scenarios saved for a run (not the baseline): name, data (JSON), ...;
         with ``path``, the predicted path's edge ids too (a list per scenario as long as
-        the run's path: ~1M at 1M events, so only on request)."""
+        the run's path: ~1M at 1M events, so only on request); without ``overrides``, no
+        ``overrides_json`` (a selection's event ids: MBs at 1M events); with ``name``,
+        that scenario only."""
         if self._absent():
             return []
-        cols = [c for c in schema.SCENARIO.columns if path or c != "path"]
+        skip = {"path", "path_packed"} if not path else set()
+        if not overrides:
+            skip.add("overrides_json")
+        cols = [c for c in schema.SCENARIO.columns if c not in skip]
+        where = " AND s.name = $n" if name is not None else ""
         rows = self._read(
-            "MATCH (s:Scenario) WHERE s.run_id = $r AND s.name <> $b "
+            f"MATCH (s:Scenario) WHERE s.run_id = $r AND s.name <> $b{where} "
             f"RETURN {', '.join(f's.{c} AS {c}' for c in cols)} ORDER BY s.name",
-            {"r": run_id, "b": schema.BASELINE},
+            {"r": run_id, "b": schema.BASELINE, **({"n": name} if name is not None else {})},
         )
         for p in rows:
             # as its writer saved it (``data``), with the store's own fields beside it
             p["data"] = p.pop("data_json", "") or ""
+            if path:
+                # the in-database save writes the list; the others write it packed
+                packed = p.pop("path_packed", None)
+                p["path"] = p.get("path") or schema.unpack_ids(packed)
         return rows
 
     # --- writes -------------------------------------------------------------------------
@@ -416,21 +431,30 @@ class Store(JobFlows, Engine):
         return len(dead) + self._gc_jobs(stale_after_s)
 
     # --- scenarios ------------------------------------------------------------------------
-    def save_scenario(self, run_id: int, name: str, data: str, path: Sequence[int] | None = None) -> None:
+    def save_scenario(
+        self,
+        run_id: int,
+        name: str,
+        data: str,
+        path: Sequence[int] | npt.NDArray[np.int64] | None = None,
+        overrides: str | None = None,
+    ) -> None:
         """Save (or replace) what-if scenario ``name``; ``data`` is its writer's JSON record.
 
         Known keys of the record fill the Scenario's properties: ``overrides``,
         ``step_ns``, ``predicted_ns`` (-> ``cp_ns``) and ``path`` (edge ids), unless
-        ``path`` is given apart (it is the bulk of a record: ~1M ids at 1M events).
+        ``path`` (the bulk of a record: ~1M ids at 1M events) or ``overrides`` (their
+        JSON) is given apart. The path is stored packed (``path_packed``,
+        :func:`schema.pack_ids`).
         """
         self._writable()
         if name == schema.BASELINE:
             raise StoreError(f"{schema.BASELINE!r} is the observed run; pick another scenario name")
         now = datetime.now(timezone.utc).isoformat(timespec="seconds")
-        props = schema.scenario_props(run_id, name, data, now)
-        ids = cast("list[int]", props["path"]) if path is None else path
-        expr, props["path"] = self._int_list(ids, "path")
-        sets = ", ".join(f"{k}: {expr if k == 'path' else '$' + k}" for k in schema.SCENARIO.columns)
+        props = schema.scenario_props(run_id, name, data, now, overrides=overrides)
+        if path is not None:
+            props["path_packed"] = schema.pack_ids(path)
+        sets = ", ".join(f"{k}: ${k}" for k in schema.SCENARIO.columns)
 
         def work(run: Run) -> None:
             if not run("MATCH (r:Run) WHERE r.id = $r RETURN r.id AS id", {"r": run_id}):
@@ -443,11 +467,6 @@ class Store(JobFlows, Engine):
             )
 
         self._transaction(work)
-
-    def _int_list(self, values: Sequence[int], key: str) -> tuple[str, Any]:
-        """A list of integers as a query parameter: the expression that reads parameter
-        ``key`` and the value to pass (a backend may pass long lists in another form)."""
-        return f"${key}", [int(x) for x in values]
 
     def delete_scenario(self, run_id: int, name: str) -> bool:
         """Remove a what-if scenario; False when there is none."""

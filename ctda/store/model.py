@@ -258,6 +258,7 @@ def build(a: Analysis, name: str, file: str, sha256: str) -> RunData:
         "path": tm.path.astype(np.int64).tolist(),
         "created_at": now,
         "data_json": "",
+        "path_packed": None,  # the baseline's path is the list above (loaded from Arrow)
     }
     return RunData(
         name, run, events, deps, windows, cp, scenario, tables.rule_docs(), breakdowns=breakdown_rows(a)

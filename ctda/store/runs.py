@@ -55,26 +55,30 @@ class StoredRun:
             text, bound = loader.prepare(cypher, params, s.dialect, run=self.name)
             return s.query(text, bound, limits=QueryLimits.from_env()).records()
 
-    def scenarios(self) -> list[dict[str, Any]]:
-        """Stored scenarios of this run (name, overrides, predicted totals)."""
+    def scenarios(self, overrides: bool = True) -> list[dict[str, Any]]:
+        """Stored scenarios of this run (name, overrides, predicted totals); without
+        ``overrides``, each override as its label, factor and event count only (what a
+        listing shows: a selection's event ids are MBs at 1M events)."""
         with self._store() as s:
-            return [_decode(r) for r in s.scenarios(self.info.id)]
+            return [_decode(r, overrides) for r in s.scenarios(self.info.id, overrides=overrides)]
 
     def save_scenario(self, sc: Scenario) -> None:
         st = sc.step_times()
+        full = [_override_json(o) for o in sc.overrides]
         record = {
             "name": sc.name,
-            "overrides": [_override_json(o) for o in sc.overrides],
+            # the overrides go whole to the Scenario's ``overrides_json`` only, and the
+            # path's edge ids to ``path_packed``: the record stays small to list
+            "overrides": [_override_summary(o) for o in full],
             "apply": sc.applied,
             "assumptions": sc.assumptions,
             "base_ns": int(st.base_ns.sum()),
             "predicted_ns": int(st.predicted_ns.sum()),
             "step_ns": [int(x) for x in st.predicted_ns],
         }
-        # the path's edge ids go to the Scenario's ``path`` only, not into the record too
-        path: list[int] = sc.analysis.charges.edge.to_numpy().astype("int64").tolist()
+        path = sc.analysis.charges.edge.to_numpy().astype("int64")
         with self._store(write=True) as s:
-            s.save_scenario(self.info.id, sc.name, json.dumps(record), path=path)
+            s.save_scenario(self.info.id, sc.name, json.dumps(record), path=path, overrides=json.dumps(full))
 
     def delete_scenario(self, name: str) -> bool:
         with self._store(write=True) as s:
@@ -82,9 +86,11 @@ class StoredRun:
 
     def saved(self, name: str) -> tuple[list[Override], list[str]] | None:
         """Stored scenario ``name`` as saved: its overrides and named optimisations."""
-        rec = next((r for r in self.scenarios() if r["name"] == name), None)
-        if rec is None:
+        with self._store() as s:
+            rows = s.scenarios(self.info.id, name=name)
+        if not rows:
             return None
+        rec = _decode(rows[0])
         return [_override_from(o) for o in rec["overrides"]], [str(x) for x in rec.get("apply", [])]
 
     def load_scenario(self, a: Analysis, name: str) -> Scenario | None:
@@ -98,9 +104,9 @@ class StoredRun:
 def _override_json(o: Override) -> dict[str, Any]:
     return {
         "label": o.label,
-        "events": [int(x) for x in o.events],
+        "events": np.asarray(o.events, dtype=np.int64).tolist(),
         "factor": o.factor,
-        "dur_ns": None if o.dur_ns is None else [int(x) for x in o.dur_ns],
+        "dur_ns": None if o.dur_ns is None else np.asarray(o.dur_ns, dtype=np.int64).tolist(),
     }
 
 
@@ -114,8 +120,18 @@ def _override_from(d: dict[str, Any]) -> Override:
     )
 
 
-def _decode(r: dict[str, Any]) -> dict[str, Any]:
-    return dict(json.loads(r["data"])) if isinstance(r.get("data"), str) else dict(r)
+def _override_summary(o: dict[str, Any]) -> dict[str, Any]:
+    return {"label": o["label"], "factor": o["factor"], "n_events": len(o["events"])}
+
+
+def _decode(r: dict[str, Any], overrides: bool = True) -> dict[str, Any]:
+    """A stored scenario's record as its writer saved it; with ``overrides``, whole
+    overrides (from ``overrides_json`` where the record keeps only their summaries)."""
+    rec = dict(json.loads(r["data"])) if isinstance(r.get("data"), str) and r["data"] else dict(r)
+    listed = rec.get("overrides") or []
+    if overrides and any("events" not in o for o in listed) and r.get("overrides_json"):
+        rec["overrides"] = json.loads(r["overrides_json"])
+    return rec
 
 
 def open_run(name: str, db: str | Target | None) -> tuple[Analysis, StoredRun]:

@@ -192,21 +192,18 @@ def free_name(name: str, taken: set[str]) -> str:
 def save_and_export(loaded: data.Loaded, sc: Scenario, tag: str, digest: str) -> None:
     saved, _ = data.scenario_list(loaded)
     taken = {str(r.get("name")) for r in saved}
-    replace = False
-    if st.session_state.pop("_wi_saved", False):
-        st.session_state["wi_replace"] = False  # ask again for the next save
-    just = guide.saved_note(loaded, digest)
-    if sc.name in taken:
-        replace = st.checkbox(
-            f"Replace the saved scenario **{widgets.md(sc.name)}** (otherwise it is saved as "
-            f"**{widgets.md(free_name(sc.name, taken))}**)",
-            key="wi_replace",
-        )
+    # the Replace choice is drawn above the button but after its click is handled, so it
+    # offers itself as soon as a Save takes the name (its value is last run's, kept by key)
+    choice = st.container()
+    # listed before a Save: it changes no run, and a list after it would be read anew
+    runs = widgets.runs(widgets.settings())
+    wanted = sc.name
+    replace = wanted in taken and bool(st.session_state.get("wi_replace", False))
     c1, c2 = st.columns(2)
     with c1:
         if st.button("Save scenario", key="wi_save", help="Store it with the run (Compare can use it)."):
-            name = sc.name if replace else free_name(sc.name, taken)
-            if name != sc.name:
+            name = wanted if replace else free_name(wanted, taken)
+            if name != wanted:
                 sc = data.scenario(
                     loaded.tag,
                     data.overrides_key(sc.overrides),
@@ -220,16 +217,16 @@ def save_and_export(loaded: data.Loaded, sc: Scenario, tag: str, digest: str) ->
             except (data.UIError, StoreError) as exc:
                 st.error(str(exc))
             else:
-                st.session_state["_wi_saved"] = True
                 guide.note_saved(loaded, digest, name, "Replaced" if name in taken else "Saved")
-                # rerun so the saved list above (drawn before this click) counts it at once
-                st.rerun()
+                taken.add(name)
+                st.session_state["wi_replace"] = False  # ask again for the next save
+        just = guide.saved_note(loaded, digest)
         if just is not None:
             # beside the button that saved it, with the way on to what it is for
             name, verb = just
             st.success(f"{verb} scenario **{widgets.md(name)}** with run {widgets.md(loaded.ref.name)}.")
             # the check of a prediction: the run recorded with the change, if ingested
-            other = guide.measured_after(widgets.runs(widgets.settings()), loaded.ref.name)
+            other = guide.measured_after(runs, loaded.ref.name)
             if other is not None and st.button(
                 f"Compare with {widgets.md(other)}",
                 key="wi_to_measured",
@@ -244,6 +241,12 @@ def save_and_export(loaded: data.Loaded, sc: Scenario, tag: str, digest: str) ->
                 help="The prediction against this run as observed: the change it predicts.",
             ):
                 guide.compare_with_run(loaded.ref.name, name)
+    if wanted in taken:
+        choice.checkbox(
+            f"Replace the saved scenario **{widgets.md(wanted)}** (otherwise it is saved as "
+            f"**{widgets.md(free_name(wanted, taken))}**)",
+            key="wi_replace",
+        )
     with c2:
         ready = st.session_state.get("wi_export")
         # writing the file walks every event in Python: only on request, then kept per scenario
@@ -367,7 +370,18 @@ def page() -> None:
             "each says what it assumed. Combined with the groups above.",
         )
     )
-    saved_scenarios(loaded)
+    # the saved list is drawn here but filled last, so a Save below counts in it at once
+    # (a rerun to redraw it doubled Save's wait)
+    listing = st.container()
+    predict(s, loaded, overrides, applied)
+    with listing:
+        saved_scenarios(loaded)
+    data.prepare_compare()  # after the page is drawn: it would slow the drawing down
+
+
+def predict(s: Settings, loaded: data.Loaded, overrides: list[Override], applied: tuple[str, ...]) -> None:
+    """The scenario of the groups and optimisations picked: its outcome, path and Save."""
+    a = loaded.analysis
     if not overrides and not applied:
         st.info(
             "Try one of the changes above, or pick events and move a factor away from 1, or pick "
