@@ -14,15 +14,25 @@ The parent waits for the timeout plus :data:`ctda.queries.limits.GRACE_S` and ki
 worker past that; a worker that dies of a signal or of memory is one line too
 (:class:`ctda.queries.limits.QueryLimitError`). The request (store target with its
 credentials, query, parameters) travels on the worker's stdin, never its command line.
+
+A caller that may fork safely (:func:`can_fork`: one thread, and none of the libraries
+that run native threads loaded yet, as in ``ctda query``) gets a forked child instead of
+a fresh interpreter: the same isolation and caps (the cap counts from the child's address
+space at the fork), answered in ~0.13 s instead of ~0.34 s for a small query, the most of
+``ctda query``'s start-up. The UI server (threads) and library callers with an engine
+loaded keep the fresh interpreter.
 """
 
 from __future__ import annotations
 
 import os
 import pickle
+import select
 import signal
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +63,8 @@ def run_isolated(
     """Rows of ``text`` on ``target`` (a resolved store target) run by a worker process
     under ``limits``: a :class:`ctda.store.base.QueryResult`, or a one-line
     :class:`QueryError`/``StoreError``."""
+    if can_fork():
+        return _answered(*_forked(target, text, params, write, allow_files, limits), limits)
     request = pickle.dumps((target, text, params, write, allow_files, limits))
     root = str(Path(__file__).resolve().parents[2])  # the worker imports this ctda
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)}
@@ -69,13 +81,83 @@ def run_isolated(
         proc.kill()
         proc.communicate()
         raise limits.timed_out() from None
-    if proc.returncode != 0 or not out:
-        raise _death(proc.returncode, err, limits)
+    return _answered(proc.returncode, out, err, limits)
+
+
+def _answered(code: int, out: bytes, err: bytes, limits: QueryLimits) -> Any:
+    """The result a worker sent, or its error (or its death) as one line."""
+    if code != 0 or not out:
+        raise _death(code, err, limits)
     status, payload = pickle.loads(out)
     if status == "ok":
         return payload
     kind, message = payload
     raise _errors().get(kind, QueryError)(message)
+
+
+#: loaded, these run native threads (thread pools, an open database's workers): a fork
+#: copies none of those threads but may copy a lock one of them held, so no fork then
+THREADED = ("ladybug", "neo4j", "pyarrow", "numba", "torch")
+
+
+def can_fork() -> bool:
+    """Whether :func:`run_isolated` may fork this process for its worker: a POSIX process
+    running one thread, none of :data:`THREADED` imported (``$CTDA_QUERY_FORK=0`` says no)."""
+    return (
+        hasattr(os, "fork")
+        and os.environ.get("CTDA_QUERY_FORK", "1") != "0"
+        and threading.active_count() == 1
+        and not any(name in sys.modules for name in THREADED)
+    )
+
+
+def _forked(
+    target: Any, text: str, params: dict[str, Any], write: bool, allow_files: bool, limits: QueryLimits
+) -> tuple[int, bytes, bytes]:
+    """Run the query in a forked child: (exit code, or -signal; its answer; its stderr)."""
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: answer, then leave without the parent's exit handlers
+        code = 70
+        try:
+            os.close(out_r)
+            os.close(err_r)
+            os.dup2(err_w, 2)
+            os.dup2(err_w, 1)  # library prints go to stderr, as in a fresh worker
+            reply = _answer(target, text, params, write, allow_files, limits, forked=True)
+            with os.fdopen(out_w, "wb") as answer:
+                answer.write(pickle.dumps(reply))
+            code = 0
+        except BaseException as exc:  # anything at all: told on stderr, as a worker's death
+            os.write(2, f"{type(exc).__name__}: {exc}\n".encode(errors="replace"))
+        finally:
+            os._exit(code)
+    os.close(out_w)
+    os.close(err_w)
+    chunks: dict[int, list[bytes]] = {out_r: [], err_r: []}
+    deadline = time.monotonic() + limits.timeout_s + GRACE_S
+    try:
+        open_fds = [out_r, err_r]
+        while open_fds:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+                raise limits.timed_out()
+            ready, _, _ = select.select(open_fds, [], [], left)
+            for fd in ready:
+                data = os.read(fd, 1 << 20)
+                if data:
+                    chunks[fd].append(data)
+                else:
+                    open_fds.remove(fd)
+    finally:
+        os.close(out_r)
+        os.close(err_r)
+    _, status = os.waitpid(pid, 0)
+    code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+    return code, b"".join(chunks[out_r]), b"".join(chunks[err_r])
 
 
 def _death(code: int, err: bytes, limits: QueryLimits) -> QueryError:
@@ -94,37 +176,59 @@ def _death(code: int, err: bytes, limits: QueryLimits) -> QueryError:
     return QueryError(f"the query worker failed (exit {code}): {last or 'no message'}")
 
 
-def _cap_memory(limits: QueryLimits, target: Any) -> None:
+def _cap_memory(limits: QueryLimits, target: Any, forked: bool = False) -> None:
     """Bound the store engine (its backend's ``worker_memory``: an embedded store's buffer
-    pool and reservation), then the address space."""
+    pool and reservation), then the address space (a forked child's on top of what it
+    inherited)."""
     import resource
 
     from ctda.store import backends
 
     cap = limits.memory_mb << 20
     reserve = backends.by_kind(target.kind).worker_memory(target, cap)
-    limit = cap + reserve
+    limit = cap + reserve + (_address_space() if forked else 0)
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+
+def _address_space() -> int:
+    """Bytes of this process's address space now (Linux; 0 where unknown)."""
+    try:
+        with open("/proc/self/statm") as fh:
+            return int(fh.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def _answer(
+    target: Any,
+    text: str,
+    params: dict[str, Any],
+    write: bool,
+    allow_files: bool,
+    limits: QueryLimits,
+    forked: bool = False,
+) -> tuple[str, Any]:
+    """A worker's reply: ("ok", result) or ("err", (error class name, one line))."""
+    from ctda.errors import CtdaError
+    from ctda.store import open_store
+
+    try:
+        _cap_memory(limits, target, forked)
+        with open_store(target, read_only=not write) as store:
+            result = store.query(text, params, write=write, allow_files=allow_files, limits=limits)
+        return ("ok", result)
+    except CtdaError as exc:
+        return ("err", (type(exc).__name__, str(exc).splitlines()[0] if str(exc) else type(exc).__name__))
+    except MemoryError:
+        return ("err", ("QueryLimitError", str(limits.out_of_memory())))
 
 
 def _serve() -> int:
     """The worker's main: one request on stdin, one pickled answer on stdout."""
     answer = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # library prints go to stderr
-    target, text, params, write, allow_files, limits = pickle.loads(sys.stdin.buffer.read())
-    from ctda.errors import CtdaError
-    from ctda.store import open_store
-
-    try:
-        _cap_memory(limits, target)
-        with open_store(target, read_only=not write) as store:
-            result = store.query(text, params, write=write, allow_files=allow_files, limits=limits)
-        reply: tuple[str, Any] = ("ok", result)
-    except CtdaError as exc:
-        reply = ("err", (type(exc).__name__, str(exc).splitlines()[0] if str(exc) else type(exc).__name__))
-    except MemoryError:
-        reply = ("err", ("QueryLimitError", str(limits.out_of_memory())))
-    answer.write(pickle.dumps(reply))
+    request = pickle.loads(sys.stdin.buffer.read())
+    answer.write(pickle.dumps(_answer(*request)))
     answer.flush()
     return 0
 

@@ -115,6 +115,8 @@ def for_paths() -> type[Store]:
     return next(b for b in _builtins().values() if not b.schemes)
 
 
-def dialects() -> tuple[str, ...]:
-    """Every backend's Cypher dialect (named queries may ship a variant for each)."""
-    return tuple(dict.fromkeys(b.dialect for b in backends().values()))
+def dialects(builtin: bool = False) -> tuple[str, ...]:
+    """Every backend's Cypher dialect (named queries may ship a variant for each); with
+    ``builtin``, the built-in backends' only (no entry point read)."""
+    found = _builtins() if builtin else backends()
+    return tuple(dict.fromkeys(b.dialect for b in found.values()))
