@@ -11,6 +11,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ctda.analysis.nodes import Nodes
+from ctda.analysis.ordering import lexsort
 from ctda.analysis.rule_options import RuleOptions
 from ctda.analysis.rules.timeline import Timeline
 from ctda.analysis.rules.timeline import build as build_timeline
@@ -64,7 +65,7 @@ class RuleContext:
     def by_lane_time(self) -> I64:
         """Analysed indices sorted by (lane, start, longer first)."""
         n = self.nodes
-        return np.lexsort((-(n.end - n.ts), n.ts, n.lane)).astype(np.int64)
+        return lexsort((-(n.end - n.ts), n.ts, n.lane))
 
     @cached_property
     def timeline(self) -> Timeline:

@@ -17,6 +17,7 @@ import numpy.typing as npt
 from numba import njit
 
 from ctda.analysis.nodes import Nodes
+from ctda.analysis.ordering import lexsort
 
 I64 = npt.NDArray[np.int64]
 
@@ -46,7 +47,7 @@ def build(nodes: Nodes) -> Timeline:
     # zero-length slices, so every zero-length slice opens before it closes
     rank = np.concatenate([np.ones(len(cpu)), np.where(dur == 0, 2, 0)]).astype(np.int64)
     tie = np.concatenate([-dur, -ts])
-    order = np.lexsort((tie, rank, time, lane))
+    order = lexsort((tie, rank, time, lane))
     src, dst, owner, partial = _walk(node[order], lane[order])
     return Timeline(src, dst, owner, int(partial))
 
