@@ -109,3 +109,29 @@ def test_a_schema1_neo4j_store_is_migrated_by_a_reader(request: pytest.FixtureRe
             s.run(stmt).consume()
     assert version(target) == schema.SCHEMA_VERSION  # the read-only open above migrated it
     assert answers(target) == expected
+
+
+def test_scenarios_read_from_a_store_without_packed_paths(tmp_path: Path) -> None:
+    """An embedded store last written before ``Scenario.path_packed`` existed: its saved
+    scenarios (paths as lists) are read whole, and the next write adds the column."""
+    import json
+
+    import ladybug
+
+    db = str(tmp_path / "old.lbug")
+    done = store_ingest(Target("ladybug", db), TRACE, name="old")
+    rid = done.run.id
+    with open_store(db) as s:
+        s.save_scenario(rid, "kept", json.dumps({"name": "kept", "step_ns": [5]}), path=[3, 1, 2])
+    # what the previous release wrote: the list in Scenario.path, no packed column
+    conn = ladybug.Connection(database := ladybug.Database(db))
+    conn.execute("MATCH (s:Scenario) WHERE s.name = 'kept' SET s.path = [3, 1, 2]")
+    conn.execute("ALTER TABLE Scenario DROP path_packed")
+    conn.execute("MATCH (m:Meta) SET m.ddl = 'the previous release'")
+    database.close()
+    with open_store(db, read_only=True) as s:
+        assert [(x["name"], x["path"]) for x in s.scenarios(rid, path=True)] == [("kept", [3, 1, 2])]
+    with open_store(db) as s:
+        s.save_scenario(rid, "new", json.dumps({"name": "new"}), path=[9, 8])
+        got = {x["name"]: x["path"] for x in s.scenarios(rid, path=True)}
+    assert got == {"kept": [3, 1, 2], "new": [9, 8]}

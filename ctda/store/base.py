@@ -139,11 +139,22 @@ class Store(JobFlows, Engine):
             skip.add("overrides_json")
         cols = [c for c in schema.SCENARIO.columns if c not in skip]
         where = " AND s.name = $n" if name is not None else ""
-        rows = self._read(
-            f"MATCH (s:Scenario) WHERE s.run_id = $r AND s.name <> $b{where} "
-            f"RETURN {', '.join(f's.{c} AS {c}' for c in cols)} ORDER BY s.name",
-            {"r": run_id, "b": schema.BASELINE, **({"n": name} if name is not None else {})},
-        )
+        params = {"r": run_id, "b": schema.BASELINE, **({"n": name} if name is not None else {})}
+
+        def read(cols: list[str]) -> list[dict[str, Any]]:
+            return self._read(
+                f"MATCH (s:Scenario) WHERE s.run_id = $r AND s.name <> $b{where} "
+                f"RETURN {', '.join(f's.{c} AS {c}' for c in cols)} ORDER BY s.name",
+                params,
+            )
+
+        try:
+            rows = read(cols)
+        except StoreError as exc:
+            # an embedded store last written before the column was added (a write adds it)
+            if "path_packed" not in str(exc):
+                raise
+            rows = read([c for c in cols if c != "path_packed"])
         for p in rows:
             # as its writer saved it (``data``), with the store's own fields beside it
             p["data"] = p.pop("data_json", "") or ""
