@@ -212,11 +212,13 @@ def check_scaled(weight: I64, factor: npt.NDArray[np.float64], owner: I64, waits
         largest = max(abs(float(weight.min())), abs(float(weight.max())))
         if 2.0 * largest * len(weight) < TIME_LIMIT_NS:
             return
-    w = np.abs(np.asarray(weight, dtype=np.float64))
-    own = np.where(owner >= 0, factor[np.maximum(owner, 0)], 1.0) if len(factor) else np.ones(len(w))
-    total = float(w @ own)
+    if len(factor):
+        # one pass, no float copies of every edge (0.09 s a check at 2M edges before)
+        total = float(_scaled_total(weight, np.asarray(factor, dtype=np.float64), owner))
+    else:
+        total = float(np.abs(weight.astype(np.float64)).sum())
     if waits is not None and len(waits):
-        total += float(w[waits].sum()) * max(top, 1.0)
+        total += float(np.abs(weight[waits].astype(np.float64)).sum()) * max(top, 1.0)
     if not total < TIME_LIMIT_NS:  # NaN too
         raise SelectionError(
             f"the scaled durations add up to {total / 1e9:.3g} s, past the time range ctda computes "
@@ -240,6 +242,16 @@ def _scaled(weight, factor, owner):  # type: ignore[no-untyped-def]  # pragma: n
         if o >= 0:
             w[e] = np.int64(np.rint(weight[e] * factor[o]))
     return w
+
+
+@njit(cache=True, nogil=True)  # type: ignore[misc]
+def _scaled_total(weight, factor, owner):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """The sum over edges of |weight| times the owner event's factor (1 for waits)."""
+    total = 0.0
+    for e in range(weight.shape[0]):
+        o = owner[e]
+        total += abs(float(weight[e])) * (factor[o] if o >= 0 else 1.0)
+    return total
 
 
 def scaled_weights(weight: I64, factor: npt.NDArray[np.float64], owner: I64) -> I64:
