@@ -95,9 +95,10 @@ def _answered(code: int, out: bytes, err: bytes, limits: QueryLimits) -> Any:
     raise _errors().get(kind, QueryError)(message)
 
 
-#: loaded, these run native threads (thread pools, an open database's workers): a fork
-#: copies none of those threads but may copy a lock one of them held, so no fork then
-THREADED = ("ladybug", "neo4j", "pyarrow", "numba", "torch")
+#: loaded, these run native threads (thread pools, an open database's workers; numpy's
+#: BLAS starts its pool on import): a fork copies none of those threads but may copy a
+#: lock one of them held, so no fork then
+THREADED = ("ladybug", "neo4j", "pyarrow", "numba", "torch", "numpy")
 
 
 def can_fork() -> bool:
