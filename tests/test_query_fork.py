@@ -114,3 +114,32 @@ def test_a_forked_worker_queries_neo4j(
         "query", "--db", t.location, "UNWIND range(1, 200) AS x RETURN x", "--max-rows", "100", fork=True
     )
     assert bomb.returncode == 2 and "more than 100 rows" in bomb.stderr
+
+
+def test_a_forked_worker_past_its_deadline_is_killed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The parent's own deadline (for a query the engine's timeout cannot stop), and a
+    child that dies: each one line, in about the time allowed."""
+    import time
+
+    from ctda.queries import worker
+    from ctda.queries.limits import QueryLimitError, QueryLimits
+    from ctda.store.config import Target
+
+    target = Target("ladybug", "unused.lbug")
+    limits = QueryLimits(timeout_s=0.5, max_rows=10)
+    monkeypatch.setattr(worker, "GRACE_S", 0.5)
+    monkeypatch.setattr(worker, "_answer", lambda *a, **k: time.sleep(60))
+    t = time.monotonic()
+    with pytest.raises(QueryLimitError, match="timeout"):
+        worker._answered(*worker._forked(target, "RETURN 1", {}, False, False, limits), limits)
+    assert time.monotonic() - t < 10
+    # a child that ran out of memory outside the engine: the parent words it as such
+
+    def starve(*a: object, **k: object) -> None:
+        raise MemoryError
+
+    monkeypatch.setattr(worker, "_answer", starve)
+    code, out, err = worker._forked(target, "RETURN 1", {}, False, False, limits)
+    assert code == 70 and out == b"" and b"MemoryError" in err
+    with pytest.raises(QueryLimitError, match="memory"):
+        worker._answered(code, out, err, limits)
