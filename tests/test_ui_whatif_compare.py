@@ -456,7 +456,7 @@ def test_save_prepares_what_compare_reads(env: Path, monkeypatch: pytest.MonkeyP
     """What Save computes ahead for Compare is what Compare's sides then read: both sides'
     reports and call paths are cache hits afterwards (the keys agree), not computed again."""
     from ctda import api
-    from ctda.ui import data
+    from ctda.ui import data, guide
     from ctda.ui.settings import Settings
 
     s = Settings(db=str(env))
@@ -464,7 +464,7 @@ def test_save_prepares_what_compare_reads(env: Path, monkeypatch: pytest.MonkeyP
     loaded = data.load(s, info)
     a = loaded.analysis
     sc = data.scenario(loaded.tag, "cpu-half", "cpu-half", a, [api.select_group(a, "class", "cpu", 0.5)], ())
-    data._prepare_compare(loaded, sc)
+    guide._prepare_compare(loaded, sc)
     calls: list[str] = []
     monkeypatch.setattr(api, "report", lambda *a, **k: calls.append("report"))
     monkeypatch.setattr(api, "call_paths", lambda *a, **k: calls.append("call_paths"))

@@ -15,20 +15,16 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import time
-from collections.abc import Sequence
-from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from ctda.store import migrate, schema
 from ctda.store.contract import Engine, Progress, QueryResult, RefusedQuery, Run, RunInfo
 from ctda.store.faults import FaultCounter, StoreError
 from ctda.store.job_flows import JobFlows
+from ctda.store.scenario_flows import ScenarioFlows
 from ctda.store.schema import COMPLETE, DELETING, META_KEY, PENDING
 
 if TYPE_CHECKING:
-    import numpy as np
-    import numpy.typing as npt
-
     from ctda.queries.gate import Level
     from ctda.queries.limits import QueryLimits
     from ctda.store.model import RunData  # a write's: listing and querying load no Arrow
@@ -36,7 +32,7 @@ if TYPE_CHECKING:
 __all__ = ["Progress", "QueryResult", "RefusedQuery", "Run", "RunInfo", "Store", "StoreError"]
 
 
-class Store(JobFlows, Engine):
+class Store(JobFlows, ScenarioFlows, Engine):
     """One graph store holding many runs (see :mod:`ctda.store.schema`).
 
     The flows are written once, here, in the Cypher both engines understand: listing runs,
@@ -123,46 +119,6 @@ class Store(JobFlows, Engine):
             {"r": run_id, "n": name},
         )
         return b"".join(bytes(r["data"]) for r in rows) if rows else None
-
-    def scenarios(
-        self, run_id: int, path: bool = False, overrides: bool = True, name: str | None = None
-    ) -> list[dict[str, Any]]:
-        """What-if scenarios saved for a run (not the baseline): name, data (JSON), ...;
-        with ``path``, the predicted path's edge ids too (a list per scenario as long as
-        the run's path: ~1M at 1M events, so only on request); without ``overrides``, no
-        ``overrides_json`` (a selection's event ids: MBs at 1M events); with ``name``,
-        that scenario only."""
-        if self._absent():
-            return []
-        skip = {"path", "path_packed"} if not path else set()
-        if not overrides:
-            skip.add("overrides_json")
-        cols = [c for c in schema.SCENARIO.columns if c not in skip]
-        where = " AND s.name = $n" if name is not None else ""
-        params = {"r": run_id, "b": schema.BASELINE, **({"n": name} if name is not None else {})}
-
-        def read(cols: list[str]) -> list[dict[str, Any]]:
-            return self._read(
-                f"MATCH (s:Scenario) WHERE s.run_id = $r AND s.name <> $b{where} "
-                f"RETURN {', '.join(f's.{c} AS {c}' for c in cols)} ORDER BY s.name",
-                params,
-            )
-
-        try:
-            rows = read(cols)
-        except StoreError as exc:
-            # an embedded store last written before the column was added (a write adds it)
-            if "path_packed" not in str(exc):
-                raise
-            rows = read([c for c in cols if c != "path_packed"])
-        for p in rows:
-            # as its writer saved it (``data``), with the store's own fields beside it
-            p["data"] = p.pop("data_json", "") or ""
-            if path:
-                # the in-database save writes the list; the others write it packed
-                packed = p.pop("path_packed", None)
-                p["path"] = p.get("path") or schema.unpack_ids(packed)
-        return rows
 
     # --- writes -------------------------------------------------------------------------
     def _load(self, rid: int, data: RunData, faults: FaultCounter, progress: Progress | None) -> None:
@@ -440,58 +396,6 @@ class Store(JobFlows, Engine):
         if dead:
             self._delete_ids(dead)
         return len(dead) + self._gc_jobs(stale_after_s)
-
-    # --- scenarios ------------------------------------------------------------------------
-    def save_scenario(
-        self,
-        run_id: int,
-        name: str,
-        data: str,
-        path: Sequence[int] | npt.NDArray[np.int64] | None = None,
-        overrides: str | None = None,
-    ) -> None:
-        """Save (or replace) what-if scenario ``name``; ``data`` is its writer's JSON record.
-
-        Known keys of the record fill the Scenario's properties: ``overrides``,
-        ``step_ns``, ``predicted_ns`` (-> ``cp_ns``) and ``path`` (edge ids), unless
-        ``path`` (the bulk of a record: ~1M ids at 1M events) or ``overrides`` (their
-        JSON) is given apart. The path is stored packed (``path_packed``,
-        :func:`schema.pack_ids`).
-        """
-        self._writable()
-        if name == schema.BASELINE:
-            raise StoreError(f"{schema.BASELINE!r} is the observed run; pick another scenario name")
-        now = datetime.now(timezone.utc).isoformat(timespec="seconds")
-        props = schema.scenario_props(run_id, name, data, now, overrides=overrides)
-        if path is not None:
-            props["path_packed"] = schema.pack_ids(path)
-        sets = ", ".join(f"{k}: ${k}" for k in schema.SCENARIO.columns)
-
-        def work(run: Run) -> None:
-            if not run("MATCH (r:Run) WHERE r.id = $r RETURN r.id AS id", {"r": run_id}):
-                raise StoreError(f"no run with id {run_id}")
-            run("MATCH (s:Scenario) WHERE s.key = $k DETACH DELETE s", {"k": props["key"]})
-            run(f"CREATE (:Scenario {{{sets}}})", props)
-            run(
-                "MATCH (r:Run), (s:Scenario) WHERE r.id = $r AND s.key = $k CREATE (r)-[:HAS_SCENARIO]->(s)",
-                {"r": run_id, "k": props["key"]},
-            )
-
-        self._transaction(work)
-
-    def delete_scenario(self, run_id: int, name: str) -> bool:
-        """Remove a what-if scenario; False when there is none."""
-        self._writable()
-        if name == schema.BASELINE:
-            raise StoreError(f"the {schema.BASELINE!r} scenario goes with its run (ctda rm)")
-        key = schema.scenario_key(run_id, name)
-
-        def work(run: Run) -> bool:
-            found = run("MATCH (s:Scenario) WHERE s.key = $k RETURN count(*) AS n", {"k": key})
-            run("MATCH (s:Scenario) WHERE s.key = $k DETACH DELETE s", {"k": key})
-            return bool(found and int(found[0]["n"]))
-
-        return self._transaction(work)
 
     def _gate(self, text: str, write: bool, allow_files: bool) -> Level:
         """Refuse what the query gate refuses: a :class:`RefusedQuery` (a store error and a

@@ -165,7 +165,7 @@ SCENARIO = Label(
         ("path", "INT64[]"),  # edge ids of the critical path (baseline: whole trace, SOURCE to SINK)
         ("created_at", "STRING"),
         ("data_json", "STRING"),  # a what-if's own record, as its writer saved it
-        # a saved what-if's path, packed (pack_ids): a 1M-id list costs the embedded engine
+        # a saved what-if's path, packed (scenario_flows.pack_ids): a 1M-id list costs the engine
         # ~0.6 s to parse and checkpoint, the packed form (~1 MB) 0.05 s
         ("path_packed", "BLOB"),
     ),
@@ -487,67 +487,3 @@ def blob_chunks(run_id: int, name: str, data: bytes) -> list[dict[str, object]]:
         {"key": blob_key(run_id, name, k), "run_id": run_id, "name": name, "chunk": k, "data": part}
         for k, part in enumerate(parts)
     ]
-
-
-def scenario_props(
-    run_id: int, name: str, data: str, now: str, overrides: str | None = None
-) -> dict[str, object]:
-    """Scenario node properties for a what-if record saved by its writer (JSON text).
-
-    ``overrides`` is the overrides' JSON when the writer keeps them out of the record
-    (the record then lists only their labels, so a listing reads little); else the
-    record's own ``overrides``. The record's ``path`` (edge ids), if any, is packed."""
-    import json
-
-    try:
-        rec = json.loads(data)
-    except ValueError:
-        rec = {}
-    rec = rec if isinstance(rec, dict) else {}
-    ints = lambda key: [int(x) for x in rec.get(key) or []]  # noqa: E731
-    return {
-        "key": scenario_key(run_id, name),
-        "run_id": run_id,
-        "name": name,
-        "overrides_json": overrides if overrides is not None else json.dumps(rec.get("overrides", [])),
-        "step_ns": ints("step_ns"),
-        "cp_ns": int(rec.get("predicted_ns") or sum(ints("step_ns"))),
-        "path": [],
-        "created_at": now,
-        "data_json": data,
-        "path_packed": pack_ids(ints("path")),
-    }
-
-
-#: first bytes of a packed id list: the format's version
-PACKED = b"ctda-ids1"
-
-
-def pack_ids(values: object) -> bytes:
-    """A list of int64 ids as bytes: :data:`PACKED`, then zlib (level 1) of the
-    little-endian int64 differences between consecutive ids (the first from 0).
-
-    A critical path's edge ids run in near-sequential stretches, so the differences are
-    small and compress ~8x: 977k ids in 1.0 MB, 0.03 s each way."""
-    import zlib
-
-    import numpy as np
-
-    ids = np.asarray(values, dtype=np.int64).ravel()
-    deltas = np.diff(ids, prepend=np.int64(0)).astype("<i8")
-    return PACKED + zlib.compress(deltas.tobytes(), 1)
-
-
-def unpack_ids(data: bytes | None) -> list[int]:
-    """The ids :func:`pack_ids` packed (none for an empty or absent value)."""
-    import zlib
-
-    import numpy as np
-
-    if not data:
-        return []
-    raw = bytes(data)
-    if not raw.startswith(PACKED):
-        raise ValueError("not a packed id list")
-    deltas = np.frombuffer(zlib.decompress(raw[len(PACKED) :]), dtype="<i8")
-    return list(np.cumsum(deltas, dtype=np.int64).tolist())

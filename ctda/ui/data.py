@@ -10,11 +10,9 @@ a re-ingested run gets a new id, so a stale entry can never be served for it.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import hashlib
 import re
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -244,35 +242,10 @@ def scenario_tag(loaded: Loaded, sc: Scenario | str) -> str:
 
 
 def save_scenario(loaded: Loaded, sc: Scenario) -> None:
-    """Store ``sc`` with its run, then prepare what Save's way on to Compare reads."""
     try:
         loaded.stored.save_scenario(sc)
     finally:
         forget_scenarios()
-    st.session_state[_PREPARE] = (loaded, sc)
-
-
-_PREPARE = "_compare_prepare"
-
-
-def prepare_compare() -> None:
-    """Start preparing Compare for the scenario saved in this script run, if any (see
-    :func:`_prepare_compare`)."""
-    got = st.session_state.pop(_PREPARE, None)
-    if got is not None:
-        threading.Thread(target=_prepare_compare, args=got, daemon=True, name="ctda-compare").start()
-
-
-def _prepare_compare(loaded: Loaded, sc: Scenario) -> None:
-    """The report and call paths of both sides of "Compare with the run" (~0.35 s at 1M
-    events for a new scenario), computed in a thread while the person reads Save's
-    confirmation: the caches are keyed as Compare's sides key them, and a Compare opened
-    before this ends waits for it (one computation per key) instead of computing again."""
-    # only a head start: Compare computes (and reports) whatever failed here itself
-    with contextlib.suppress(Exception):
-        for tag, a in ((scenario_tag(loaded, sc), sc.analysis), (loaded.tag, loaded.analysis)):
-            report(tag, "all", a)
-            side_call_paths(tag, a)
 
 
 def delete_scenario(loaded: Loaded, name: str) -> bool:

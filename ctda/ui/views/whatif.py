@@ -218,6 +218,7 @@ def save_and_export(loaded: data.Loaded, sc: Scenario, tag: str, digest: str) ->
                 st.error(str(exc))
             else:
                 guide.note_saved(loaded, digest, name, "Replaced" if name in taken else "Saved")
+                guide.saved_for_compare(loaded, sc)
                 taken.add(name)
                 st.session_state["wi_replace"] = False  # ask again for the next save
         just = guide.saved_note(loaded, digest)
@@ -376,7 +377,7 @@ def page() -> None:
     predict(s, loaded, overrides, applied)
     with listing:
         saved_scenarios(loaded)
-    data.prepare_compare()  # after the page is drawn: it would slow the drawing down
+    guide.prepare_compare()  # after the page is drawn: it would slow the drawing down
 
 
 def predict(s: Settings, loaded: data.Loaded, overrides: list[Override], applied: tuple[str, ...]) -> None:
