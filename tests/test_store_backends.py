@@ -13,6 +13,7 @@ from ctda.store import backends, open_store, schema
 from ctda.store.config import resolve
 from ctda.store.ladybug_store import LadybugStore, ddl
 from ctda.store.neo4j_store import Neo4jStore, schema_statements
+from tests.neo4j_fixture import neo4j_server  # noqa: F401
 
 
 def test_registry_declares_both_backends() -> None:
@@ -67,3 +68,27 @@ def test_ddl_of_both_backends_comes_from_the_schema() -> None:
     assert len(neo) == len(per) + sum(len(label.indexed) for label in per)
     assert "CREATE INDEX ctda_event_run IF NOT EXISTS FOR (n:Event) ON (n.run_id)" in neo
     assert "CREATE CONSTRAINT ctda_run_id IF NOT EXISTS FOR (n:Run) REQUIRE n.id IS UNIQUE" in neo
+
+
+@pytest.mark.neo4j
+def test_neo4j_out_of_transaction_memory_says_what_to_raise(request: pytest.FixtureRequest) -> None:
+    """A store operation that outgrows the server's transaction memory (as a large run's
+    flip does) is one line naming the settings to raise, not the server's bare message."""
+    from ctda.store.base import StoreError
+    from tests.test_store_suite import neo4j_target
+
+    t = neo4j_target(request.getfixturevalue("neo4j_server"))
+    bomb = "UNWIND range(1, 300000000) AS x WITH collect(x) AS l RETURN size(l) AS n"
+    with open_store(t) as store:
+        assert isinstance(store, Neo4jStore)
+        with store._session() as s, pytest.raises(StoreError) as got:
+            store._guard(lambda: s.run(bomb).consume())
+    line = str(got.value)
+    assert "\n" not in line and "db.memory.transaction.max" in line and "NEO4J_TX_MEMORY" in line
+
+
+def test_other_neo4j_errors_keep_their_message() -> None:
+    from ctda.store.neo4j_cypher import error_line
+
+    line = error_line("Neo.ClientError.Statement.SyntaxError", "Invalid input 'X'")
+    assert line == "Neo4j: Invalid input 'X'"

@@ -107,6 +107,21 @@ def first_line(exc: BaseException) -> str:
     return str(text).strip().splitlines()[0]
 
 
+def error_line(code: str, message: str) -> str:
+    """The one line for a server error (``code``: Neo4j's status code). Running out of the
+    transaction memory says what to change: a write of a run (its flip relabels every node
+    in one transaction) needs memory in proportion to the run; a 1.01M-event run's flip
+    did not fit the docker-compose defaults (heap 2g, 1500m a transaction)."""
+    if "MemoryPoolOutOfMemory" in code:
+        return (
+            "Neo4j: the work needed more memory than the server lets transactions use "
+            f"({message.rstrip('.')}); for a run this large raise the server's heap and "
+            "db.memory.transaction.max (NEO4J_HEAP and NEO4J_TX_MEMORY with docker compose), "
+            "or keep it in the embedded store"
+        )
+    return f"Neo4j: {message}"
+
+
 def delete_steps(at: Callable[[str], str]) -> tuple[str, ...]:
     """What a run still owns after the parallel delete pass, removed a batch at a time;
     ``at`` maps a label to the one its nodes carry (visible or staged)."""

@@ -36,6 +36,7 @@ from ctda.store.faults import FaultCounter
 from ctda.store.neo4j_cypher import (
     create_nodes,
     create_rels,
+    error_line,
     first_line,
     param_lists,
     plain,
@@ -174,7 +175,7 @@ class Neo4jStore(Staging, Store):
         try:
             return fn()
         except nx.Neo4jError as exc:
-            raise StoreError(f"Neo4j: {first_line(exc)}") from None
+            raise StoreError(error_line(str(getattr(exc, "code", "") or ""), first_line(exc))) from None
         except (nx.DriverError, OSError) as exc:
             raise StoreError(f"lost connection to Neo4j at {self.uri}: {first_line(exc)}") from None
 
