@@ -85,6 +85,16 @@ def test_neo4j_out_of_transaction_memory_says_what_to_raise(request: pytest.Fixt
             store._guard(lambda: s.run(bomb).consume())
     line = str(got.value)
     assert "\n" not in line and "db.memory.transaction.max" in line and "NEO4J_TX_MEMORY" in line
+    # inside a store transaction (a run's flip): the same line, without the driver's 30 s
+    # of retries that each need the same memory again
+    import time
+
+    with open_store(t) as store:
+        start = time.monotonic()
+        with pytest.raises(StoreError) as again:
+            store._transaction(lambda run: run(bomb, {}))
+    assert "NEO4J_TX_MEMORY" in str(again.value) and "\n" not in str(again.value)
+    assert time.monotonic() - start < 20
 
 
 def test_other_neo4j_errors_keep_their_message() -> None:

@@ -180,8 +180,18 @@ class Neo4jStore(Staging, Store):
             raise StoreError(f"lost connection to Neo4j at {self.uri}: {first_line(exc)}") from None
 
     def _transaction(self, work: Callable[[Run], T]) -> T:
+        import neo4j.exceptions as nx
+
         def in_tx(tx: Any) -> T:
-            return work(functools.partial(records, tx))
+            try:
+                return work(functools.partial(records, tx))
+            except nx.Neo4jError as exc:
+                code = str(getattr(exc, "code", "") or "")
+                if "MemoryPoolOutOfMemory" in code:
+                    # the driver retries this transient error for 30 s, each try redoing the
+                    # whole work (a run's flip: minutes at 1M events) to need the same memory
+                    raise StoreError(error_line(code, first_line(exc))) from None
+                raise
 
         with self._session() as s:
             out: T = self._guard(lambda: s.execute_write(in_tx))
