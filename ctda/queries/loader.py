@@ -158,6 +158,7 @@ def load_all() -> dict[str, NamedQuery]:
     from ctda.store import backends
 
     out: dict[str, NamedQuery] = {}
+    builtin = backends.dialects(builtin=True)
     files = sorted(
         (f for f in resources.files("ctda.queries").iterdir() if f.name.endswith(".cypher")),
         key=lambda f: f.name,
@@ -167,7 +168,7 @@ def load_all() -> dict[str, NamedQuery]:
         name, _, dialect = stem.partition(".")
         # the plugins' dialects are read (their entry points: ~20 ms) only for a variant
         # no built-in backend speaks
-        if dialect and dialect not in backends.dialects(builtin=True) and dialect not in dialects():
+        if dialect and dialect not in builtin and dialect not in dialects():
             raise QueryError(f"{f.name}: unknown dialect {dialect!r}")
         text = f.read_text(encoding="utf-8")
         desc, params = _parse(name, text)

@@ -107,12 +107,23 @@ def first_line(exc: BaseException) -> str:
     return str(text).strip().splitlines()[0]
 
 
+def error_code(exc: BaseException) -> str:
+    """A server error's Neo4j status code ("" for anything else)."""
+    return str(getattr(exc, "code", "") or "")
+
+
+def out_of_memory(code: str) -> bool:
+    """Whether status ``code`` says the server stopped the work for memory (its
+    transaction memory pool, or the JVM's): the same work tried again needs as much."""
+    return "OutOfMemory" in code
+
+
 def error_line(code: str, message: str) -> str:
     """The one line for a server error (``code``: Neo4j's status code). Running out of the
     transaction memory says what to change: a write of a run (its flip relabels every node
     in one transaction) needs memory in proportion to the run; a 1.01M-event run's flip
     did not fit the docker-compose defaults (heap 2g, 1500m a transaction)."""
-    if "MemoryPoolOutOfMemory" in code:
+    if out_of_memory(code):
         return (
             "Neo4j: the work needed more memory than the server lets transactions use "
             f"({message.rstrip('.')}); for a run this large raise the server's heap and "

@@ -36,8 +36,10 @@ from ctda.store.faults import FaultCounter
 from ctda.store.neo4j_cypher import (
     create_nodes,
     create_rels,
+    error_code,
     error_line,
     first_line,
+    out_of_memory,
     param_lists,
     plain,
     records,
@@ -175,7 +177,7 @@ class Neo4jStore(Staging, Store):
         try:
             return fn()
         except nx.Neo4jError as exc:
-            raise StoreError(error_line(str(getattr(exc, "code", "") or ""), first_line(exc))) from None
+            raise StoreError(error_line(error_code(exc), first_line(exc))) from None
         except (nx.DriverError, OSError) as exc:
             raise StoreError(f"lost connection to Neo4j at {self.uri}: {first_line(exc)}") from None
 
@@ -186,11 +188,10 @@ class Neo4jStore(Staging, Store):
             try:
                 return work(functools.partial(records, tx))
             except nx.Neo4jError as exc:
-                code = str(getattr(exc, "code", "") or "")
-                if "MemoryPoolOutOfMemory" in code:
+                if out_of_memory(error_code(exc)):
                     # the driver retries this transient error for 30 s, each try redoing the
                     # whole work (a run's flip: minutes at 1M events) to need the same memory
-                    raise StoreError(error_line(code, first_line(exc))) from None
+                    raise StoreError(error_line(error_code(exc), first_line(exc))) from None
                 raise
 
         with self._session() as s:
@@ -259,10 +260,9 @@ class Neo4jStore(Staging, Store):
                         tx.commit()
                     return QueryResult(cols, rows)
             except nx.Neo4jError as exc:
-                code = str(getattr(exc, "code", "") or "")
-                if limits is not None and "TransactionTimedOut" in code:
+                if limits is not None and "TransactionTimedOut" in error_code(exc):
                     raise limits.timed_out() from None
-                if "MemoryPoolOutOfMemory" in code or "OutOfMemory" in code:
+                if out_of_memory(error_code(exc)):
                     raise QueryLimitError(
                         "the query needed more memory than the server lets one transaction use "
                         "(db.memory.transaction.max) and was stopped"

@@ -97,9 +97,7 @@ class ScenarioFlows:
         if name == schema.BASELINE:
             raise StoreError(f"{schema.BASELINE!r} is the observed run; pick another scenario name")
         now = datetime.now(timezone.utc).isoformat(timespec="seconds")
-        props = scenario_props(run_id, name, data, now, overrides=overrides)
-        if path is not None:
-            props["path_packed"] = pack_ids(path)
+        props = scenario_props(run_id, name, data, now, overrides=overrides, path=path)
         sets = ", ".join(f"{k}: ${k}" for k in schema.SCENARIO.columns)
 
         def work(run: Run) -> None:
@@ -130,13 +128,19 @@ class ScenarioFlows:
 
 
 def scenario_props(
-    run_id: int, name: str, data: str, now: str, overrides: str | None = None
+    run_id: int,
+    name: str,
+    data: str,
+    now: str,
+    overrides: str | None = None,
+    path: Sequence[int] | npt.NDArray[np.int64] | None = None,
 ) -> dict[str, object]:
     """Scenario node properties for a what-if record saved by its writer (JSON text).
 
-    ``overrides`` is the overrides' JSON when the writer keeps them out of the record
-    (the record then lists only their labels, so a listing reads little); else the
-    record's own ``overrides``. The record's ``path`` (edge ids), if any, is packed."""
+    ``overrides`` is the overrides' JSON and ``path`` the path's edge ids when the writer
+    keeps them out of the record (the record then lists only the overrides' labels, so a
+    listing reads little); else the record's own ``overrides`` and ``path``. The path is
+    stored packed."""
     import json
 
     try:
@@ -155,7 +159,7 @@ def scenario_props(
         "path": [],
         "created_at": now,
         "data_json": data,
-        "path_packed": pack_ids(ints("path")),
+        "path_packed": pack_ids(ints("path") if path is None else path),
     }
 
 
@@ -190,4 +194,5 @@ def unpack_ids(data: bytes | None) -> list[int]:
     if not raw.startswith(PACKED):
         raise ValueError("not a packed id list")
     deltas = np.frombuffer(zlib.decompress(raw[len(PACKED) :]), dtype="<i8")
-    return list(np.cumsum(deltas, dtype=np.int64).tolist())
+    ids: list[int] = np.cumsum(deltas, dtype=np.int64).tolist()
+    return ids
