@@ -2,7 +2,8 @@
 
 For every trace, in order: ctda in a fresh process (:mod:`bench.suite_analyze`), then
 HTA 0.5 in a fresh process (:mod:`bench.hta_runner`, run by the interpreter of a private
-venv made by :mod:`bench.hta_env`), so both see the same machine conditions. HTA
+venv made by :mod:`bench.hta_env`), then traceinsight 0.6.1 (HTA's successor on PyPI) the
+same way, so all see the same machine conditions. HTA
 analyses the whole trace (``annotation=""``, last profiler step kept), the same events
 ctda builds its graph from; ctda analyses every ProfilerStep window (or the whole trace).
 
@@ -66,7 +67,10 @@ def _ratio(num: float | None, den: float | None) -> float | None:
     return num / den if num and den and den > 0 else None
 
 
-def _row(t: Target, c: dict[str, Any], h: dict[str, Any] | None, status: str) -> dict[str, Any]:
+def _row(t: Target, c: dict[str, Any], peers: dict[str, tuple[dict[str, Any] | None, str]]) -> dict[str, Any]:
+    """One trace's row: ctda's figures, and per peer (``hta``, ``traceinsight``: its result
+    and status) its own under its key, ``<key>_status``, and the ratios (HTA's keep their
+    unprefixed names, ``ratio_analysis``; traceinsight's end in ``_ti``)."""
     row: dict[str, Any] = {
         "family": t.family,
         "trace": t.label,
@@ -74,23 +78,28 @@ def _row(t: Target, c: dict[str, Any], h: dict[str, Any] | None, status: str) ->
         "size_class": t.size_class,
         "events": c.get("events", t.events),
         "ctda": {k: v for k, v in c.items() if k not in ("family", "trace", "file", "pattern", "stages")},
-        "hta": h,
-        "hta_status": status,
     }
+    for key, (h, status) in peers.items():
+        row[key], row[f"{key}_status"] = h, status
     if "error" in c:
         row["ctda_error"] = c["error"]
         return row
-    if h and h.get("ok"):
-        hta_cp = h["cp_s"] + h.get("report_s", 0.0)
-        hta_cp_cpu = h.get("cp_cpu_s", 0.0) + h.get("report_cpu_s", 0.0)
-        hta_total = h["load_s"] + hta_cp
+    for key, (h, _) in peers.items():
+        if not (h and h.get("ok")):
+            continue
+        cp = h["cp_s"] + h.get("report_s", 0.0)
+        cp_cpu = h.get("cp_cpu_s", 0.0) + h.get("report_cpu_s", 0.0)
+        total = h["load_s"] + cp
+        tail = "" if key == hta_env.HTA.key else "_ti"
         row.update(
-            hta_analysis_s=hta_cp,
-            hta_analysis_cpu_s=hta_cp_cpu,
-            hta_total_s=hta_total,
-            ratio_analysis=_ratio(hta_cp, c["analyze_s"]),
-            ratio_analysis_cpu=_ratio(hta_cp_cpu, c.get("analyze_cpu_s")),
-            ratio_total=_ratio(hta_total, c["total_s"]),
+            {
+                f"{key}_analysis_s": cp,
+                f"{key}_analysis_cpu_s": cp_cpu,
+                f"{key}_total_s": total,
+                f"ratio_analysis{tail}": _ratio(cp, c["analyze_s"]),
+                f"ratio_analysis_cpu{tail}": _ratio(cp_cpu, c.get("analyze_cpu_s")),
+                f"ratio_total{tail}": _ratio(total, c["total_s"]),
+            }
         )
     return row
 
@@ -112,19 +121,24 @@ def _table(rows: list[dict[str, Any]]) -> str:
         "ctda total s",
         "HTA total s",
         "× total",
-        "ctda / HTA peak RSS MB",
-        "HTA",
+        "traceinsight analysis s",
+        "× analysis (ti)",
+        "traceinsight total s",
+        "ctda / HTA / ti peak RSS MB",
+        "HTA; traceinsight",
     ]
     body = []
+    width = len(header)
     for r in rows:
-        c, h = r["ctda"], r.get("hta") or {}
+        c, h, ti = r["ctda"], r.get("hta") or {}, r.get("traceinsight") or {}
+        status = f"{r.get('hta_status', '')}; {r.get('traceinsight_status', '')}"
         if "ctda_error" in r:
-            body.append([f"`{r['trace']}`", "", f"**ctda: {r['ctda_error']}**", *[""] * 8])
+            body.append([f"`{r['trace']}`", "", f"**ctda: {r['ctda_error']}**", *[""] * (width - 3)])
             continue
-        if "analyze_s" not in c:  # HTA not run and ctda not measured by this suite
-            body.append([f"`{r['trace']}`", fmt_num(r["events"]), *[""] * 8, r["hta_status"]])
+        if "analyze_s" not in c:  # no peer run and ctda not measured by this suite
+            body.append([f"`{r['trace']}`", fmt_num(r["events"]), *[""] * (width - 3), status])
             continue
-        hta_rss = fmt_num(h.get("peak_rss_mb"), 0) if h.get("peak_rss_mb") else "–"
+        rss = [fmt_num(x.get("peak_rss_mb"), 0) if x.get("peak_rss_mb") else "–" for x in (h, ti)]
         body.append(
             [
                 f"`{r['trace']}`",
@@ -138,19 +152,27 @@ def _table(rows: list[dict[str, Any]]) -> str:
                 fmt_num(c["total_s"], 2),
                 fmt_num(r.get("hta_total_s"), 2),
                 fmt_num(r.get("ratio_total"), 1),
-                f"{fmt_num(c['peak_rss_mb'], 0)} / {hta_rss}",
-                r["hta_status"],
+                fmt_num(r.get("traceinsight_analysis_s"), 2),
+                fmt_num(r.get("ratio_analysis_ti"), 1) if r.get("ratio_analysis_ti") else "",
+                fmt_num(r.get("traceinsight_total_s"), 2),
+                f"{fmt_num(c['peak_rss_mb'], 0)} / {rss[0]} / {rss[1]}",
+                status,
             ]
         )
-    return markdown_table(header, body, align="lrrrrrrrrrl")
+    return markdown_table(header, body, align="lrrrrrrrrrrrrl")
 
 
-def _section(rows: list[dict[str, Any]], notes: list[str], env: hta_env.HtaEnv, quick: bool) -> str:
-    versions = ", ".join(f"{k} {v}" for k, v in env.versions.items())
+def _section(
+    rows: list[dict[str, Any]], notes: list[str], envs: dict[str, hta_env.HtaEnv], quick: bool
+) -> str:
+    said = {
+        k: ", ".join(f"{p} {v}" for p, v in e.versions.items()) or "not installed" for k, e in envs.items()
+    }
     parts = [
         "Per trace, in this order: ctda in a fresh process, then HolisticTraceAnalysis in a fresh "
-        f"process ({versions or 'not installed'}; private venv `bench/.cache/hta-venv`, "
-        "`bench/hta_runner.py`). Wall seconds.",
+        f"process ({said[hta_env.HTA.key]}; private venv `bench/.cache/hta-venv`, "
+        "`bench/hta_runner.py`), then its successor on PyPI, traceinsight, the same way "
+        f"({said[hta_env.TRACEINSIGHT.key]}; `bench/.cache/traceinsight-venv`). Wall seconds.",
         "*analysis*: HTA `critical_path_analysis(rank, annotation='', instance_id=None)` (whole trace) "
         "+ `get_critical_path_breakdown()` vs ctda `analyze` + `report.build` (all ProfilerStep "
         "windows, or the whole trace); *total* adds loading the trace on both sides "
@@ -169,45 +191,33 @@ def _section(rows: list[dict[str, Any]], notes: list[str], env: hta_env.HtaEnv, 
 def run(ctx: Context) -> SuiteResult:
     """ctda then HTA on every target; speed ratios, memory, HTA failures."""
     notes: list[str] = []
-    env = hta_env.ensure(ctx.cache, ctx.log)
-    if env.python is None:
-        notes.append(f"HTA not available ({env.error}): HTA columns are empty.")
+    envs = {p.key: hta_env.ensure(ctx.cache, ctx.log, peer=p) for p in hta_env.PEERS}
+    for p in hta_env.PEERS:
+        if envs[p.key].python is None:
+            notes.append(f"{p.dist} not available ({envs[p.key].error}): its columns are empty.")
     rows = []
     for t in targets(ctx, notes):
-        h: dict[str, Any] | None = None
         if (t.events or 0) > HTA_MAX_EVENTS:  # known before measuring: no pair to interleave
-            c = {"events": t.events}
             status = f"not run (> {HTA_MAX_EVENTS / 1e6:g}M events)"
-            rows.append(_row(t, c, h, status))
+            rows.append(_row(t, {"events": t.events}, {p.key: (None, status) for p in hta_env.PEERS}))
             ctx.log(f"  {t.label}: {status}")
             continue
         ctx.log(f"  ctda {t.label} [{t.path.name}] ...")
         c = child_row(ctx, t, whatif=False, reuse=False)
         events = c.get("events", t.events) or 0
-        if env.python is None:
-            status = "not installed"
-        elif events > HTA_MAX_EVENTS:
-            status = f"not run (> {HTA_MAX_EVENTS / 1e6:g}M events)"
-        else:
-            ctx.log(f"  HTA  {t.label} ...")
-            h = run_hta(ctx, env, t)
-            if h.get("ok"):
-                status = "ok"
-            elif h.get("timed_out"):
-                status = f"timeout after {min(HTA_TIMEOUT_S, ctx.timeout_s):.0f} s"
-            else:
-                where = f" in {h['stage']}" if h.get("stage") and h.get("stage") != "done" else ""
-                status = f"failed{where}: {h.get('error', '?')}"
-        row = _row(t, c, h, status)
+        peers = {p.key: _peer(ctx, p, envs[p.key], t, events) for p in hta_env.PEERS}
+        row = _row(t, c, peers)
         rows.append(row)
-        if row.get("ratio_analysis"):
-            ctx.log(
-                f"    ctda analysis {c['analyze_s']:.2f} s vs HTA {row['hta_analysis_s']:.2f} s: "
-                f"{row['ratio_analysis']:.1f}x, CPU {row.get('ratio_analysis_cpu') or 0:.1f}x "
-                f"(end to end {row['ratio_total']:.1f}x)"
-            )
-        else:
-            ctx.log(f"    HTA: {status}")
+        for p in hta_env.PEERS:
+            tail = "" if p is hta_env.HTA else "_ti"
+            if row.get(f"ratio_analysis{tail}"):
+                ratio, cpu = row[f"ratio_analysis{tail}"], row.get(f"ratio_analysis_cpu{tail}") or 0
+                ctx.log(
+                    f"    ctda analysis {c['analyze_s']:.2f} s vs {p.dist} {row[f'{p.key}_analysis_s']:.2f} "
+                    f"s: {ratio:.1f}x, CPU {cpu:.1f}x (end to end {row[f'ratio_total{tail}']:.1f}x)"
+                )
+            else:
+                ctx.log(f"    {p.dist}: {peers[p.key][1]}")
     goals: dict[str, Any] = {}
     at_1m = [r for r in rows if r.get("size_class") == 1_000_000]
     if at_1m:
@@ -229,5 +239,28 @@ def run(ctx: Context) -> SuiteResult:
         )
     else:
         notes.append("No 1e6-event trace in this run (quick run): the speed goal was not checked.")
-    extra = {"goals": goals, "hta_versions": env.versions, "hta_setup_s": env.setup_s}
-    return SuiteResult(rows=rows, markdown=_section(rows, notes, env, ctx.quick), notes=notes, extra=extra)
+    extra = {
+        "goals": goals,
+        "hta_versions": envs[hta_env.HTA.key].versions,
+        "hta_setup_s": envs[hta_env.HTA.key].setup_s,
+        "traceinsight_versions": envs[hta_env.TRACEINSIGHT.key].versions,
+    }
+    return SuiteResult(rows=rows, markdown=_section(rows, notes, envs, ctx.quick), notes=notes, extra=extra)
+
+
+def _peer(
+    ctx: Context, peer: hta_env.Peer, env: hta_env.HtaEnv, t: Target, events: int
+) -> tuple[dict[str, Any] | None, str]:
+    """``peer`` on one trace: its result (None: not run) and a status word."""
+    if env.python is None:
+        return None, "not installed"
+    if events > HTA_MAX_EVENTS:
+        return None, f"not run (> {HTA_MAX_EVENTS / 1e6:g}M events)"
+    ctx.log(f"  {peer.dist} {t.label} ...")
+    h = run_hta(ctx, env, t)
+    if h.get("ok"):
+        return h, "ok"
+    if h.get("timed_out"):
+        return h, f"timeout after {min(HTA_TIMEOUT_S, ctx.timeout_s):.0f} s"
+    where = f" in {h['stage']}" if h.get("stage") and h.get("stage") != "done" else ""
+    return h, f"failed{where}: {h.get('error', '?')}"

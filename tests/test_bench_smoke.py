@@ -104,11 +104,17 @@ def test_tables_render(measured: tuple[Any, dict[str, Any]], tmp_path: Path) -> 
     t = Target("synthetic", "t", TRACE, size_class=1_000_000)
     hta = {"ok": True, "load_s": 1.0, "cp_s": 9.0, "report_s": 1.0, "peak_rss_mb": 10.0}
     hta.update(cp_cpu_s=8.0, report_cpu_s=1.0)
-    hrow = suite_hta._row(t, {**row, "family": "synthetic"}, hta, "ok")
+    ti = {**hta, "cp_s": 19.0}
+    peers = {"hta": (hta, "ok"), "traceinsight": (ti, "ok")}
+    hrow = suite_hta._row(t, {**row, "family": "synthetic"}, peers)
     assert hrow["ratio_analysis"] == pytest.approx(10.0 / out["analyze_s"])
     assert hrow["ratio_analysis_cpu"] == pytest.approx(9.0 / out["analyze_cpu_s"])
+    assert hrow["ratio_analysis_ti"] == pytest.approx(20.0 / out["analyze_s"])
+    assert hrow["traceinsight_total_s"] == pytest.approx(21.0)
     env = suite_hta.hta_env.HtaEnv(None, {}, "not installed")
-    assert "| `t` |" in suite_hta._section([hrow], [], env, ctx.quick)
+    envs = {p.key: env for p in suite_hta.hta_env.PEERS}
+    text = suite_hta._section([hrow], [], envs, ctx.quick)
+    assert "| `t` |" in text and "| 21.00 |" in text and "ok; ok" in text
 
 
 def test_hta_runner_helpers(tmp_path: Path) -> None:

@@ -25,6 +25,8 @@ def modules() -> dict[str, Path]:
     for package in PACKAGES:
         for path in sorted((ROOT / package).rglob("*.py")):
             parts = list(path.relative_to(ROOT).with_suffix("").parts)
+            if any(p.startswith(".") for p in parts):  # not a module: the bench's venvs in .cache
+                continue
             if parts[-1] == "__init__":
                 parts.pop()
             out[".".join(parts)] = path

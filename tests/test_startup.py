@@ -180,3 +180,50 @@ def test_querying_loads_no_library(stored_db: Path) -> None:
     assert len(rows) == 3 and all(str(r["cp_ns"]) in out for r in rows)
     loaded, out = _loaded("query", "--list", watch=NOT_FOR_STORED)
     assert loaded == [] and "hotspots_by_name" in out
+
+
+def test_paths_convert_without_pydantic(tmp_path: Path) -> None:
+    """A path argument (``ctda inspect TRACE``) and a bounded number's default (``--top``)
+    pass without typer's Pydantic coercion, and every path parameter of every command
+    converts as typer's own coercion would (absent, relative and empty paths, a directory),
+    every bounded number's default too. An unreadable path still gets
+    typer's message (root reads everything, so that case is left to typer's own tests)."""
+    import importlib
+    import pkgutil
+
+    import typer.main
+    from typer._coercion import build_runtime_param
+
+    import ctda.cli
+    from ctda.cli.common import app
+
+    loaded, out = _loaded("inspect", str(SMALL), watch=("pydantic",))
+    assert loaded == [] and SMALL.name in out
+    for m in pkgutil.iter_modules(ctda.cli.__path__):
+        importlib.import_module("ctda.cli." + m.name)
+
+    def commands(c: object) -> list[object]:
+        subs = getattr(c, "commands", None)
+        return [x for v in subs.values() for x in commands(v)] if subs is not None else [c]
+
+    many = (str(tmp_path / "absent.json"), "rel/path", "", str(tmp_path), str(SMALL))
+    seen = {"one": 0, "many": 0, "bounded": 0}
+    for command in commands(typer.main.get_command(app)):
+        for p in command.params:  # type: ignore[attr-defined]
+            deferred = p.get_runtime_param() if hasattr(p, "get_runtime_param") else None
+            if deferred is None:
+                continue
+            real = build_runtime_param(deferred.descriptor)
+            if getattr(deferred, "bounds", None) and isinstance(p.default, (int, float)):
+                # a bounded number's default (``--top 3``) as typer's coercion answers it
+                got, want = deferred.coerce(p.default, p, None), real.coerce(p.default, p, None)
+                assert got == want and type(got) is type(want), p.name
+                seen["bounded"] += 1
+            kind = deferred.paths
+            if kind is None:
+                continue
+            seen[kind] += 1
+            for value in (many,) if kind == "many" else many:
+                got, want = deferred.coerce(value, p, None), real.coerce(value, p, None)
+                assert got == want and type(got) is type(want), (p.name, value)
+    assert seen["one"] >= 5 and seen["many"] >= 4 and seen["bounded"] >= 5

@@ -129,6 +129,20 @@ def _reweigh(weight, owner_factor, owner, triples, loops):  # type: ignore[no-un
     return out
 
 
+@dataclass(frozen=True)
+class Timeline:
+    """The CPU timeline edges the contention model works on, with what each pass reads of
+    them: their threads, the events that own them (-1: none), start and end times, and
+    their order by start (ties in edge order), each computed once."""
+
+    edge: I64
+    lane: I64
+    owner: I64
+    t0: I64
+    t1: I64
+    by_start: I64
+
+
 def _timeline_edges(g: Graph) -> I64:
     n = g.nodes.n
     t = (g.etype == EdgeType.DURATION) | (g.etype == EdgeType.SEGMENT) | (g.etype == EdgeType.THREAD_SEQ)
@@ -161,12 +175,12 @@ def estimate(ctx: RuleContext, g: Graph) -> Contention:
     t0, t1 = n.time[g.src[e]], n.time[g.dst[e]]
     pid = ctx.lane_proc
     live = t1 > t0
-    # candidates of every lane at once, ordered by start (ties in edge order); a lane's
-    # share of them is then already in the order the intersection needs
-    need_all = np.flatnonzero(needs & live)
-    need_all = need_all[np.argsort(t0[need_all], kind="stable")]
-    hold_all = np.flatnonzero(holds & live)
-    hold_all = hold_all[np.argsort(t0[hold_all], kind="stable")]
+    # every timeline edge ordered by start (ties in edge order), once: each subset taken
+    # from it below (candidates of every lane at once, a lane's share of them) is then
+    # already in the order the intersection needs
+    by_start = np.argsort(t0, kind="stable")
+    need_all = by_start[(needs & live)[by_start]]
+    hold_all = by_start[(holds & live)[by_start]]
     need_lane, hold_lane = lane[need_all], lane[hold_all]
     hold_pid = pid[hold_lane]
     waits: list[I64] = []
@@ -191,14 +205,15 @@ def estimate(ctx: RuleContext, g: Graph) -> Contention:
         minlength=len(g.src),
     ).astype(np.float64)
     busy = (t1 > t0) & has & ~waiting
-    cpu = cpu_contention(ctx, g, e, lane, busy, gil)
+    tl = Timeline(e, lane, own, t0, t1, by_start)
+    cpu = cpu_contention(ctx, g, tl, busy, gil)
     waits.append(cpu.wait_edge)
     holds_e.append(cpu.hold_edge)
     ovs.append(cpu.overlap)
     c = Contention(np.concatenate(waits), np.concatenate(holds_e), np.concatenate(ovs))
     if not len(c):
         return Contention.empty()
-    return _cap(_with_loops(c, loops(ctx, g, e, lane, busy, waiting, gil[e]), g), g)
+    return _cap(_with_loops(c, loops(ctx, g, tl, busy, waiting, gil[e]), g), g)
 
 
 #: fewest uncontended instances of a Python frame on a thread to read its own work from
@@ -267,8 +282,7 @@ class Loops:
 def loops(
     ctx: RuleContext,
     g: Graph,
-    e: I64,
-    lane: I64,
+    tl: Timeline,
     busy: npt.NDArray[np.bool_],
     waiting: npt.NDArray[np.bool_],
     gil_waited: npt.NDArray[np.float64],
@@ -289,11 +303,10 @@ def loops(
     both over its whole rounds (first sleep to last).
     """
     z = np.zeros(0, dtype=np.int64)
-    own = g.owner[e]
+    e, lane, own, t0, t1 = tl.edge, tl.lane, tl.owner, tl.t0, tl.t1
     has = own >= 0
     sleep = np.zeros(len(e), dtype=bool)
     sleep[has] = ctx.name_mask(SLEEP_FRAMES)[own[has]]
-    t0, t1 = ctx.nodes.time[g.src[e]], ctx.nodes.time[g.dst[e]]
     k = int(lane.max()) + 1 if len(lane) else 0
     # sleep calls (the segment each opens with), not segments
     call = sleep & ((g.src[e] % 2) == 0) & (g.src[e] // 2 == own)
@@ -348,14 +361,13 @@ def _with_loops(c: Contention, lp: Loops, g: Graph) -> Contention:
 def cpu_contention(
     ctx: RuleContext,
     g: Graph,
-    e: I64,
-    lane: I64,
+    tl: Timeline,
     busy: npt.NDArray[np.bool_],
     gil_waited: npt.NDArray[np.float64],
 ) -> Contention:
     """Time native ops lost to other threads of the host that were running beside them.
 
-    ``e`` are the CPU timeline edges, ``lane`` their threads, ``busy`` those a thread spent
+    ``tl`` are the CPU timeline edges with their threads, ``busy`` those a thread spent
     running (inside a recorded event that is not a blocking wait), ``gil_waited`` the GIL
     wait already found in each edge (indexed by edge id). On a host with fewer cores than
     runnable threads, work gets a share of the cores: it runs slower while other threads
@@ -370,20 +382,20 @@ def cpu_contention(
     """
     n = ctx.nodes
     z = np.zeros(0, dtype=np.int64)
-    own = g.owner[e]
+    e, lane, own, t0, t1 = tl.edge, tl.lane, tl.owner, tl.t0, tl.t1
     work = busy & (own >= 0)
-    work[work] = np.isin(n.kind[own[work]], (Kind.CPU_OP, Kind.PYTHON))
-    t0, t1 = n.time[g.src[e]], n.time[g.dst[e]]
+    working = np.zeros(max(Kind) + 1, dtype=bool)  # by kind: a lookup, not np.isin's sort
+    working[[Kind.CPU_OP, Kind.PYTHON]] = True
+    work[work] = working[n.kind[own[work]]]
     names = ctx.name_codes
-    bus = np.flatnonzero(busy)
-    bus = bus[np.argsort(t0[bus], kind="stable")]
-    lanes = np.unique(lane[work])
+    bus = tl.by_start[busy[tl.by_start]]  # by start, ties in edge order (as each lane's)
+    worked = tl.by_start[work[tl.by_start]]
+    lanes = np.flatnonzero(np.bincount(lane[worked]))  # lanes of analysed events are >= 0
     pairs = {}
     d = np.zeros(n.n)
     over = np.zeros(n.n)
     for a_lane in lanes:
-        a = np.flatnonzero(work & (lane == a_lane))
-        a = a[np.argsort(t0[a], kind="stable")]
+        a = worked[lane[worked] == a_lane]
         b = bus[lane[bus] != a_lane]
         if len(b) == 0:
             continue
@@ -423,8 +435,7 @@ def _slowdown(d: npt.NDArray[np.float64], x: npt.NDArray[np.float64], name: I64)
     """``s`` of ``d = b * (1 + s * x)``: per-name least squares, time-weighted median."""
     if len(d) == 0:
         return 0.0
-    codes, inv = np.unique(name, return_inverse=True)
-    k = len(codes)
+    inv, k = _dense(name)
     cnt = np.bincount(inv, minlength=k).astype(np.float64)
     sx = np.bincount(inv, weights=x, minlength=k)
     sd = np.bincount(inv, weights=d, minlength=k)
@@ -441,6 +452,20 @@ def _slowdown(d: npt.NDArray[np.float64], x: npt.NDArray[np.float64], name: I64)
     w = sd[ok][order]
     med = s[order][np.searchsorted(np.cumsum(w), 0.5 * w.sum())]
     return float(np.clip(med, 0.0, MAX_SLOWDOWN))
+
+
+def _dense(codes: I64) -> tuple[I64, int]:
+    """``np.unique(codes, return_inverse=True)``'s inverse and how many distinct codes:
+    through a table over the codes' range where it is small (a lane times a name code, in
+    :func:`cpu_contention`), which spares the sort of ``np.unique``."""
+    lo, hi = int(codes.min()), int(codes.max())
+    if hi - lo > 4 * len(codes) + 1024:
+        uniq, inv = np.unique(codes, return_inverse=True)
+        return inv.astype(np.int64), len(uniq)
+    present = np.zeros(hi - lo + 1, dtype=bool)
+    present[codes - lo] = True
+    rank = np.cumsum(present) - 1
+    return rank[codes - lo].astype(np.int64), int(rank[-1]) + 1
 
 
 def _cap(c: Contention, g: Graph) -> Contention:

@@ -38,10 +38,10 @@ from typing import Any
 
 from ctda.queries import gate
 from ctda.queries.errors import QueryError
+from ctda.queries.shipped import WRITE_MARK
 
 _PARAM = re.compile(r"^//\s*@param\s+(\w+)\s+(\w+)(?:\s*=\s*(\S+))?\s*(.*)$")
 _TYPES = ("string", "int", "float", "bool")
-_WRITE_MARK = "// @write"
 
 
 @dataclass(frozen=True)
@@ -131,7 +131,7 @@ def _parse(name: str, text: str) -> tuple[str, list[Param]]:
             if s:
                 break
             continue
-        if s == _WRITE_MARK:
+        if s == WRITE_MARK:
             continue
         m = _PARAM.match(s)
         if m:
@@ -178,7 +178,7 @@ def load_all() -> dict[str, NamedQuery]:
         if params and not q.params:
             q.params = params
         q.texts[dialect] = text
-        q.writes = q.writes or any(line.strip() == _WRITE_MARK for line in text.splitlines())
+        q.writes = q.writes or any(line.strip() == WRITE_MARK for line in text.splitlines())
     return out
 
 

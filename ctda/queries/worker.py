@@ -217,8 +217,12 @@ def _answer(
 
     try:
         _cap_memory(limits, target, forked)
-        with open_store(target, read_only=not write) as store:
+        store = open_store(target, read_only=not write)
+        try:
             result = store.query(text, params, write=write, allow_files=allow_files, limits=limits)
+        finally:
+            if write or not forked:  # a forked reader leaves at once: its exit frees the store
+                store.close()
         return ("ok", result)
     except CtdaError as exc:
         return ("err", (type(exc).__name__, str(exc).splitlines()[0] if str(exc) else type(exc).__name__))

@@ -59,16 +59,21 @@ class Store(JobFlows, ScenarioFlows, Engine):
         tokenizer: read clauses only, or with ``write`` data changes too; length and
         nesting caps) and the engine's own plan of it (:mod:`ctda.queries.plan`: query
         type, operators, procedures and functions on allow-lists). ``write`` and
-        ``allow_files`` together send it unchecked. ``limits`` bounds its time and rows
-        (:class:`ctda.queries.limits.QueryLimits`; none for ctda's own named queries).
+        ``allow_files`` together send it unchecked, and a shipped named query that only
+        reads is neither tokenized nor planned again
+        (:func:`ctda.queries.shipped.shipped_reader`). ``limits``
+        bounds its time and rows (:class:`ctda.queries.limits.QueryLimits`; none for
+        ctda's own named queries).
         """
         from ctda.queries.gate import GateError, Level
+        from ctda.queries.shipped import shipped_reader
 
         level = self._gate(text, write, allow_files)
         if write and self.read_only:
             raise StoreError("store opened read-only")
         bound = params or {}
-        if level is not Level.UNSAFE:
+        # a shipped named query that reads was checked and planned by the test suite
+        if level is Level.WRITE or (level is Level.READ and not shipped_reader(text)):
             try:
                 self._check_plan(text, bound, level)
             except GateError as exc:
@@ -263,6 +268,7 @@ class Store(JobFlows, ScenarioFlows, Engine):
                 rid = self._allocate(data)
                 self._load(rid, data, faults, progress)
                 self._write_extras(rid, data, faults)
+                self._prepublish([rid], [])
                 self._flip(rid, data.name, replace)
         except BaseException:
             if rid >= 0:
@@ -347,6 +353,19 @@ class Store(JobFlows, ScenarioFlows, Engine):
 
         self._transaction(work)
 
+    def _beat(self, run_ids: list[int], job_ids: list[int]) -> None:
+        """Refresh the heartbeat of pending runs ``run_ids`` and jobs ``job_ids``, so other
+        writers do not take them for abandoned."""
+        now = int(time.time())
+        for name, ids in (("Run", run_ids), ("Job", job_ids)):
+            if ids:
+                q = f"MATCH (x:{self._at(name)}) WHERE x.id IN $ids SET x.heartbeat = $t"
+                self._write(q, {"ids": ids, "t": now})
+
+    def _prepublish(self, run_ids: list[int], job_ids: list[int]) -> None:
+        """Before the flip: publish, in transactions of their own, what its one transaction
+        could not hold (the nodes of a very large run, Neo4j). Nothing by default."""
+
     def _publish(self, run: Run, run_ids: list[int], job_ids: list[int]) -> None:
         """Inside the flip's transaction: give the nodes of runs ``run_ids`` and jobs
         ``job_ids`` their visible labels. Nothing to do where runs are not staged."""
@@ -401,10 +420,13 @@ class Store(JobFlows, ScenarioFlows, Engine):
         """Refuse what the query gate refuses: a :class:`RefusedQuery` (a store error and a
         query error, so callers of either kind see it). Returns the query's level."""
         from ctda.queries import gate
+        from ctda.queries.shipped import shipped_reader
 
         level = gate.Level.READ
         if write:
             level = gate.Level.UNSAFE if allow_files else gate.Level.WRITE
+        if level is gate.Level.READ and shipped_reader(text):
+            return level  # passed by the test suite, as its plan is
         try:
             gate.check(text, self, level)
         except gate.GateError as exc:

@@ -10,7 +10,6 @@ next writer removes (:meth:`JobFlows._gc_jobs`).
 from __future__ import annotations
 
 import contextlib
-import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -57,6 +56,8 @@ class JobFlows:
     _add_owned: Callable[[schema.Label, Any], None]
     _at: Callable[[str], str]
     _both: Callable[[str], list[str]]
+    _prepublish: Callable[[list[int], list[int]], None]
+    _beat: Callable[[list[int], list[int]], None]
     _publish: Callable[[Any, list[int], list[int]], None]
     _hide: Callable[[Any, list[int], list[int]], None]
     _whole_write: Callable[[], contextlib.AbstractContextManager[None]]
@@ -182,7 +183,7 @@ class JobFlows:
             self._load(rid, run, faults, tick)
             self._write_extras(rid, run, faults)
             done += run.n_rows
-            self._beat_job(jid, list(run_ids.values()))
+            self._beat(list(run_ids.values()), [jid])  # the job and its runs so far: alive
         rows = job_rows(data, jid, run_ids)
         for label in schema.JOB_TABLES:
             self._add_owned(label, rows[label.name])
@@ -191,20 +192,12 @@ class JobFlows:
         self._add_owned(schema.JOB_CP, rows["JOB_CP"])
         faults.tick()
         names = {r.name for r in data.runs.values()}
+        self._prepublish(sorted(run_ids.values()), [jid])
         self._flip_job(jid, sorted(run_ids.values()), data.name, names, replace)
 
     def _allocate_job(self, data: JobData) -> int:
         """The Job node, ``pending``, with an id from the run id sequence."""
         return self._create_pending(schema.JOB, data.job)
-
-    def _beat_job(self, jid: int, run_ids: list[int]) -> None:
-        """Keep a job being written, and its runs written so far, from looking abandoned."""
-        now = int(time.time())
-        self._write(f"MATCH (j:{self._at('Job')}) WHERE j.id = $j SET j.heartbeat = $t", {"j": jid, "t": now})
-        self._write(
-            f"MATCH (r:{self._at('Run')}) WHERE r.id IN $ids SET r.heartbeat = $t",
-            {"ids": run_ids or [-1], "t": now},
-        )
 
     def _flip_job(self, jid: int, run_ids: list[int], name: str, run_names: set[str], replace: bool) -> None:
         """One transaction makes the job and its runs visible, and marks what they replace."""

@@ -5,7 +5,7 @@ conversion (kept apart from the store's flows in :mod:`ctda.store.neo4j_store`).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Any
 
 from ctda.store import schema
@@ -120,9 +120,9 @@ def out_of_memory(code: str) -> bool:
 
 def error_line(code: str, message: str) -> str:
     """The one line for a server error (``code``: Neo4j's status code). Running out of the
-    transaction memory says what to change: a write of a run (its flip relabels every node
-    in one transaction) needs memory in proportion to the run; a 1.01M-event run's flip
-    did not fit the docker-compose defaults (heap 2g, 1500m a transaction)."""
+    transaction memory says what to change (a flip publishes a large run in bounded
+    transactions, :mod:`ctda.store.neo4j_staging`, but a server with less than the
+    docker-compose defaults, heap 2g and 1500m a transaction, may still refuse one)."""
     if out_of_memory(code):
         return (
             "Neo4j: the work needed more memory than the server lets transactions use "
@@ -146,12 +146,15 @@ def delete_steps(at: Callable[[str], str]) -> tuple[str, ...]:
     )
 
 
-def publish_steps(hide: bool = False) -> list[tuple[str, str]]:
+def publish_steps(hide: bool = False, labels: Collection[str] | None = None) -> list[tuple[str, str]]:
     """(owner key, statement) pairs giving a batch of a flipped run's (``run_id``) or job's
     (``job_id``) staged nodes their labels; with ``hide`` the reverse, a removed run's or
-    job's visible nodes their staging labels. Each returns how many it relabelled."""
+    job's visible nodes their staging labels. Each returns how many it relabelled.
+    ``labels``: only the nodes of these labels (by default every label a run owns)."""
     out = []
     for label in schema.OWNED:
+        if labels is not None and label.name not in labels:
+            continue
         key = {"Run": "id", "Job": "id"}.get(label.name) or (
             "job_id" if "job_id" in label.columns else "run_id"
         )

@@ -9,13 +9,22 @@ every node its visible label, in batches. Removal runs the other way: one transa
 marks a run ``deleting`` and gives its nodes back their staging labels (a replaced run's
 in the flip of the run replacing it), then batches delete them; it looks under both
 labels, for a store whose removal was cut short before runs were hidden so.
+
+Neo4j holds every node a transaction relabels in that transaction's memory (about 2.3 kB a
+node, measured on 5.26 with the two indexed labels of an event), so a flip or a hide of
+more than :data:`ATOMIC_NODES` nodes would outgrow what servers let one transaction use (a
+run of 1M trace events needed more than the 1.4 GiB of the docker-compose defaults). Such a
+run's nodes are published before the flip, in transactions of their own, and the flip
+gives the Run (and Job) nodes alone their labels; a large run being removed has its Run
+node hidden and the rest deleted as it is. For those seconds a raw query can see the
+events of a run it cannot find the Run of; what ctda reads starts from complete runs.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Any
 
 from ctda.store import schema
@@ -30,6 +39,13 @@ HEARTBEAT_S = 5.0
 DELETE_BATCH = 5000
 #: nodes the flip relabels per statement (all statements in its one transaction)
 PUBLISH_BATCH = 20000
+#: the most nodes a run (or job) may own for its flip, or its hiding, to relabel them all in
+#: one transaction (about 450 MiB of transaction memory); above, see the module's doc
+ATOMIC_NODES = 200_000
+#: what the flip of a large run still relabels: the nodes through which ctda finds a run
+HEADS = ("Run", "Job")
+#: the labels counted for :data:`ATOMIC_NODES` (what a large run owns is nearly all these)
+BULK = ("Event", "Segment")
 
 
 class Staging:
@@ -43,25 +59,43 @@ class Staging:
     _add_nodes: Callable[..., None]
     _add_rels: Callable[..., None]
     _delete_parallel: Callable[[int, FaultCounter], None]
+    _beat: Callable[[list[int], list[int]], None]
+
+    def _prepublish(self, run_ids: list[int], job_ids: list[int]) -> None:
+        # before the flip, each batch its own transaction: only for runs too large for one
+        if _owned(self._read, run_ids, staged=True) <= ATOMIC_NODES:
+            return
+        beat = time.monotonic()
+        ids = {"run": run_ids or [-1], "job": job_ids or [-1]}
+        for owner, q in publish_steps(labels=[x.name for x in schema.OWNED if x.name not in HEADS]):
+            while int(self._write(q, {"ids": ids[owner], "n": PUBLISH_BATCH})[0]["n"]):
+                if time.monotonic() - beat > HEARTBEAT_S:  # still alive: not for gc
+                    beat = time.monotonic()
+                    self._beat(run_ids, job_ids)
 
     def _publish(self, run: Run, run_ids: list[int], job_ids: list[int]) -> None:
         # inside the flip's transaction: all of it becomes visible at its commit, or none
+        # (a large run's other nodes were published before, by _prepublish)
         self._relabel(run, run_ids, job_ids, hide=False)
 
     def _hide(self, run: Run, run_ids: list[int], job_ids: list[int]) -> None:
         # inside the transaction marking them deleting: at its commit every node they own
         # goes back under its staging label, so the many transactions of the removal that
-        # follows are never seen; a job that keeps a hidden run loses its link to it
+        # follows are never seen (a large run: its Run node only); a job that keeps a
+        # hidden run loses its link to it
         run(
             "MATCH (j:Job)-[h:HAS_RANK]->(r:Run) WHERE r.id IN $r AND NOT j.id IN $j DELETE h",
             {"r": run_ids or [-1], "j": job_ids or [-1]},
         )
-        self._relabel(run, run_ids, job_ids, hide=True)
+        large = _owned(run, run_ids, staged=False) > ATOMIC_NODES
+        self._relabel(run, run_ids, job_ids, hide=True, labels=HEADS if large else None)
 
     @staticmethod
-    def _relabel(run: Run, run_ids: list[int], job_ids: list[int], *, hide: bool) -> None:
+    def _relabel(
+        run: Run, run_ids: list[int], job_ids: list[int], *, hide: bool, labels: Collection[str] | None = None
+    ) -> None:
         ids = {"run": run_ids or [-1], "job": job_ids or [-1]}
-        for owner, q in publish_steps(hide):
+        for owner, q in publish_steps(hide, labels):
             while int(run(q, {"ids": ids[owner], "n": PUBLISH_BATCH})[0]["n"]):
                 pass
 
@@ -86,6 +120,17 @@ class Staging:
         while self._write(query, params)[0]["n"]:
             if faults is not None:
                 faults.tick()
+
+
+def _owned(run: Run, run_ids: list[int], *, staged: bool) -> int:
+    """How many nodes of :data:`BULK` labels runs ``run_ids`` own, under their staging
+    labels or their visible ones (index counts)."""
+    total = 0
+    for name in BULK:
+        label = schema.staged(name) if staged else name
+        q = f"MATCH (n:{label}) WHERE n.run_id IN $ids RETURN count(n) AS n"
+        total += int(run(q, {"ids": run_ids or [-1]})[0]["n"])
+    return total
 
 
 class Heartbeat:
