@@ -98,8 +98,16 @@ def plain(value: Any) -> Any:
 
 
 def records(tx: Any, text: str, params: dict[str, Any] | None) -> list[dict[str, Any]]:
-    """Rows of one statement in a transaction, as dicts."""
-    return [r.data() for r in tx.run(text, params or {})]
+    """Rows of one statement in a transaction, as dicts (``Record.data``, but a byte string
+    is taken as it is: the driver's export walks one as a sequence, a Python call per byte,
+    which took 20 s of the 15 MB analysis snapshot of a 1M-event run)."""
+    return [_row(r) for r in tx.run(text, params or {})]
+
+
+def _row(record: Any) -> dict[str, Any]:
+    if not any(isinstance(v, (bytes, bytearray)) for v in record.values()):
+        return record.data()  # type: ignore[no-any-return]
+    return {k: v if isinstance(v, (bytes, bytearray)) else record.data(k)[k] for k, v in record.items()}
 
 
 def first_line(exc: BaseException) -> str:
