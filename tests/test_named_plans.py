@@ -5,7 +5,6 @@ fails this test instead."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,40 +16,36 @@ from ctda.store import open_store
 from ctda.store.base import Store
 from ctda.store.config import Target
 from tests.neo4j_fixture import neo4j_server  # noqa: F401
-from tests.test_store_suite import SMALL, STORES, neo4j_target, store_ingest, wipe
+from tests.test_store_suite import SMALL, store_ingest, target  # noqa: F401
 
 #: a value of each declared parameter type: plans do not depend on it
 VALUES: dict[str, Any] = {"string": "x", "int": 1, "float": 1.0, "bool": True}
 
 
-@pytest.fixture(params=STORES)
-def target(request: pytest.FixtureRequest, tmp_path: Path) -> Target:
-    if request.param == "ladybug":
-        t = Target("ladybug", str(tmp_path / "store.lbug"))
-    else:
-        t = neo4j_target(request.getfixturevalue("neo4j_server"))
-        wipe(t)
-    store_ingest(t, SMALL, name="r")
-    return t
+@pytest.fixture
+def stored(target: Target) -> Target:  # noqa: F811
+    """A fresh store of each kind (``target``) holding run ``r``."""
+    store_ingest(target, SMALL, name="r")
+    return target
 
 
-def test_every_shipped_reader_passes_the_plan_gate(target: Target) -> None:
+def test_every_shipped_reader_passes_the_plan_gate(stored: Target) -> None:
     checked = []
-    with open_store(target, read_only=True) as s:
+    with open_store(stored, read_only=True) as s:
         for q in loader.load_all().values():
             if q.writes or not q.has(s.dialect):
                 continue
             text = q.text(s.dialect)
             assert shipped_reader(text), q.name
-            gate.check(text, s, Level.READ)  # the tokenizer's gate
+            gate.check_text(text, s, Level.READ)  # the tokenizer's gate, every text tokenized
             s._check_plan(text, {p.name: VALUES[p.type] for p in q.params}, Level.READ)
             checked.append(q.name)
     assert len(checked) >= 20 and "hotspots_by_name" in checked
 
 
-def test_only_shipped_readers_skip_the_plan(target: Target, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_only_shipped_readers_skip_the_plan(stored: Target, monkeypatch: pytest.MonkeyPatch) -> None:
     planned: list[str] = []
-    with open_store(target, read_only=True) as s:
+    with open_store(stored, read_only=True) as s:
         check = type(s)._check_plan
 
         def spy(self: Store, text: str, *args: Any) -> None:

@@ -3,7 +3,7 @@
 A shipped query's text is fixed and its parameters are bound, never spliced in, so each
 passes or fails the query gates the same way every time: ``tests/test_named_plans.py``
 passes every one through the tokenizer's gate and both stores' plan gates, and
-:meth:`ctda.store.base.Store.query` (and ``StoreSession.query`` before it) does not check it
+:func:`ctda.queries.gate.check` and :meth:`ctda.store.base.Store.query` do not check it
 again on every run (the tokenizer and an ``EXPLAIN``: tens of ms of ``ctda query``'s
 start-up, and of every report's and page's queries). Read here from the package's files alone (not through
 :mod:`ctda.queries.loader`, which the store's modules must not import).

@@ -420,13 +420,10 @@ class Store(JobFlows, ScenarioFlows, Engine):
         """Refuse what the query gate refuses: a :class:`RefusedQuery` (a store error and a
         query error, so callers of either kind see it). Returns the query's level."""
         from ctda.queries import gate
-        from ctda.queries.shipped import shipped_reader
 
         level = gate.Level.READ
         if write:
             level = gate.Level.UNSAFE if allow_files else gate.Level.WRITE
-        if level is gate.Level.READ and shipped_reader(text):
-            return level  # passed by the test suite, as its plan is
         try:
             gate.check(text, self, level)
         except gate.GateError as exc:

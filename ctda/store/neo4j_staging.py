@@ -65,13 +65,11 @@ class Staging:
         # before the flip, each batch its own transaction: only for runs too large for one
         if _owned(self._read, run_ids, staged=True) <= ATOMIC_NODES:
             return
-        beat = time.monotonic()
+        beat = Heartbeat(self, run_ids, job_ids)  # still alive: not for gc
         ids = {"run": run_ids or [-1], "job": job_ids or [-1]}
         for owner, q in publish_steps(labels=[x.name for x in schema.OWNED if x.name not in HEADS]):
             while int(self._write(q, {"ids": ids[owner], "n": PUBLISH_BATCH})[0]["n"]):
-                if time.monotonic() - beat > HEARTBEAT_S:  # still alive: not for gc
-                    beat = time.monotonic()
-                    self._beat(run_ids, job_ids)
+                beat.maybe()
 
     def _publish(self, run: Run, run_ids: list[int], job_ids: list[int]) -> None:
         # inside the flip's transaction: all of it becomes visible at its commit, or none
@@ -134,10 +132,11 @@ def _owned(run: Run, run_ids: list[int], *, staged: bool) -> int:
 
 
 class Heartbeat:
-    """Refreshes a pending run's heartbeat so other writers do not take it for dead."""
+    """Refreshes the heartbeat of pending runs (and jobs) so other writers do not take them
+    for dead: at most every :data:`HEARTBEAT_S` however often :meth:`maybe` is called."""
 
-    def __init__(self, store: Staging, rid: int) -> None:
-        self.store, self.rid = store, rid
+    def __init__(self, store: Staging, run_ids: list[int], job_ids: list[int] | None = None) -> None:
+        self.store, self.run_ids, self.job_ids = store, run_ids, job_ids or []
         self.last = time.monotonic()
         self.lock = threading.Lock()
 
@@ -147,7 +146,4 @@ class Heartbeat:
             return
         with self.lock:
             self.last = now
-            self.store._write(
-                f"MATCH (r:{self.store._at('Run')} {{id: $rid}}) SET r.heartbeat = $t",
-                {"rid": self.rid, "t": int(time.time())},
-            )
+            self.store._beat(self.run_ids, self.job_ids)

@@ -275,7 +275,7 @@ class Neo4jStore(Staging, Store):
         from ctda.store.model import int_column, path_segments
 
         tables = data.keyed(rid)
-        beat = Heartbeat(self, rid)
+        beat = Heartbeat(self, [rid])
         total, done = data.n_rows, 0
 
         def tick(rows: int) -> None:
