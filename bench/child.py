@@ -20,6 +20,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ctda.api import tune_memory
+
 __all__ = ["TASKS", "rss_mb"]
 
 _WARMUP_TRACE = {
@@ -110,6 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     if len(args) != 2 or args[0] not in TASKS:
         print(f"usage: python -m bench.child {{{','.join(TASKS)}}} PATH", file=sys.stderr)
         return 2
+    tune_memory()  # as the command line does
     warm, task = TASKS[args[0]]
     warm()
     baseline = rss_mb("VmRSS")

@@ -19,6 +19,7 @@ from typing import Any
 import bench
 from bench import corpus
 from bench.suites import Context, Suite, SuiteResult, machine_info, registry
+from ctda.api import tune_memory
 
 BENCH_DIR = Path(__file__).resolve().parent
 REPO = BENCH_DIR.parent
@@ -94,6 +95,7 @@ def parse_args(argv: list[str] | None, names: list[str]) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
+    tune_memory()  # as the command line: every measured process inherits the huge-page setting
     suites = discover()
     names = [s.name for s in suites]
     args = parse_args(argv, names)

@@ -34,6 +34,7 @@ from unittest import mock
 from bench.measure import run_sampled
 from bench.suites import Context, SuiteResult, family_sections, fmt_num, markdown_table, register
 from bench.synth import Target, targets
+from ctda.api import tune_memory
 
 __all__ = ["child_row", "measure_analysis", "timed_analyze"]
 
@@ -169,6 +170,7 @@ def _warm_up(repo: Path) -> None:
 
 def child_main(argv: list[str] | None = None) -> int:
     """``python -m bench.suite_analyze TRACE [--whatif]``: one JSON line on stdout."""
+    tune_memory()  # as the command line does
     from bench.child import children_peak_mb, cpu_seconds, rss_mb
 
     ap = argparse.ArgumentParser(prog="python -m bench.suite_analyze")

@@ -29,6 +29,7 @@ from typing import Any
 
 from bench.replicate import load, plan, replicate
 from bench.suites import Context, SuiteResult, fmt_num, markdown_table, register
+from ctda.api import tune_memory
 
 SOURCE = "generated/multirank/g_ddp_ws4_compute30_r2"
 RANKS_PER_HOST = 4
@@ -197,6 +198,7 @@ def run(ctx: Context) -> SuiteResult:
 
 
 if __name__ == "__main__":
+    tune_memory()  # as the command line does
     print(
         json.dumps(_measure(Context(Path("."), Path("."), Path("."), None), Path(sys.argv[1]), sys.argv[2]))
     )

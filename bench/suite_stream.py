@@ -23,6 +23,7 @@ from bench.child import children_peak_mb, rss_mb
 from bench.measure import run_sampled
 from bench.suite_native import FALLBACK, SOURCE, TARGET, TARGET_QUICK
 from bench.suites import Context, SuiteResult, fmt_num, mark, markdown_table, register
+from ctda.api import tune_memory
 
 GOAL_ABOVE_FLOOR = 0.5  #: peak RSS above the floor, as a fraction of the JSON
 MODES = ("in-memory", "stream", "stream-jobs2")
@@ -145,6 +146,7 @@ def run(ctx: Context) -> SuiteResult:
 
 
 def main(argv: list[str] | None = None) -> int:
+    tune_memory()  # as the command line does
     parser = argparse.ArgumentParser(prog="python -m bench.suite_stream")
     parser.add_argument("mode", choices=MODES)
     parser.add_argument("path", type=Path)

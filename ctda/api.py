@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from ctda import lazy
 
 if TYPE_CHECKING:
+    from ctda.allocation import tune_memory
     from ctda.analysis.breakdowns import Breakdowns, JobBreakdowns
     from ctda.analysis.engine import Analysis
     from ctda.analysis.report import Report
@@ -132,6 +133,7 @@ _WHERE = {
         ("RunLike", "Source", "StoreSession", "breakdowns", "named_queries", "open_store"), "ctda.api_store"
     ),
     "CtdaError": "ctda.errors",
+    "tune_memory": "ctda.allocation",
     "TraceError": "ctda.ingest.errors",
     **dict.fromkeys(("MergeSummary", "merge_processes"), "ctda.ingest.merge"),
     "TraceSummary": "ctda.ingest.summary",
@@ -265,6 +267,7 @@ __all__ = [
     "report",
     "run_names",
     "summarize",
+    "tune_memory",
     "validate",
     "validate_options",
     "whatif",

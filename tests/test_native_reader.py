@@ -21,6 +21,7 @@ from ctda.cli.app import app
 from ctda.ingest import native
 from ctda.ingest.columns import PieceColumns
 from ctda.ingest.decode import Decoded, decode_piece
+from ctda.ingest.nesting import nest
 from ctda.ingest.reader import read_trace
 from ctda.ingest.table import EventTable
 from tests.conftest import DATA, NATIVE_SKIP
@@ -283,3 +284,24 @@ def test_version_names_the_reader(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(native.READER_ENV, "python")
     out = CliRunner().invoke(app, ["--version"])
     assert "trace reader: python" in out.output
+
+
+# --- the call-stack walk ------------------------------------------------------------------
+
+
+@NEEDS_NATIVE
+@pytest.mark.parametrize("seed", range(6))
+def test_stack_walk_matches_the_closed_form(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Parents, depths and partial overlaps from the native walk equal the vectorised closed
+    form's on slices with ties, zero durations, partial overlaps and interleaved lanes."""
+    rng = np.random.default_rng(seed)
+    n = 5000
+    lane = rng.integers(0, 1 + seed, n).astype(np.int32)  # seed 0: one lane
+    ts = rng.integers(0, 400, n).astype(np.int64) * 10  # many equal starts
+    dur = rng.choice([0, 1, 10, 35, 200, 3000], n).astype(np.int64)
+    rows = np.flatnonzero(rng.random(n) < 0.9)  # not every event is a slice
+    args = (rows, lane, ts, dur, n)
+    py = _with(monkeypatch, "python", nest, *args)
+    nat = _with(monkeypatch, "native", nest, *args)
+    assert np.array_equal(py[0], nat[0]) and np.array_equal(py[1], nat[1]) and py[2] == nat[2]
+    assert py[2] > 0 and int(py[1].max()) >= 3  # the cases are there: overlaps and depth

@@ -390,21 +390,16 @@ def cpu_contention(
     names = ctx.name_codes
     bus = tl.by_start[busy[tl.by_start]]  # by start, ties in edge order (as each lane's)
     worked = tl.by_start[work[tl.by_start]]
-    lanes = np.flatnonzero(np.bincount(lane[worked]))  # lanes of analysed events are >= 0
-    pairs = {}
-    d = np.zeros(n.n)
-    over = np.zeros(n.n)
-    for a_lane in lanes:
-        a = worked[lane[worked] == a_lane]
-        b = bus[lane[bus] != a_lane]
-        if len(b) == 0:
-            continue
-        wa, wb, ov = _intersect(t0[a], t1[a], t0[b], t1[b])
-        pairs[int(a_lane)] = (a, wa, b, wb, ov)
-        waited = gil_waited[e[a]]
-        d += np.bincount(own[a], weights=(t1[a] - t0[a]) - waited, minlength=n.n)
-        over += np.bincount(own[a][wa], weights=ov.astype(np.float64), minlength=n.n)
-        over -= np.bincount(own[a], weights=waited, minlength=n.n)
+    # a lane whose threads' work has no other lane's busy time to meet is left out
+    n_bus = np.bincount(lane[bus], minlength=int(lane.max()) + 1)
+    worked = worked[(len(bus) - n_bus)[lane[worked]] > 0]
+    waited = gil_waited[e[worked]]
+    # per event: its self time, and the other threads' busy time beside it (less GIL waits)
+    d = np.bincount(own[worked], weights=(t1[worked] - t0[worked]) - waited, minlength=n.n).astype(
+        np.float64, copy=False
+    )
+    over = np.bincount(own[worked], weights=_beside(tl, worked, bus).astype(np.float64), minlength=n.n)
+    over -= np.bincount(own[worked], weights=waited, minlength=n.n)
     events = np.flatnonzero(d > 0)
     group = n.lane[events].astype(np.int64) * (int(names.max()) + 1) + names[events]
     slow = _slowdown(d[events], np.maximum(over[events], 0) / np.maximum(d[events], 1.0), group)
@@ -415,14 +410,30 @@ def cpu_contention(
         slow = 1.0 / ctx.options.cpus
     if slow <= 0:
         return Contention(z, z, z)
+    # only now the pairs themselves, of native ops (a trace with no slowdown never needs them)
+    native = worked[n.kind[own[worked]] == Kind.CPU_OP]
     waits, holds, ovs = [z], [z], [z]
-    native = n.kind == Kind.CPU_OP
-    for a, wa, b, wb, ov in pairs.values():
-        keep = native[own[a][wa]]
-        waits.append(e[a[wa[keep]]])
-        holds.append(e[b[wb[keep]]])
-        ovs.append(np.floor(ov[keep] * (slow / (1.0 + slow))).astype(np.int64))
+    for a_lane in np.flatnonzero(np.bincount(lane[native])):
+        a = native[lane[native] == a_lane]
+        b = bus[lane[bus] != a_lane]
+        wa, wb, ov = _intersect(t0[a], t1[a], t0[b], t1[b])
+        waits.append(e[a[wa]])
+        holds.append(e[b[wb]])
+        ovs.append(np.floor(ov * (slow / (1.0 + slow))).astype(np.int64))
     return Contention(np.concatenate(waits), np.concatenate(holds), np.concatenate(ovs))
+
+
+def _beside(tl: Timeline, a: I64, b: I64) -> I64:
+    """Per edge of ``a``: its summed overlap with the edges of ``b`` on other lanes than its
+    own (what adding up every overlapping pair gives, without listing the pairs).
+
+    ``a`` and ``b`` are ordered by start (``tl.by_start``'s order)."""
+    out = np.zeros(len(a), dtype=np.int64)
+    for a_lane in np.flatnonzero(np.bincount(tl.lane[a])):
+        rows = np.flatnonzero(tl.lane[a] == a_lane)
+        bb = b[tl.lane[b] != a_lane]
+        out[rows] = _overlap_sums(tl.t0[a[rows]], tl.t1[a[rows]], tl.t0[bb], tl.t1[bb])
+    return out
 
 
 #: fewest instances of an op name, and least spread of their overlap share, to fit a slope
@@ -504,3 +515,23 @@ def _intersect(a0, a1, b0, b1):  # type: ignore[no-untyped-def]  # pragma: no co
                 m += 1
             j += 1
     return wa[:m], wb[:m], ov[:m]
+
+
+@njit(cache=True, nogil=True)  # type: ignore[misc]
+def _overlap_sums(a0, a1, b0, b1):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """Per interval of A, its summed overlap with B: :func:`_intersect`'s pairs, added up."""
+    out = np.zeros(a0.shape[0], dtype=np.int64)
+    j0 = 0
+    for i in range(a0.shape[0]):
+        while j0 < b0.shape[0] and b1[j0] <= a0[i]:
+            j0 += 1
+        j = j0
+        total = 0
+        while j < b0.shape[0] and b0[j] < a1[i]:
+            hi = min(a1[i], b1[j])
+            lo = max(a0[i], b0[j])
+            if hi > lo:
+                total += hi - lo
+            j += 1
+        out[i] = total
+    return out

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import logging
 
+from ctda.api import tune_memory
 from ctda.cli.common import app
 
 COMMAND_MODULES = (
@@ -39,6 +40,7 @@ def _quiet_driver() -> None:
 
 def main() -> None:
     """Console-script entry point."""
+    tune_memory()
     register()
     _quiet_driver()
     app()

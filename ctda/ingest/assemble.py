@@ -65,15 +65,16 @@ def assemble(path: Path, pieces: list[PieceColumns]) -> pa.Table:
     starts = np.cumsum([0] + [p.n for p in pieces[:-1]])
     columns: dict[str, pa.Array] = {"uid": pa.array(np.arange(n, dtype=np.int64))}
     strings = _unified_strings(pieces)
+    absent: dict[int, npt.NDArray[np.int64]] = {}  # one read-only array per fill, shared
     for name in RAW_COLUMNS[1:]:
         if name in strings:
             columns[name] = strings[name]
         elif name in pieces[0].dense:
             columns[name] = pa.array(np.concatenate([p.dense.pop(name) for p in pieces]))
         elif name == "flow_enclosing":
-            columns[name] = pa.array(_scatter(n, starts, pieces, name, 0).astype(np.bool_))
+            columns[name] = pa.array(_scatter(n, starts, pieces, name, 0, absent).astype(np.bool_))
         elif isinstance(pieces[0].sparse[name].values, np.ndarray):
-            columns[name] = pa.array(_scatter(n, starts, pieces, name, NA))
+            columns[name] = pa.array(_scatter(n, starts, pieces, name, NA, absent))
         else:
             columns[name] = _scatter_strings(n, starts, pieces, name)
     pieces.clear()
@@ -89,11 +90,26 @@ def _unified_strings(pieces: list[PieceColumns]) -> dict[str, pa.Array]:
 
 
 def _scatter(
-    n: int, starts: npt.NDArray[np.int64], pieces: list[PieceColumns], name: str, fill: int
+    n: int,
+    starts: npt.NDArray[np.int64],
+    pieces: list[PieceColumns],
+    name: str,
+    fill: int,
+    absent: dict[int, npt.NDArray[np.int64]],
 ) -> npt.NDArray[np.int64]:
+    """A sparse column at full length, ``fill`` where an event has no value.
+
+    A column no event has (most args of a given trace: Python ids in a GPU trace, memory
+    counters without memory profiling) is one read-only array shared through ``absent``:
+    each would otherwise be ``n`` fresh int64s, written, page by page, for nothing."""
+    parts = [piece.sparse.pop(name) for piece in pieces]
+    if not any(len(part.rows) for part in parts):
+        if fill not in absent:
+            absent[fill] = np.full(n, fill, dtype=np.int64)
+            absent[fill].flags.writeable = False
+        return absent[fill]
     out = np.full(n, fill, dtype=np.int64)
-    for start, piece in zip(starts, pieces):
-        part = piece.sparse.pop(name)
+    for start, part in zip(starts, parts):
         out[start + part.rows] = part.values
     return out
 

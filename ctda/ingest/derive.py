@@ -34,22 +34,23 @@ _ALL_STREAMS_U32 = 2**32 - 1
 def derive(events: pa.Table, meta: TraceMeta) -> EventTable:
     """Add lane, parent, depth, launcher and step columns; bind flows; count warnings.
 
-    The call-stack walk runs in a thread beside the rest: both are numpy-bound and numpy
-    releases the GIL, so on two cores they overlap.
+    Flows are bound in a thread beside the rest: both sides are numpy-bound (the call-stack
+    walk native, where built) and release the GIL for most of their time, so on two cores
+    they overlap.
     """
     kind = events.column("kind").to_numpy()
     ts = events.column("ts_ns").to_numpy()
     dur = events.column("dur_ns").to_numpy()
     lane, lane_table = lanes(events, kind)
-    cpu_rows = np.flatnonzero(in_kinds(kind, CPU_KINDS) & (lane >= 0))
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="ctda-nest") as pool:
-        nested = pool.submit(nest, cpu_rows, lane, ts, np.where(dur == NA, 0, dur), events.num_rows)
+    events = events.append_column("lane", pa.array(lane))
+    with_lanes = EventTable(events, lane_table, pd.DataFrame(), meta)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="ctda-flows") as pool:
+        bound = pool.submit(flow_table, with_lanes)  # only this thread touches with_lanes
+        cpu_rows = np.flatnonzero(in_kinds(kind, CPU_KINDS) & (lane >= 0))
+        parent, depth, partial = nest(cpu_rows, lane, ts, np.where(dur == NA, 0, dur), events.num_rows)
         launcher = launchers(events, kind)
         step, _ = steps(events, kind, lane, launcher)
-        events = events.append_column("lane", pa.array(lane))
-        with_lanes = EventTable(events, lane_table, pd.DataFrame(), meta)
-        flows, odd_flows = flow_table(with_lanes)
-        parent, depth, partial = nested.result()
+        flows, odd_flows = bound.result()
     for name, values in (("parent", parent), ("depth", depth), ("launcher", launcher), ("step", step)):
         with_lanes.events = with_lanes.events.append_column(name, pa.array(values))
     table = EventTable(events=with_lanes.events, lanes=lane_table, flows=flows, meta=meta)

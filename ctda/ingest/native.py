@@ -145,3 +145,19 @@ def _sparse_strings(rows: Rows, codes_raw: bytes, values: list[str]) -> Sparse:
     remap[order] = np.arange(len(order), dtype=np.int32)
     dictionary = pa.array(values, pa.string()).take(pa.array(order))
     return Sparse(rows[keep], pa.DictionaryArray.from_arrays(pa.array(remap[kept]), dictionary))
+
+
+def stack_walk(
+    start: npt.NDArray[np.int64], end: npt.NDArray[np.int64], lane: npt.NDArray[np.int32]
+) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.int32]] | None:
+    """The call-stack walk over slices in walk order, natively: each position's parent
+    position (-1: none) and depth; None where the extension is not in use (or predates it)."""
+    walk = getattr(_EXT, "stack_walk", None) if enabled() else None
+    if walk is None:
+        return None
+    as_bytes = (
+        np.ascontiguousarray(v, dtype=t).tobytes()
+        for v, t in ((start, np.int64), (end, np.int64), (lane, np.int32))
+    )
+    up, depth = walk(*as_bytes)
+    return np.frombuffer(up, dtype=np.int32), np.frombuffer(depth, dtype=np.int32)

@@ -10,13 +10,17 @@ stack walk has a closed form, which lets it run vectorised instead of event by e
 * depth[k] = depth[parent] + 1, since nothing below the parent is popped while it is open.
 
 "Latest earlier j with end[j] > x" is answered for all k at once by walking a max-tree of
-``end`` over aligned power-of-two blocks (2n values), O(log n) vector steps in all.
+``end`` over aligned power-of-two blocks (2n values), O(log n) vector steps in all. Where
+the native extension is built, the walk itself runs there instead (one pass with a stack,
+the same answer: ``native/src/stack.rs``); this form remains the path without it.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import numpy.typing as npt
+
+from ctda.ingest import native
 
 I64 = npt.NDArray[np.int64]
 I32 = npt.NDArray[np.int32]
@@ -41,10 +45,14 @@ def nest(
     uid = rows[_walk_order(lane[rows], ts[rows], np.maximum(dur[rows], 0))]
     start = ts[uid]
     end = start + np.maximum(dur[uid], 0)
-    up = _latest_open_before(start, end, _segment_starts(lane[uid]))
+    walked = native.stack_walk(start, end, lane[uid])  # one pass where the extension is built
+    if walked is None:
+        up = _latest_open_before(start, end, _segment_starts(lane[uid]))
+        walked = up, _depths(up)
+    up, levels = walked
     has = up >= 0
     parent[uid[has]] = uid[up[has]]
-    depth[uid] = np.minimum(_depths(up), np.iinfo(np.int16).max)
+    depth[uid] = np.minimum(levels, np.iinfo(np.int16).max)
     partial = int(np.sum(end[has] > end[up[has]]))
     return parent, depth, partial
 

@@ -19,7 +19,18 @@ def unique(values: npt.NDArray[T]) -> npt.NDArray[T]:
 
 
 def factorize(values: npt.NDArray[T]) -> tuple[npt.NDArray[T], npt.NDArray[np.int64]]:
-    """Sorted distinct values and, per input value, the index of its distinct value."""
+    """Sorted distinct values and, per input value, the index of its distinct value.
+
+    Integers of a small range (a lane's pid and tid codes, a device's streams) go through a
+    table over the range, in one pass; the rest are sorted."""
+    if len(values) and (values.dtype.kind == "i" or (values.dtype.kind == "u" and values.itemsize < 8)):
+        lo, hi = int(values.min()), int(values.max())
+        if hi - lo <= 4 * len(values) + 1024:
+            at = values.astype(np.int64) - lo
+            present = np.zeros(hi - lo + 1, dtype=np.bool_)
+            present[at] = True
+            rank = np.cumsum(present) - 1
+            return (np.flatnonzero(present) + lo).astype(values.dtype), rank[at]
     order = np.argsort(values, kind="stable")
     s = values[order]
     new = np.ones(len(s), dtype=np.bool_)

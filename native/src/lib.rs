@@ -8,12 +8,14 @@
 //! piece with the Python path, which then reports the problem in its own words. So the
 //! two paths can never disagree on an error message, and agree on every accepted value.
 
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyString, PyTuple};
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
 mod scan;
+mod stack;
 mod time;
 
 use scan::{Fail, Loose, Scanner};
@@ -413,9 +415,45 @@ fn piece_columns<'py>(py: Python<'py>, text: &[u8]) -> PyResult<Option<Bound<'py
     Ok(Some(out.into_pyobject(py)?))
 }
 
+fn i32_bytes<'py>(py: Python<'py>, values: &[i32]) -> Bound<'py, PyBytes> {
+    // SAFETY: as in i64_bytes
+    let raw = unsafe {
+        std::slice::from_raw_parts(values.as_ptr().cast::<u8>(), std::mem::size_of_val(values))
+    };
+    PyBytes::new(py, raw)
+}
+
+/// The call-stack walk over CPU slices in walk order (by lane, start, longer first).
+///
+/// Takes ``start`` and ``end`` (int64) and ``lane`` (int32) as native-endian byte strings;
+/// returns ``(up, depth)`` as int32 byte strings: per position its parent's position (-1:
+/// none) and its number of ancestors.
+#[pyfunction]
+fn stack_walk<'py>(
+    py: Python<'py>,
+    start: &[u8],
+    end: &[u8],
+    lane: &[u8],
+) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
+    let n = start.len() / 8;
+    if start.len() != 8 * n || end.len() != 8 * n || lane.len() != 4 * n {
+        return Err(PyValueError::new_err(
+            "stack_walk: start, end (int64) and lane (int32) must have one value per slice",
+        ));
+    }
+    let (up, depth) = py.allow_threads(|| {
+        let start = stack::values(start, i64::from_ne_bytes);
+        let end = stack::values(end, i64::from_ne_bytes);
+        let lane = stack::values(lane, i32::from_ne_bytes);
+        stack::walk(&start, &end, &lane)
+    });
+    Ok((i32_bytes(py, &up), i32_bytes(py, &depth)))
+}
+
 #[pymodule]
 fn ctda_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(piece_columns, m)?)?;
+    m.add_function(wrap_pyfunction!(stack_walk, m)?)?;
     m.add(
         "INT_COLUMNS",
         INT_COLUMNS.iter().map(|c| c.0).collect::<Vec<_>>(),

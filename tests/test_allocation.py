@@ -1,0 +1,92 @@
+"""ctda's processes take memory as ctda/allocation.py says: numpy's transparent huge-page advice
+off (unless the environment already decides), large blocks from glibc's heap, reused."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from ctda.allocation import ENV
+
+pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="numpy advises huge pages on Linux only")
+
+#: imports numpy first (as a notebook would), then asks; prints the variable and numpy's flag
+PROBE = """
+import os, sys, numpy
+{call}
+print(os.environ.get("{env}"), numpy._core.multiarray._set_madvise_hugepage(True))
+"""
+
+
+def _probe(call: str, **env: str) -> str:
+    base = {k: v for k, v in os.environ.items() if k != ENV}
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE.format(call=call, env=ENV)],
+        env={**base, **env},
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    return out.stdout.strip().splitlines()[-1]
+
+
+def test_small_pages_turns_the_advice_off_in_the_process_and_its_children() -> None:
+    assert _probe("") == "None True"  # numpy's own default on a Linux kernel >= 4.6
+    assert _probe("from ctda.allocation import small_pages; small_pages()") == "0 False"
+
+
+def test_a_setting_in_the_environment_wins() -> None:
+    assert _probe("from ctda.allocation import small_pages; small_pages()", **{ENV: "1"}) == "1 True"
+
+
+#: the command line, run in the probe's process
+CLI = """
+import sys
+sys.argv = ["ctda", "--version"]
+from ctda.cli.app import main
+try:
+    main()
+except SystemExit:
+    pass
+"""
+
+
+def test_the_command_line_runs_with_small_pages() -> None:
+    assert _probe(CLI) == "0 False"
+
+
+#: frees a 64 MiB array, makes another, prints the page faults that took (4 KiB pages)
+REUSE = """
+import resource, numpy
+{call}
+def faults():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+a = numpy.ones(8 << 20)
+del a
+before = faults()
+b = numpy.ones(8 << 20)
+print(faults() - before)
+"""
+
+
+def _refaults(call: str) -> int:
+    out = subprocess.run(
+        [sys.executable, "-c", REUSE.format(call=call)],
+        env={**os.environ, ENV: "0"},
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    return int(out.stdout.split()[-1])
+
+
+def test_heap_blocks_reuse_freed_memory_without_faulting_it_in_again() -> None:
+    # glibc maps a 64 MiB block anew (16,384 pages, each faulted at its first write)
+    assert _refaults("") > 10_000
+    assert _refaults("from ctda.allocation import heap_blocks\nassert heap_blocks()") < 1_000
+    assert _refaults(CLI) < 1_000  # the command line sets it up
