@@ -27,6 +27,7 @@ from numba import njit
 
 from ctda.analysis.edges import EdgeType
 from ctda.analysis.graph import Graph
+from ctda.analysis.intervals import intersect, overlap_sums
 from ctda.analysis.rules.context import RuleContext
 from ctda.analysis.rules.cross_thread import BLOCKING_FRAMES
 from ctda.ingest.kinds import Kind
@@ -191,7 +192,7 @@ def estimate(ctx: RuleContext, g: Graph) -> Contention:
         b = hold_all[(hold_lane != a_lane) & (hold_pid == pid[a_lane])]
         if len(a) == 0 or len(b) == 0:
             continue
-        wa, wb, ov = _intersect(t0[a], t1[a], t0[b], t1[b])
+        wa, wb, ov = intersect(t0[a], t1[a], t0[b], t1[b])
         waits.append(a[wa])
         holds_e.append(b[wb])
         ovs.append(ov)
@@ -416,7 +417,7 @@ def cpu_contention(
     for a_lane in np.flatnonzero(np.bincount(lane[native])):
         a = native[lane[native] == a_lane]
         b = bus[lane[bus] != a_lane]
-        wa, wb, ov = _intersect(t0[a], t1[a], t0[b], t1[b])
+        wa, wb, ov = intersect(t0[a], t1[a], t0[b], t1[b])
         waits.append(e[a[wa]])
         holds.append(e[b[wb]])
         ovs.append(np.floor(ov * (slow / (1.0 + slow))).astype(np.int64))
@@ -432,7 +433,7 @@ def _beside(tl: Timeline, a: I64, b: I64) -> I64:
     for a_lane in np.flatnonzero(np.bincount(tl.lane[a])):
         rows = np.flatnonzero(tl.lane[a] == a_lane)
         bb = b[tl.lane[b] != a_lane]
-        out[rows] = _overlap_sums(tl.t0[a[rows]], tl.t1[a[rows]], tl.t0[bb], tl.t1[bb])
+        out[rows] = overlap_sums(tl.t0[a[rows]], tl.t1[a[rows]], tl.t0[bb], tl.t1[bb])
     return out
 
 
@@ -486,52 +487,3 @@ def _cap(c: Contention, g: Graph) -> Contention:
     total = np.bincount(w, weights=c.overlap, minlength=len(g.src))[w]
     scale = np.where(total > span, span / np.maximum(total, 1), 1.0)
     return replace(c, overlap=np.floor(c.overlap * scale).astype(np.int64))
-
-
-@njit(cache=True, nogil=True)  # type: ignore[misc]
-def _intersect(a0, a1, b0, b1):  # type: ignore[no-untyped-def]  # pragma: no cover
-    """All overlapping pairs of two start-sorted interval lists (B may overlap itself)."""
-    cap = a0.shape[0] + b0.shape[0] + 16
-    wa = np.empty(cap, dtype=np.int64)
-    wb = np.empty(cap, dtype=np.int64)
-    ov = np.empty(cap, dtype=np.int64)
-    m = 0
-    j0 = 0
-    for i in range(a0.shape[0]):
-        while j0 < b0.shape[0] and b1[j0] <= a0[i]:
-            j0 += 1
-        j = j0
-        while j < b0.shape[0] and b0[j] < a1[i]:
-            lo = max(a0[i], b0[j])
-            hi = min(a1[i], b1[j])
-            if hi > lo:
-                if m == wa.shape[0]:
-                    wa = np.concatenate((wa, np.empty(m, dtype=np.int64)))
-                    wb = np.concatenate((wb, np.empty(m, dtype=np.int64)))
-                    ov = np.concatenate((ov, np.empty(m, dtype=np.int64)))
-                wa[m] = i
-                wb[m] = j
-                ov[m] = hi - lo
-                m += 1
-            j += 1
-    return wa[:m], wb[:m], ov[:m]
-
-
-@njit(cache=True, nogil=True)  # type: ignore[misc]
-def _overlap_sums(a0, a1, b0, b1):  # type: ignore[no-untyped-def]  # pragma: no cover
-    """Per interval of A, its summed overlap with B: :func:`_intersect`'s pairs, added up."""
-    out = np.zeros(a0.shape[0], dtype=np.int64)
-    j0 = 0
-    for i in range(a0.shape[0]):
-        while j0 < b0.shape[0] and b1[j0] <= a0[i]:
-            j0 += 1
-        j = j0
-        total = 0
-        while j < b0.shape[0] and b0[j] < a1[i]:
-            hi = min(a1[i], b1[j])
-            lo = max(a0[i], b0[j])
-            if hi > lo:
-                total += hi - lo
-            j += 1
-        out[i] = total
-    return out

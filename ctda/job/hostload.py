@@ -45,8 +45,9 @@ import numpy.typing as npt
 import pandas as pd
 
 from ctda.analysis.classify import CLASS_CODE
-from ctda.analysis.contention import _intersect, _timeline_edges
+from ctda.analysis.contention import _timeline_edges
 from ctda.analysis.engine import Analysis
+from ctda.analysis.intervals import intersect
 from ctda.analysis.rules.cross_thread import BLOCKING_FRAMES
 from ctda.analysis.tables import per_name
 from ctda.job.names import NameCodes
@@ -271,7 +272,7 @@ def _charge(stall: pd.DataFrame, busy: pd.DataFrame, host: dict[int, str | None]
             continue
         a0, a1 = a.t0.to_numpy(np.int64), a.t1.to_numpy(np.int64)
         b0, b1 = b.t0.to_numpy(np.int64), b.t1.to_numpy(np.int64)
-        wa, wb, ov = _intersect(a0, a1, b0, b1)
+        wa, wb, ov = intersect(a0, a1, b0, b1)
         other = a["rank"].to_numpy()[wa] != b["rank"].to_numpy()[wb]
         wa, wb, ov = wa[other], wb[other], ov[other]
         if len(wa) == 0:
