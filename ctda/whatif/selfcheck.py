@@ -34,7 +34,9 @@ import pandas as pd
 
 from ctda.analysis.edges import EdgeType
 from ctda.analysis.engine import Analysis
+from ctda.analysis.ordering import lexsort
 from ctda.analysis.propagate import Timing
+from ctda.ingest.npx import factorize
 from ctda.whatif.scenario import replay_weights, reweigh
 
 I64 = npt.NDArray[np.int64]
@@ -160,7 +162,10 @@ def _drop_partial(step: I64, wins: list[int]) -> tuple[I64, list[int]]:
 
 
 def match_keys(a: Analysis, step: I64) -> I64:
-    """Per event, a key equal for matching events of different steps (-1 outside steps)."""
+    """Per event, a key equal for matching events of different steps (-1 outside steps).
+
+    Two events' keys are equal when they share lane, relative depth and name, and the
+    occurrence index among such events of their step (by start, ties in event order)."""
     n = a.nodes
     inside = np.flatnonzero(step >= 0)
     key = np.full(n.n, -1, dtype=np.int64)
@@ -169,24 +174,24 @@ def match_keys(a: Analysis, step: I64) -> I64:
     name = a.table.col("name")[n.uid].astype(np.int64)
     # the step annotations themselves match each other (their names carry the step number)
     name[[w.event for w in a.windows if w.step is not None and w.event >= 0]] = -1
-    df = pd.DataFrame(
-        {
-            "step": step[inside],
-            "lane": n.lane[inside],
-            "depth": n.depth[inside],
-            "name": name[inside],
-            "ts": n.ts[inside],
-        }
-    )
+    st = step[inside].astype(np.int64)
+    lane = n.lane[inside].astype(np.int64)
+    depth = n.depth[inside].astype(np.int64)
+    name = name[inside] + 1
     # depth relative to the step's outermost event on the lane: in traces where the step
     # annotation opens inside the previous step's frames, absolute depths grow step by step
-    df["depth"] = df.depth - df.groupby(["step", "lane"], sort=False).depth.transform("min")
-    group = df.groupby(["lane", "depth", "name"], sort=False).ngroup().to_numpy(dtype=np.int64)
-    df["group"] = group
-    df = df.sort_values(["step", "group", "ts"], kind="stable")
-    occ = df.groupby(["step", "group"], sort=False).cumcount().to_numpy(dtype=np.int64)
-    ids = df.index.to_numpy()
-    key[inside[ids]] = group[ids] * (int(occ.max()) + 1) + occ
+    _, step_lane = factorize(st * (int(lane.max()) + 1) + lane)
+    low = np.full(int(step_lane.max()) + 1, np.iinfo(np.int64).max, dtype=np.int64)
+    np.minimum.at(low, step_lane, depth)
+    depth -= low[step_lane]
+    _, group = factorize((lane * (int(depth.max()) + 1) + depth) * (int(name.max()) + 1) + name)
+    # occurrence: the rank by start within (step, group), ties in event order
+    order = lexsort((n.ts[inside], group, st))
+    runs = (st * (int(group.max()) + 1) + group)[order]
+    first = np.flatnonzero(np.r_[True, runs[1:] != runs[:-1]])
+    occ = np.empty(len(order), dtype=np.int64)
+    occ[order] = np.arange(len(order)) - np.repeat(first, np.diff(np.r_[first, len(order)]))
+    key[inside] = group * (int(occ.max()) + 1) + occ
     return key
 
 
