@@ -139,10 +139,14 @@ def temporal(a: Analysis, dev: Device | None = None) -> pd.DataFrame:
     """
     dev = dev or Device(a)
     rows = []
+    per_device = by_device(dev)
     for k, label, step, s, e in spans(a, dev):
-        for d in np.unique(dev.device):
-            sel = (dev.device == d) & (dev.ts < e) & (dev.end > s)
-            ts, en, c = np.maximum(dev.ts[sel], s), np.minimum(dev.end[sel], e), dev.cls[sel]
+        for d, d_ts, d_end, d_reach, d_cls in per_device:
+            # the device's work open in [s, e): started before e (a prefix by start), ended
+            # after s (none before the first whose running latest end passes s)
+            part = slice(int(np.searchsorted(d_reach, s, "right")), int(np.searchsorted(d_ts, e, "left")))
+            sel = d_end[part] > s
+            ts, en, c = np.maximum(d_ts[part][sel], s), np.minimum(d_end[part][sel], e), d_cls[part][sel]
             comp = union_ns(ts[c == COMPUTE], en[c == COMPUTE])
             comp_comm = union_ns(ts[c != MEMORY], en[c != MEMORY])
             busy = union_ns(ts, en)
@@ -163,6 +167,22 @@ def temporal(a: Analysis, dev: Device | None = None) -> pd.DataFrame:
     out = pd.DataFrame(rows, columns=_TEMPORAL)
     for col in ("compute", "communication", "memory", "idle"):
         out[f"{col}_share"] = out[f"{col}_ns"] / out["span_ns"].where(out["span_ns"] > 0, 1)
+    return out
+
+
+def by_device(dev: Device) -> list[tuple[int, I64, I64, I64, npt.NDArray[np.int8]]]:
+    """Per device (ascending): its work's starts, ends, running latest end and classes, by
+    start (``dev`` is in start order already; a stable sort by device keeps it)."""
+    order = np.argsort(dev.device, kind="stable")
+    if len(order) == 0:
+        return []
+    device = dev.device[order]
+    cut = np.flatnonzero(np.r_[True, device[1:] != device[:-1]])
+    out = []
+    for lo, hi in zip(cut, np.r_[cut[1:], len(order)]):
+        rows = order[lo:hi]
+        end = dev.end[rows]
+        out.append((int(device[lo]), dev.ts[rows], end, np.maximum.accumulate(end), dev.cls[rows]))
     return out
 
 

@@ -20,6 +20,7 @@ from ctda.analysis.breakdown import (
     MEMORY,
     TRACE,
     Device,
+    by_device,
     cp_ns_by_event,
     spans,
     union_ns,
@@ -70,17 +71,19 @@ def launches(a: Analysis, dev: Device | None = None) -> pd.DataFrame:
     cp = ch[(ch.event < 0) & (ch.cls == CLASS_CODE["launch_overhead"])]
     cp_by_window = np.bincount(cp.window.to_numpy(), weights=cp.ns.to_numpy(), minlength=len(a.windows))
     labels = [w.label for w in a.windows]
+    by_window = np.argsort(win, kind="stable")  # each window's launches, one slice each
+    first = np.searchsorted(win[by_window], np.arange(len(a.windows) + 1), "left")
     out = []
     for k in [*range(len(a.windows)), TRACE]:
-        sel = np.ones(len(rows), dtype=bool) if k == TRACE else win == k
-        if not sel.any():
+        sel = np.arange(len(rows)) if k == TRACE else by_window[first[k] : first[k + 1]]
+        if not len(sel):
             continue
         c, d = call[sel], delay[sel]
         out.append(
             {
                 "window": k,
                 "label": "(trace)" if k == TRACE else labels[k],
-                "launches": int(sel.sum()),
+                "launches": len(sel),
                 "call_p50_ns": float(np.percentile(c, 50)),
                 "call_p95_ns": float(np.percentile(c, 95)),
                 "call_outliers": int((c > RUNTIME_OUTLIER_NS).sum()),
@@ -173,18 +176,29 @@ def overlap(a: Analysis, dev: Device | None = None) -> pd.DataFrame:
     comm_all = dev.cls == COMMUNICATION
     if not comm_all.any():
         return pd.DataFrame(columns=cols)
-    cp = cp_ns_by_event(a)
-    win = Windows(a).of_event[dev.idx]
+    # the path's time in each device's communication work, per window and in all
+    rows = np.flatnonzero(comm_all)
+    mine = pd.DataFrame(
+        {
+            "device": dev.device[rows],
+            "window": Windows(a).of_event[dev.idx[rows]],
+            "cp": cp_ns_by_event(a)[dev.idx[rows]],
+        }
+    )
+    cp_in = {(int(d), int(k)): int(v) for (d, k), v in mine.groupby(["device", "window"]).cp.sum().items()}
+    cp_all = {int(d): int(v) for d, v in mine.groupby("device").cp.sum().items()}
+    per_device = [part for part in by_device(dev) if part[0] in cp_all]
     out = []
     for k, label, _step, s, e in spans(a, dev):
-        for d in np.unique(dev.device[comm_all]):
-            sel = (dev.device == d) & (dev.ts < e) & (dev.end > s)
-            ts, en, c = np.maximum(dev.ts[sel], s), np.minimum(dev.end[sel], e), dev.cls[sel]
+        for d, d_ts, d_end, d_reach, d_cls in per_device:
+            # the device's work open in [s, e), as in breakdown.temporal
+            part = slice(int(np.searchsorted(d_reach, s, "right")), int(np.searchsorted(d_ts, e, "left")))
+            sel = d_end[part] > s
+            ts, en, c = np.maximum(d_ts[part][sel], s), np.minimum(d_end[part][sel], e), d_cls[part][sel]
             comm = union_ns(ts[c == COMMUNICATION], en[c == COMMUNICATION])
             comp = union_ns(ts[c == COMPUTE], en[c == COMPUTE])
             both = union_ns(ts[c != MEMORY], en[c != MEMORY])
             over = comm + comp - both
-            mine = comm_all & (dev.device == d) & ((win == k) if k != TRACE else True)
             out.append(
                 {
                     "window": k,
@@ -194,7 +208,7 @@ def overlap(a: Analysis, dev: Device | None = None) -> pd.DataFrame:
                     "overlapped_ns": over,
                     "overlap_share": over / comm if comm else 0.0,
                     "exposed_ns": comm - over,
-                    "cp_ns": int(cp[dev.idx[mine]].sum()),
+                    "cp_ns": cp_all[d] if k == TRACE else cp_in.get((d, k), 0),
                 }
             )
     return pd.DataFrame(out, columns=cols)
