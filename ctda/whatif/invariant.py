@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
+from numba import njit
 
 from ctda.analysis.edges import EdgeType
 from ctda.analysis.engine import Analysis
@@ -136,11 +137,11 @@ def device_floor(
         inside = (call_end >= s) & (call_end <= e)
         floor = 0
         if inside.any() and k:
-            # items launched before the window also break a chain started in it; the chain
-            # to a wait starts after the last break
-            last_here = np.maximum.accumulate(np.where(launched < s, idx, -1))
+            # the chain to a wait starts after the last break before it: an item not tied
+            # to the next, or one launched before the window
             p = wk[inside]
-            first = np.maximum(last_here[p] + 1, np.where(p > 0, last_after[np.maximum(p - 1, 0)] + 1, 0))
+            broken = np.where(p > 0, last_after[np.maximum(p - 1, 0)], -1)
+            first = _chain_starts(p, broken, launched, s)
             need = np.where(first <= p, csum[p] - csum[np.minimum(first, p)] + own[p], 0)
             floor = int(need.max())
         rows.append((w_i, w.label, e - s, floor))
@@ -153,3 +154,18 @@ def device_floor(
 def waits_of(a: Analysis) -> Waits:
     """The blocking waits of ``a``'s trace (graph-independent; compute once per analysis)."""
     return blocking_waits(RuleContext(a.table, a.nodes, a.options.rule_options))
+
+
+@njit(cache=True, nogil=True)  # type: ignore[misc]
+def _chain_starts(p, broken, launched, s):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """Per wait's item ``p``: the first item of its chain, the one after the last item at or
+    before ``p`` that was launched before ``s`` (the window's start) or, failing one after
+    ``broken`` (the last item not tied to its next), ``broken + 1``. A walk back from ``p``,
+    never past the chain's own length."""
+    out = np.empty(p.shape[0], dtype=np.int64)
+    for q in range(p.shape[0]):
+        i = p[q]
+        while i > broken[q] and launched[i] >= s:
+            i -= 1
+        out[q] = i + 1
+    return out
