@@ -26,6 +26,7 @@ from ctda.api_checks import strings as _strings
 from ctda.api_checks import top as _top
 from ctda.errors import CtdaError
 from ctda.ingest.errors import TraceError
+from ctda.ingest.memory import keeping_freed
 from ctda.ingest.outfile import check_output
 from ctda.ingest.reader import read_trace
 from ctda.ingest.summary import TraceSummary
@@ -111,7 +112,8 @@ def analyze(
     if isinstance(source, EventTable):
         return engine.analyze(source, opts)
     path = Path(source)
-    table = reader(path) if reader is not None else read_trace(path, progress)
+    with keeping_freed():  # the analysis reuses what the read frees (ctda.ingest.memory)
+        table = reader(path) if reader is not None else read_trace(path, progress)
     try:
         return engine.analyze(table, opts)
     except ValueError as exc:  # OptionError, GraphCycleError: this input cannot be analysed

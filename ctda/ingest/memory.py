@@ -2,14 +2,18 @@
 
 Decoding leaves freed blocks in glibc's heap and in Arrow's memory pool; later stages
 allocate differently sized numpy arrays that cannot reuse all of them, so without this the
-peak RSS is the sum of both phases rather than the larger one.
+peak RSS is the sum of both phases rather than the larger one. A read whose table is
+analysed next keeps them (:func:`keeping_freed`): the analysis allocates more than the read
+ever held, reuses those blocks, and would otherwise fault their pages in again.
 """
 
 from __future__ import annotations
 
+import contextvars
 import ctypes
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 import pyarrow as pa
 
@@ -28,8 +32,24 @@ def _malloc_trim() -> Callable[[int], int] | None:
     return trim
 
 
+_KEEP = contextvars.ContextVar("ctda_keep_freed", default=False)
+
+
+@contextmanager
+def keeping_freed() -> Iterator[None]:
+    """Inside: :func:`release_free_memory` leaves freed memory to the process."""
+    token = _KEEP.set(True)
+    try:
+        yield
+    finally:
+        _KEEP.reset(token)
+
+
 def release_free_memory() -> None:
-    """Return freed heap and Arrow pool memory to the OS (a few ms; no-op where unsupported)."""
+    """Return freed heap and Arrow pool memory to the OS (a few ms; no-op where unsupported,
+    or inside :func:`keeping_freed`)."""
+    if _KEEP.get():
+        return
     pa.default_memory_pool().release_unused()
     trim = _malloc_trim()
     if trim is not None:
