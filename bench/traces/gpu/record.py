@@ -418,6 +418,25 @@ def pair_g2(out: Path, rnd: int, steps: int) -> None:
     )
 
 
+def pair_b3(out: Path, rnd: int, steps: int) -> None:
+    # other shapes than b1: few input channels, wider layers, a smaller batch
+    model = convnet(3, 96).to(DEV)
+    x = torch.randn(32, 3, 128, 128, device=DEV)
+    amp_pair(out, rnd, steps, "b3_bf16_conv_wide", model, x)
+
+
+def pair_c2(out: Path, rnd: int, steps: int) -> None:
+    # other shapes than c1: a deeper, wider MLP on a larger batch
+    graph_pair(out, rnd, steps, "c2_cuda_graph_deep", MLP(512, 24).to(DEV), torch.randn(64, 512, device=DEV))
+
+
+def pair_g3(out: Path, rnd: int, steps: int) -> None:
+    # other shapes than g1: a narrower, shallower encoder on longer-batch input
+    model = transformer(512, 4, 8).to(DEV)
+    x = torch.randn(32, 128, 512, device=DEV)
+    amp_pair(out, rnd, steps, "g3_bf16_transformer_small", model, x)
+
+
 PAIRS: dict[str, Callable[[Path, int, int], None]] = {
     "s1": lambda out, rnd, steps: sync_pair(out, rnd, steps, "s1_sync_free", False, False),
     "s2": lambda out, rnd, steps: sync_pair(out, rnd, steps, "s2_sync_events", False, True),
@@ -430,6 +449,9 @@ PAIRS: dict[str, Callable[[Path, int, int], None]] = {
     "p1": pair_p1,
     "g1": pair_g1,
     "g2": pair_g2,
+    "b3": pair_b3,
+    "c2": pair_c2,
+    "g3": pair_g3,
 }
 
 
