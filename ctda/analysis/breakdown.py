@@ -141,12 +141,8 @@ def temporal(a: Analysis, dev: Device | None = None) -> pd.DataFrame:
     rows = []
     per_device = by_device(dev)
     for k, label, step, s, e in spans(a, dev):
-        for d, d_ts, d_end, d_reach, d_cls in per_device:
-            # the device's work open in [s, e): started before e (a prefix by start), ended
-            # after s (none before the first whose running latest end passes s)
-            part = slice(int(np.searchsorted(d_reach, s, "right")), int(np.searchsorted(d_ts, e, "left")))
-            sel = d_end[part] > s
-            ts, en, c = np.maximum(d_ts[part][sel], s), np.minimum(d_end[part][sel], e), d_cls[part][sel]
+        for d, work in per_device:
+            ts, en, c = work.clipped(s, e)
             comp = union_ns(ts[c == COMPUTE], en[c == COMPUTE])
             comp_comm = union_ns(ts[c != MEMORY], en[c != MEMORY])
             busy = union_ns(ts, en)
@@ -170,9 +166,27 @@ def temporal(a: Analysis, dev: Device | None = None) -> pd.DataFrame:
     return out
 
 
-def by_device(dev: Device) -> list[tuple[int, I64, I64, I64, npt.NDArray[np.int8]]]:
-    """Per device (ascending): its work's starts, ends, running latest end and classes, by
-    start (``dev`` is in start order already; a stable sort by device keeps it)."""
+@dataclass
+class DeviceWork:
+    """One device's work by start: starts, ends, the running latest end, classes."""
+
+    ts: I64
+    end: I64
+    reach: I64
+    cls: npt.NDArray[np.int8]
+
+    def clipped(self, s: int, e: int) -> tuple[I64, I64, npt.NDArray[np.int8]]:
+        """The work open in ``[s, e)``, clipped to it, and its classes: started before ``e``
+        (a prefix by start), ended after ``s`` (none before the first whose running latest
+        end passes ``s``), found by binary search rather than a pass over all the work."""
+        part = slice(int(np.searchsorted(self.reach, s, "right")), int(np.searchsorted(self.ts, e, "left")))
+        sel = self.end[part] > s
+        return np.maximum(self.ts[part][sel], s), np.minimum(self.end[part][sel], e), self.cls[part][sel]
+
+
+def by_device(dev: Device) -> list[tuple[int, DeviceWork]]:
+    """Per device (ascending), its work (``dev`` is in start order already; a stable sort by
+    device keeps it)."""
     order = np.argsort(dev.device, kind="stable")
     if len(order) == 0:
         return []
@@ -182,7 +196,8 @@ def by_device(dev: Device) -> list[tuple[int, I64, I64, I64, npt.NDArray[np.int8
     for lo, hi in zip(cut, np.r_[cut[1:], len(order)]):
         rows = order[lo:hi]
         end = dev.end[rows]
-        out.append((int(device[lo]), dev.ts[rows], end, np.maximum.accumulate(end), dev.cls[rows]))
+        work = DeviceWork(dev.ts[rows], end, np.maximum.accumulate(end), dev.cls[rows])
+        out.append((int(device[lo]), work))
     return out
 
 

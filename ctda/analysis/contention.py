@@ -31,6 +31,7 @@ from ctda.analysis.intervals import intersect, overlap_sums
 from ctda.analysis.rules.context import RuleContext
 from ctda.analysis.rules.cross_thread import BLOCKING_FRAMES
 from ctda.ingest.kinds import Kind
+from ctda.ingest.npx import factorize
 
 I64 = npt.NDArray[np.int64]
 
@@ -447,7 +448,8 @@ def _slowdown(d: npt.NDArray[np.float64], x: npt.NDArray[np.float64], name: I64)
     """``s`` of ``d = b * (1 + s * x)``: per-name least squares, time-weighted median."""
     if len(d) == 0:
         return 0.0
-    inv, k = _dense(name)
+    uniq, inv = factorize(name)
+    k = len(uniq)
     cnt = np.bincount(inv, minlength=k).astype(np.float64)
     sx = np.bincount(inv, weights=x, minlength=k)
     sd = np.bincount(inv, weights=d, minlength=k)
@@ -464,20 +466,6 @@ def _slowdown(d: npt.NDArray[np.float64], x: npt.NDArray[np.float64], name: I64)
     w = sd[ok][order]
     med = s[order][np.searchsorted(np.cumsum(w), 0.5 * w.sum())]
     return float(np.clip(med, 0.0, MAX_SLOWDOWN))
-
-
-def _dense(codes: I64) -> tuple[I64, int]:
-    """``np.unique(codes, return_inverse=True)``'s inverse and how many distinct codes:
-    through a table over the codes' range where it is small (a lane times a name code, in
-    :func:`cpu_contention`), which spares the sort of ``np.unique``."""
-    lo, hi = int(codes.min()), int(codes.max())
-    if hi - lo > 4 * len(codes) + 1024:
-        uniq, inv = np.unique(codes, return_inverse=True)
-        return inv.astype(np.int64), len(uniq)
-    present = np.zeros(hi - lo + 1, dtype=bool)
-    present[codes - lo] = True
-    rank = np.cumsum(present) - 1
-    return rank[codes - lo].astype(np.int64), int(rank[-1]) + 1
 
 
 def _cap(c: Contention, g: Graph) -> Contention:

@@ -190,11 +190,8 @@ def overlap(a: Analysis, dev: Device | None = None) -> pd.DataFrame:
     per_device = [part for part in by_device(dev) if part[0] in cp_all]
     out = []
     for k, label, _step, s, e in spans(a, dev):
-        for d, d_ts, d_end, d_reach, d_cls in per_device:
-            # the device's work open in [s, e), as in breakdown.temporal
-            part = slice(int(np.searchsorted(d_reach, s, "right")), int(np.searchsorted(d_ts, e, "left")))
-            sel = d_end[part] > s
-            ts, en, c = np.maximum(d_ts[part][sel], s), np.minimum(d_end[part][sel], e), d_cls[part][sel]
+        for d, work in per_device:
+            ts, en, c = work.clipped(s, e)
             comm = union_ns(ts[c == COMMUNICATION], en[c == COMMUNICATION])
             comp = union_ns(ts[c == COMPUTE], en[c == COMPUTE])
             both = union_ns(ts[c != MEMORY], en[c != MEMORY])
