@@ -72,7 +72,7 @@ def _timed(
 
 #: ``ctda ARGS`` that then prints which of :data:`WATCH` it loaded (a ``loads:`` line on stderr)
 LOADS = (
-    "import sys; from ctda.cli.app import main; sys.argv = ['ctda', *sys.argv[1:]]\n"
+    "import sys; from ctda.cli.start import main; sys.argv = ['ctda', *sys.argv[1:]]\n"
     "try:\n    main()\nexcept SystemExit:\n    pass\n"
     f"print('loads:' + ','.join(m for m in {WATCH!r} if m in sys.modules), file=sys.stderr)"
 )
@@ -89,7 +89,7 @@ def measure(
         shown += " (nothing kept: the first listing after a write)"
     for key, path in paths.items():
         args = tuple(a.replace("{" + key + "}", path) for a in args)
-    argv = [ctx.python(), "-c", "from ctda.cli.app import main; main()", *args]
+    argv = [ctx.python(), "-c", "from ctda.cli.start import main; main()", *args]
     n = max(ctx.repeat, RUNS_QUICK if ctx.quick else RUNS)
 
     def env() -> dict[str, str]:

@@ -76,6 +76,7 @@ if TYPE_CHECKING:
     from ctda.options import AnalysisOptions, OptionError, validate_options
     from ctda.queries.limits import QueryLimits
     from ctda.queries.loader import NamedQuery, QueryError
+    from ctda.queries.worker import start_ahead as start_query_worker
     from ctda.store.base import QueryResult, RunInfo, StoreError
     from ctda.store.config import Target
     from ctda.store.ingest import Ingested, check_run_name
@@ -151,7 +152,10 @@ _WHERE = {
     **dict.fromkeys(("SelfCheck", "floor_check"), "ctda.whatif.selfcheck"),
 }
 #: names bound under another name in their module
-_RENAMED = {"reader_in_use": ("ctda.ingest.native", "reader_name")}
+_RENAMED = {
+    "reader_in_use": ("ctda.ingest.native", "reader_name"),
+    "start_query_worker": ("ctda.queries.worker", "start_ahead"),
+}
 #: what the UI asks of a store and draws from an analysis (their modules' ``__all__``,
 #: listed here so that naming them loads neither; a test holds the lists equal)
 UI_NAMES = (
@@ -266,6 +270,7 @@ __all__ = [
     "reader_in_use",
     "report",
     "run_names",
+    "start_query_worker",
     "summarize",
     "tune_memory",
     "validate",

@@ -1,22 +1,25 @@
 """A query's worker forked from ``ctda query`` (one thread, no engine loaded): the same
 answers and the same one-line limits as a worker in a fresh interpreter, and no fork
-where the process runs threads or has an engine loaded (:func:`ctda.queries.worker.can_fork`)."""
+where the process runs threads or has an engine loaded (:func:`ctda.forking.can_fork`)."""
 
 from __future__ import annotations
 
 import json
 import os
+import pickle
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
-from ctda.queries.worker import THREADED
+from ctda.forking import THREADED
 from tests.neo4j_fixture import neo4j_server  # noqa: F401
 
 SMALL = Path(__file__).parent / "data" / "hta" / "cuda_event_sync_tiny.json.gz"
-CTDA = [sys.executable, "-c", "from ctda.cli.app import main; main()"]
+#: the console script's entry, which forks a query's worker before it builds the command line
+CTDA = [sys.executable, "-c", "from ctda.cli.start import main; main()"]
 #: a fresh interpreter reports whether it would fork, then runs a query and reports
 #: whether the forked path answered it
 PROBE = """
@@ -119,7 +122,6 @@ def test_a_forked_worker_queries_neo4j(
 def test_a_forked_worker_past_its_deadline_is_killed(monkeypatch: pytest.MonkeyPatch) -> None:
     """The parent's own deadline (for a query the engine's timeout cannot stop), and a
     child that dies: each one line, in about the time allowed."""
-    import time
 
     from ctda.queries import worker
     from ctda.queries.limits import QueryLimitError, QueryLimits
@@ -130,8 +132,9 @@ def test_a_forked_worker_past_its_deadline_is_killed(monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(worker, "GRACE_S", 0.5)
     monkeypatch.setattr(worker, "_answer", lambda *a, **k: time.sleep(60))
     t = time.monotonic()
+    request = pickle.dumps((target, "RETURN 1", {}, False, False, limits))
     with pytest.raises(QueryLimitError, match="timeout"):
-        worker._answered(*worker._forked(target, "RETURN 1", {}, False, False, limits), limits)
+        worker._answered(*worker._forked(request, limits), limits)
     assert time.monotonic() - t < 10
     # a child that ran out of memory outside the engine: the parent words it as such
 
@@ -139,7 +142,125 @@ def test_a_forked_worker_past_its_deadline_is_killed(monkeypatch: pytest.MonkeyP
         raise MemoryError
 
     monkeypatch.setattr(worker, "_answer", starve)
-    code, out, err = worker._forked(target, "RETURN 1", {}, False, False, limits)
+    code, out, err = worker._forked(request, limits)
     assert code == 70 and out == b"" and b"MemoryError" in err
     with pytest.raises(QueryLimitError, match="memory"):
         worker._answered(code, out, err, limits)
+
+
+#: a fresh interpreter forks a worker ahead (unless told to kill it first), then queries
+AHEAD = """
+import os, signal, sys
+import ctda.queries.worker as w
+w.start_ahead(sys.argv[3] if len(sys.argv) > 3 else None)
+ahead = w._ahead
+if sys.argv[1] == "kill":
+    os.kill(ahead.pid, signal.SIGKILL)
+    while open(f"/proc/{ahead.pid}/stat").read().rsplit(")", 1)[1].split()[0] != "Z":
+        pass  # dead before its request: not yet reaped
+forked = []
+real = w._forked
+w._forked = lambda *a: forked.append(1) or real(*a)
+from ctda import api
+with api.open_store(sys.argv[2]) as s:
+    rows = s.query("MATCH (r:Run) RETURN r.name AS name").records()
+    again = s.query("MATCH (r:Run) RETURN count(*) AS n").records()
+print(ahead is not None, w._ahead is None, len(forked), rows, again)
+"""
+
+
+@pytest.mark.parametrize("fate", ["live", "opened", "other", "kill"])
+def test_a_worker_forked_ahead_answers_the_first_query(store: str, fate: str, tmp_path: Path) -> None:
+    """The worker forked ahead answers the first query and is used once: with nothing
+    opened ahead, with the query's store opened ahead, and with another store opened ahead
+    (it opens the query's); one that died before its request is reaped and a fork answers
+    instead. The same rows each time."""
+    ahead = {"opened": [store], "other": [str(tmp_path / "other.lbug")]}.get(fate, [])
+    argv = [sys.executable, "-c", AHEAD, fate, store, *ahead]
+    got = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    assert got.returncode == 0, got.stderr[-800:]
+    forks = "2" if fate == "kill" else "1"  # the second query always forks anew
+    assert got.stdout.strip() == f"True True {forks} [{{'name': 'small'}}] [{{'n': 1}}]"
+
+
+def test_a_worker_nobody_takes_leaves_with_its_parent() -> None:
+    code = "import ctda.queries.worker as w; w.start_ahead(); print(w._ahead.pid)"
+    got = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    pid = int(got.stdout)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and _alive(pid):
+        time.sleep(0.05)
+    assert not _alive(pid)
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie nobody reaped has left)."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.parametrize(
+    ("args", "runs"),
+    [
+        (["query", "hotspots_by_name", "--param", "run=x"], True),
+        (["query", "--db", "s.lbug", "MATCH (n) RETURN n"], True),
+        (["query"], False),
+        (["query", "--list"], False),
+        (["query", "hotspots_by_name", "--help"], False),
+        (["runs", "--db", "s.lbug"], False),
+    ],
+)
+def test_only_a_query_forks_its_worker_ahead(args: list[str], runs: bool) -> None:
+    from ctda.cli.start import runs_a_query
+
+    assert runs_a_query(args) is runs
+
+
+def test_an_answer_is_taken_before_the_child_exits(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A whole answer is returned while its child still runs (the child's exit is reaped by
+    the next fork); a cut answer is not whole."""
+    from ctda.queries import worker
+    from ctda.queries.limits import QueryLimits
+    from ctda.store.config import Target
+
+    limits = QueryLimits(timeout_s=30, max_rows=10)
+    request = pickle.dumps((Target("ladybug", "unused.lbug"), "RETURN 1", {}, False, False, limits))
+    leave = os._exit
+
+    def linger(code: int) -> None:  # the child answers, then takes 2 s to exit
+        time.sleep(2)
+        leave(code)
+
+    monkeypatch.setattr(worker, "_answer", lambda *a, **k: ("ok", "rows"))
+    monkeypatch.setattr(os, "_exit", linger)
+    monkeypatch.setattr(worker, "_exiting", [])
+    t = time.monotonic()
+    code, out, _ = worker._forked(request, limits)
+    assert time.monotonic() - t < 1.5
+    assert (code, pickle.loads(out)) == (0, ("ok", "rows")) and len(worker._exiting) == 1
+    first = worker._exiting[0]
+    time.sleep(2.5)
+    worker._forked(request, limits)
+    assert first not in worker._exiting and len(worker._exiting) == 1
+    os.waitpid(worker._exiting[0], 0)
+    whole = (5).to_bytes(worker._FRAME, "little") + b"12345"
+    assert worker._whole([whole[:7], whole[7:]]) == b"12345"
+    assert worker._whole([whole[:-1]]) is None and worker._whole([]) is None
+
+
+@pytest.mark.parametrize(
+    ("args", "db"),
+    [
+        (["query", "--db", "a.lbug", "q"], "a.lbug"),
+        (["query", "q", "--db=b.lbug"], "b.lbug"),
+        (["query", "q", "--db"], None),
+        (["query", "q"], None),
+    ],
+)
+def test_the_store_named_for_the_worker_ahead(args: list[str], db: str | None) -> None:
+    from ctda.cli.start import named_store
+
+    assert named_store(args) == db

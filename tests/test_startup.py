@@ -39,6 +39,10 @@ NOT_FOR_STORED = (
 SMALL = REPO / "tests" / "data" / "hta" / "simple_add_param_benchmark.json.gz"
 
 
+#: the console script (its entry module)
+CTDA = [sys.executable, "-c", "from ctda.cli.start import main; main()"]
+
+
 def test_building_the_cli_loads_no_engine() -> None:
     """A fresh interpreter imports the app and registers every command: none of the heavy
     libraries is loaded (each command loads them when it runs)."""
@@ -62,7 +66,7 @@ def _loaded(*args: str, watch: tuple[str, ...] = NOT_AT_START) -> tuple[list[str
     """Run ``ctda ARGS`` in a fresh interpreter: the modules of ``watch`` it loaded (each a
     package or a submodule of one, or a module of ctda), and its output."""
     code = (
-        "import sys; from ctda.cli.app import main; sys.argv = ['ctda', *sys.argv[1:]]\n"
+        "import sys; from ctda.cli.start import main; sys.argv = ['ctda', *sys.argv[1:]]\n"
         "try:\n    main()\nexcept SystemExit as e:\n    assert not e.code, e.code\n"
         f"print(sorted({{m.split('.')[0] if m.split('.')[0] != 'ctda' else m for m in sys.modules}}"
         f" & set({watch!r})), file=sys.stderr)"
@@ -93,7 +97,7 @@ def test_help_is_rich_without_markdown() -> None:
     for args in (["--help"], ["query", "--help"], ["query", "--bogus"]):
         res = [
             subprocess.run(
-                [sys.executable, "-c", f"{pre}from ctda.cli.app import main; main()", *args],
+                [sys.executable, "-c", f"{pre}from ctda.cli.start import main; main()", *args],
                 cwd=REPO,
                 capture_output=True,
                 text=True,
@@ -129,7 +133,15 @@ def test_typed_option_values_still_convert() -> None:
     loaded, out = _loaded("query", "--list", "--format", "json")
     assert "pydantic" in loaded and out.lstrip().startswith("[")
     res = subprocess.run(
-        [sys.executable, "-c", "from ctda.cli.app import main; main()", "query", "--list", "--format", "xml"],
+        [
+            sys.executable,
+            "-c",
+            "from ctda.cli.start import main; main()",
+            "query",
+            "--list",
+            "--format",
+            "xml",
+        ],
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -227,3 +239,16 @@ def test_paths_convert_without_pydantic(tmp_path: Path) -> None:
                 got, want = deferred.coerce(value, p, None), real.coerce(value, p, None)
                 assert got == want and type(got) is type(want), (p.name, value)
     assert seen["one"] >= 5 and seen["many"] >= 4 and seen["bounded"] >= 5
+
+
+def test_the_console_script_forks_a_query_worker_before_the_command_line() -> None:
+    """The entry (``ctda.cli.start``) forks the query's worker having loaded neither the
+    command line's libraries nor the store's: the worker's imports overlap those."""
+    code = (
+        "import sys, ctda.cli.start; from ctda import api; api.start_query_worker; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('typer', 'rich', 'click', 'ladybug')"
+        " or m.startswith(('ctda.store', 'ctda.queries.loader', 'ctda.queries.gate'))))"
+    )
+    res = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip() == "[]"

@@ -13,7 +13,6 @@ so the queues carry only small messages and nothing is pickled twice.
 
 from __future__ import annotations
 
-import ctypes
 import gc
 import mmap
 import multiprocessing as mp
@@ -25,12 +24,11 @@ import sys
 import warnings
 from multiprocessing.queues import Queue
 
+from ctda.forking import die_with
 from ctda.ingest.decode import Decoded, decode_piece
 
 #: how long to wait for a result (or a task) before checking that the other side is alive
 POLL_SECONDS = 0.5
-#: prctl option: the signal a process gets when its parent dies (linux/prctl.h)
-PR_SET_PDEATHSIG = 1
 #: a piece: (index, slot, length) with its text in the slot, or (index, -1, text) if too big
 Task = tuple[int, int, "int | bytes"]
 #: a result: (index, pickled header, buffer lengths in the slot) or (index, Decoded or None)
@@ -170,18 +168,6 @@ class DecodePool:
             self._slots.memory.close()
 
 
-def _die_with(parent: int) -> None:
-    """Ask the kernel to SIGKILL this process when its parent dies (Linux), and check
-    that the parent did not die before that request took effect."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    except (OSError, AttributeError):  # pragma: no cover - not Linux: the loop's check remains
-        pass
-    if os.getppid() != parent:
-        os._exit(0)
-
-
 def _next_task(todo: Queue[Task | None], parent: int) -> Task | None:
     """The next task; None when told to stop or when the parent is gone."""
     while True:
@@ -195,7 +181,7 @@ def _next_task(todo: Queue[Task | None], parent: int) -> Task | None:
 def _serve(todo: Queue[Task | None], done: Queue[Result], slots: _Slots, parent: int) -> None:
     """Worker loop: decode until told to stop; a crash on one piece hands it back to the parent."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
-    _die_with(parent)
+    die_with(parent)
     while (task := _next_task(todo, parent)) is not None:
         index, slot, payload = task
         try:
