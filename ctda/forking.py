@@ -46,3 +46,27 @@ def die_with(parent: int) -> None:
         pass
     if os.getppid() != parent:
         os._exit(0)
+
+
+def usable_cpus() -> int:
+    """CPUs this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - platforms without sched_getaffinity
+        return os.cpu_count() or 1
+
+
+#: bytes of the length that leads a child's framed answer
+FRAME = 8
+
+
+def frame(payload: bytes) -> bytes:
+    """``payload`` led by its length, so a reader knows when it has all of it."""
+    return len(payload).to_bytes(FRAME, "little") + payload
+
+
+def unframe(data: bytes) -> bytes | None:
+    """The payload of :func:`frame`'s output if ``data`` holds all of it, else None."""
+    if len(data) < FRAME or int.from_bytes(data[:FRAME], "little") != len(data) - FRAME:
+        return None
+    return data[FRAME:]

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from ctda.forking import THREADED
+from ctda.forking import THREADED, frame, unframe
 from tests.neo4j_fixture import neo4j_server  # noqa: F401
 
 SMALL = Path(__file__).parent / "data" / "hta" / "cuda_event_sync_tiny.json.gz"
@@ -246,9 +246,8 @@ def test_an_answer_is_taken_before_the_child_exits(monkeypatch: pytest.MonkeyPat
     worker._forked(request, limits)
     assert first not in worker._exiting and len(worker._exiting) == 1
     os.waitpid(worker._exiting[0], 0)
-    whole = (5).to_bytes(worker._FRAME, "little") + b"12345"
-    assert worker._whole([whole[:7], whole[7:]]) == b"12345"
-    assert worker._whole([whole[:-1]]) is None and worker._whole([]) is None
+    whole = frame(b"12345")
+    assert unframe(whole) == b"12345" and unframe(whole[:-1]) is None and unframe(b"") is None
 
 
 @pytest.mark.parametrize(

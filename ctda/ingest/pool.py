@@ -24,7 +24,7 @@ import sys
 import warnings
 from multiprocessing.queues import Queue
 
-from ctda.forking import die_with
+from ctda.forking import die_with, usable_cpus
 from ctda.ingest.decode import Decoded, decode_piece
 
 #: how long to wait for a result (or a task) before checking that the other side is alive
@@ -33,14 +33,6 @@ POLL_SECONDS = 0.5
 Task = tuple[int, int, "int | bytes"]
 #: a result: (index, pickled header, buffer lengths in the slot) or (index, Decoded or None)
 Result = tuple[int, bytes, list[int]] | tuple[int, Decoded | None]
-
-
-def usable_cpus() -> int:
-    """CPUs this process may run on."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - platforms without sched_getaffinity
-        return os.cpu_count() or 1
 
 
 def pool_available() -> bool:

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ctda.forking import FAILED, can_fork, die_with
+from ctda.forking import FAILED, can_fork, die_with, frame, unframe
 from ctda.queries.errors import QueryError
 from ctda.queries.limits import GRACE_S, QueryLimitError, QueryLimits
 
@@ -264,7 +264,7 @@ def _collect(pid: int, out_r: int, err_r: int, limits: QueryLimits) -> tuple[int
                     chunks[fd].append(data)
                 else:
                     open_fds.remove(fd)
-            if out_r not in open_fds and (reply := _whole(chunks[out_r])) is not None:
+            if out_r not in open_fds and (reply := unframe(b"".join(chunks[out_r]))) is not None:
                 # answered in full: its exit (tearing down the store's memory) is not waited for
                 _exiting.append(pid)
                 return 0, reply, b"".join(chunks[err_r])
@@ -277,21 +277,11 @@ def _collect(pid: int, out_r: int, err_r: int, limits: QueryLimits) -> tuple[int
         os.close(err_r)
     _, status = os.waitpid(pid, 0)
     code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
-    return code, _whole(chunks[out_r]) or b"", b"".join(chunks[err_r])
+    return code, unframe(b"".join(chunks[out_r])) or b"", b"".join(chunks[err_r])
 
 
-#: bytes of the length that leads a forked child's answer
-_FRAME = 8
 #: forked children that answered and were left to exit: reaped by the next fork
 _exiting: list[int] = []
-
-
-def _whole(chunks: list[bytes]) -> bytes | None:
-    """A forked child's answer if it arrived whole (its length, then as many bytes), else None."""
-    data = b"".join(chunks)
-    if len(data) < _FRAME or int.from_bytes(data[:_FRAME], "little") != len(data) - _FRAME:
-        return None
-    return data[_FRAME:]
 
 
 def _reap() -> None:
@@ -367,10 +357,9 @@ def framed_answer(request: bytes, opened: Opened | None = None) -> bytes:
     on the store it ``opened`` ahead where the request reads that one under the same cap:
     the pickled reply, led by its length."""
     target, text, params, write, allow_files, limits = pickle.loads(request)
-    reply = pickle.dumps(
-        _answer(target, text, params, write, allow_files, limits, forked=True, opened=opened)
+    return frame(
+        pickle.dumps(_answer(target, text, params, write, allow_files, limits, forked=True, opened=opened))
     )
-    return len(reply).to_bytes(_FRAME, "little") + reply
 
 
 def _answer(
