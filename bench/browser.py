@@ -5,10 +5,9 @@ The browser is Debian's ``chromium`` with its matching ``chromium-driver``
 (``scripts/install_browser.sh``); the driver path is given explicitly, so Selenium
 Manager never runs and nothing is downloaded at run time.
 
-Timing: :func:`timed` measures one interaction as a person sees it, from the input event
-to the moment Streamlit has finished the script run it caused and the browser has painted
-the result (two animation frames after the app's ``data-test-script-state`` leaves
-``running``), with the clock in the page itself, so WebDriver round trips do not count.
+Waiting for a page and timing an interaction are in :mod:`bench.browser_timing`, what the
+charts' canvases draw in :mod:`bench.browser_canvas`; both are re-exported here, so
+``from bench import browser`` reaches all of it.
 """
 
 from __future__ import annotations
@@ -22,15 +21,28 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from bench.browser_canvas import canvas_hash as canvas_hash
+from bench.browser_canvas import canvas_ink as canvas_ink
+from bench.browser_canvas import color_scheme as color_scheme
+from bench.browser_canvas import colour_pixels as colour_pixels
+from bench.browser_canvas import hover_color as hover_color
+from bench.browser_canvas import plots as plots
+from bench.browser_canvas import zoom_canvas as zoom_canvas
+from bench.browser_timing import LAST_MARKS as LAST_MARKS
+from bench.browser_timing import WAIT_S as WAIT_S
+from bench.browser_timing import body as body
+from bench.browser_timing import last_server_s as last_server_s
+from bench.browser_timing import script_state as script_state
+from bench.browser_timing import settled as settled
+from bench.browser_timing import timed, wait
+
 CHROMIUM = ("/usr/bin/chromium", "chromium", "chromium-browser")
 CHROMEDRIVER = ("/usr/bin/chromedriver", "chromedriver")
 START_TIMEOUT_S = 90
-WAIT_S = 90
 
 
 class BrowserMissing(Exception):
@@ -191,175 +203,7 @@ def external(urls: list[str], base: str) -> list[str]:
     return out
 
 
-# --- waiting and acting like a person ----------------------------------------------------
-
-
-def body(d: Any) -> str:
-    from selenium.webdriver.common.by import By
-
-    return str(d.find_element(By.TAG_NAME, "body").text)
-
-
-def wait(
-    d: Any,
-    cond: Callable[[Any], Any],
-    what: str,
-    timeout: float = WAIT_S,
-    on_timeout: Callable[[Any, str], object] | None = None,
-) -> Any:
-    """Poll ``cond`` until truthy; on timeout call ``on_timeout`` (a screenshot) and fail
-    with the page text."""
-    from selenium.common.exceptions import WebDriverException
-
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            got = cond(d)
-            if got:
-                return got
-        except WebDriverException:
-            pass  # the page is re-rendering under us
-        time.sleep(0.1)
-    if on_timeout is not None:
-        on_timeout(d, what)
-    raise AssertionError(f"timed out waiting for {what}; page text:\n{body(d)[:3000]}")
-
-
-def script_state(d: Any) -> str:
-    return str(
-        d.execute_script(
-            "const a = document.querySelector('[data-testid=\"stApp\"]');"
-            "return a ? a.getAttribute('data-test-script-state') : '';"
-        )
-    )
-
-
-def settled(d: Any, timeout: float = WAIT_S) -> None:
-    """Wait until Streamlit has no script run going (and nothing is drawn stale)."""
-    from selenium.webdriver.common.by import By
-
-    time.sleep(0.3)
-
-    def idle(d: Any) -> bool:
-        if script_state(d) == "running":
-            return False
-        if d.find_elements(By.CSS_SELECTOR, '[data-testid="stStatusWidget"]'):
-            return False
-        return not d.find_elements(By.CSS_SELECTOR, '[data-stale="true"]')
-
-    wait(d, idle, "the run to finish", timeout)
-    # and the main thread free of long tasks for a while (a person looks before acting)
-    calm = _LONG_TASKS + "return performance.now() - window.__ctdaLongEnd > 500;"
-    wait(d, lambda d: bool(d.execute_script(calm)), "the page to be still", timeout)
-    time.sleep(0.2)
-
-
-# The end of the page's last long task (over 50 ms of the main thread), watched from the
-# first time :func:`settled` or :func:`timed` runs on a page: drawing that goes on after the
-# elements are in place (a canvas chart, a data grid) belongs to the action that caused it.
-_LONG_TASKS = """
-if (!window.__ctdaLong) {
-  window.__ctdaLongEnd = 0;
-  window.__ctdaLong = new PerformanceObserver((list) => {
-    for (const e of list.getEntries()) {
-      window.__ctdaLongEnd = Math.max(window.__ctdaLongEnd, e.startTime + e.duration);
-    }
-  });
-  // buffered: the long tasks since the page loaded count too, not only those from now on
-  window.__ctdaLong.observe({type: 'longtask', buffered: true});
-}
-"""
-
-_ARM = (
-    _LONG_TASKS
-    + """
-const app = document.querySelector('[data-testid="stApp"]');
-window.__ctdaRan = false;
-window.__ctdaMarks = [];
-if (window.__ctdaObs) window.__ctdaObs.disconnect();
-window.__ctdaObs = new MutationObserver((records) => {
-  window.__ctdaLast = performance.now();
-  for (const r of records) {
-    if (r.target === app && r.attributeName === 'data-test-script-state') {
-      const state = app.getAttribute('data-test-script-state');
-      window.__ctdaMarks.push([state, performance.now() - window.__ctdaT0]);
-      if (state === 'running') window.__ctdaRan = true;
-    }
-  }
-});
-window.__ctdaObs.observe(app, {attributes: true, childList: true, subtree: true, characterData: true});
-window.__ctdaT0 = performance.now();
-window.__ctdaLast = window.__ctdaT0;
-"""
-)
-
-
-# Done when the page shows no script run, nothing stale and every canvas chart drawn
-# (a redrawn canvas was checked to hold its final image by then), and either a run was seen to
-# start (the usual case) or -- a run so short that React drew its start and end in one go
-# leaves no "running" state to see -- the page has been still for QUIET ms since it last
-# changed (the time reported is then that of the last change). The time reported is then
-# moved to the end of the last long task that followed, once the main thread has been free of
-# them for CALM ms: the work the browser still does for the action is the action's.
-_DONE = """
-const done = arguments[arguments.length - 1];
-const app = document.querySelector('[data-testid="stApp"]');
-const limit = performance.now() + arguments[0] * 1000;
-const QUIET = 600;
-const CALM = 300;
-function finish(t) {
-  // two frames: React has committed and the browser has painted what it drew
-  requestAnimationFrame(() => requestAnimationFrame(() => calm(t)));
-}
-function calm(t) {
-  const end = Math.max(t, window.__ctdaLongEnd);
-  if (performance.now() - end < CALM && performance.now() < limit) { setTimeout(() => calm(t), 20); return; }
-  done(end - window.__ctdaT0);
-}
-function poll() {
-  const now = performance.now();
-  if (now > limit) { done(-1); return; }
-  // a Vega-Lite chart mounts its canvas after its library loads (on the first visit)
-  const drawn = Array.from(document.querySelectorAll('[data-testid="stVegaLiteChart"]'))
-    .every(el => { const c = el.querySelector('canvas'); return c && c.width > 0; });
-  const idle = app.getAttribute('data-test-script-state') !== 'running'
-    && !document.querySelector('[data-stale="true"]') && drawn;
-  if (idle && window.__ctdaRan) { finish(performance.now()); return; }
-  if (idle && now - window.__ctdaLast > QUIET && now - window.__ctdaT0 > 2 * QUIET) {
-    finish(window.__ctdaLast); return;
-  }
-  setTimeout(poll, 5);
-}
-poll();
-"""
-
-
-def timed(d: Any, act: Callable[[], object], timeout: float = 100.0) -> float:
-    """Seconds from ``act`` (one user action) until its script run is done and painted
-    (``timeout`` stays under WebDriver's own 120 s limit on one command)."""
-    d.set_script_timeout(timeout + 10)
-    d.execute_script(_ARM)
-    act()
-    ms = float(d.execute_async_script(_DONE, timeout))
-    if ms < 0:
-        raise AssertionError(f"no finished script run within {timeout:.0f} s")
-    LAST_MARKS[:] = [(str(s), float(t) / 1e3) for s, t in d.execute_script("return window.__ctdaMarks;")]
-    return ms / 1e3
-
-
-#: (script state, seconds since the action) of the last :func:`timed` interaction
-LAST_MARKS: list[tuple[str, float]] = []
-
-
-def last_server_s() -> float:
-    """Seconds the page of the last :func:`timed` interaction reported a script run going
-    (from the first ``running`` to the last state change after it): the server's work, and
-    the drawing of elements that arrived meanwhile (the page draws them as they come)."""
-    starts = [t for s, t in LAST_MARKS if s == "running"]
-    if not starts:
-        return 0.0
-    ends = [t for s, t in LAST_MARKS if s != "running" and t >= starts[0]]
-    return (max(ends) if ends else starts[-1]) - starts[0]
+# --- acting like a person (waiting for the page: bench.browser_timing) ------------------
 
 
 def button(d: Any, label: str) -> Any:
@@ -459,135 +303,3 @@ def slider_value(d: Any, nth: int = 0) -> str:
             "value"
         )
     )
-
-
-def plots(d: Any) -> int:
-    """Charts on the page (Vega-Lite, each on a canvas)."""
-    from selenium.webdriver.common.by import By
-
-    return len(d.find_elements(By.CSS_SELECTOR, '[data-testid="stVegaLiteChart"]'))
-
-
-_FIND_COLOR = """
-const [r, g, b] = arguments[0];
-const all = Array.from(document.querySelectorAll('[data-testid="stVegaLiteChart"] canvas'));
-for (const c of all.slice(arguments[1]).slice(0, 1)) {
-  const px = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
-  const scale = c.width / c.getBoundingClientRect().width;
-  // the middle of the widest horizontal run of the colour, from the bottom up (the legend, on
-  // top, has a small swatch of every colour too; a bar's edge may be a pixel wide)
-  let best = null;
-  for (let y = c.height - 1; y >= 0; y--) {
-    let run = 0;
-    for (let x = 0; x <= c.width; x++) {
-      const i = 4 * (y * c.width + x);
-      if (x < c.width && Math.abs(px[i] - r) + Math.abs(px[i + 1] - g) + Math.abs(px[i + 2] - b) < 6) {
-        run++;
-      } else if (run) {
-        if (!best || run > best[0]) best = [run, x - run / 2, y];
-        run = 0;
-      }
-    }
-  }
-  if (best) {
-    return [best[1] / scale, best[2] / scale, c.getBoundingClientRect().width,
-            c.getBoundingClientRect().height, all.indexOf(c)];
-  }
-}
-return null;
-"""
-
-
-def hover_color(d: Any, rgb: tuple[int, int, int], nth: int = -1) -> str:
-    """Point the mouse at the widest mark of colour ``rgb`` on the ``nth`` Vega-Lite canvas
-    (the middle of its widest run of pixels); the tooltip's text then."""
-    from selenium.webdriver.common.action_chains import ActionChains
-    from selenium.webdriver.common.by import By
-
-    found = d.execute_script(_FIND_COLOR, list(rgb), nth)
-    if not found:
-        raise AssertionError(f"no pixel of colour {rgb} on canvas {nth}")
-    x, y, w, h, nth = found
-    canvas = d.find_elements(By.CSS_SELECTOR, '[data-testid="stVegaLiteChart"] canvas')[int(nth)]
-    ActionChains(d).move_to_element_with_offset(canvas, int(x - w / 2), int(y - h / 2)).perform()
-    tip = wait(d, lambda d: d.find_elements(By.CSS_SELECTOR, "#vg-tooltip-element.visible"), "a tooltip")
-    return str(tip[0].get_attribute("textContent"))
-
-
-def canvas_hash(d: Any, nth: int = -1) -> int:
-    """A digest of what the ``nth`` Vega-Lite canvas shows (to see that it was redrawn)."""
-    return int(
-        d.execute_script(
-            """
-const all = document.querySelectorAll('[data-testid="stVegaLiteChart"] canvas');
-const c = Array.from(all).slice(arguments[0])[0];
-const px = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
-let h = 0;
-for (let i = 0; i < px.length; i += 7) h = (h * 31 + px[i]) | 0;
-return h;""",
-            nth,
-        )
-    )
-
-
-def zoom_canvas(d: Any, clicks: int, nth: int = -1) -> None:
-    """Ctrl + mouse wheel over the middle of the ``nth`` Vega-Lite canvas, like a person
-    zooming in (``clicks`` > 0) or out."""
-    from selenium.webdriver.common.action_chains import ActionChains, ScrollOrigin
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.common.keys import Keys
-
-    canvas = d.find_elements(By.CSS_SELECTOR, '[data-testid="stVegaLiteChart"] canvas')[nth]
-    chain = ActionChains(d).move_to_element(canvas).key_down(Keys.CONTROL)
-    for _ in range(abs(clicks)):
-        chain.scroll_from_origin(ScrollOrigin.from_element(canvas), 0, -120 if clicks > 0 else 120)
-    chain.key_up(Keys.CONTROL).perform()
-
-
-def canvas_ink(d: Any) -> list[int]:
-    """Pixels not of the background on each Vega-Lite chart's canvas: what a canvas draws
-    is not in the page's DOM, so this is how a test sees that marks were drawn."""
-    return [
-        int(n)
-        for n in d.execute_script(
-            """
-return Array.from(document.querySelectorAll('[data-testid="stVegaLiteChart"] canvas')).map(c => {
-  const px = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
-  let n = 0;
-  for (let i = 0; i < px.length; i += 4) if (px[i + 3] > 0 && px[i] + px[i + 1] + px[i + 2] < 720) n++;
-  return n;
-});"""
-        )
-    ]
-
-
-def color_scheme(d: Any, scheme: str) -> None:
-    """Make the browser prefer a ``"dark"`` or ``"light"`` theme, as a person's system
-    setting does (the page follows it at once, without a script run)."""
-    feature = {"name": "prefers-color-scheme", "value": scheme}
-    d.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": [feature]})
-
-
-def colour_pixels(d: Any, colours: list[str], nth: int = -1) -> list[int]:
-    """Pixels of each of ``colours`` (``#RRGGBB``) on the ``nth`` Vega-Lite canvas (a
-    channel sum within 6 of it, nearly opaque): what a canvas draws in which colour."""
-    rgb = [[int(c[k : k + 2], 16) for k in (1, 3, 5)] for c in colours]
-    return [
-        int(n)
-        for n in d.execute_script(
-            """
-const all = document.querySelectorAll('[data-testid="stVegaLiteChart"] canvas');
-const c = Array.from(all).slice(arguments[1])[0];
-const px = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
-const out = arguments[0].map(() => 0);
-for (let i = 0; i < px.length; i += 4) {
-  if (px[i + 3] < 200) continue;
-  arguments[0].forEach(([r, g, b], k) => {
-    if (Math.abs(px[i] - r) + Math.abs(px[i + 1] - g) + Math.abs(px[i + 2] - b) < 6) out[k]++;
-  });
-}
-return out;""",
-            rgb,
-            nth,
-        )
-    ]

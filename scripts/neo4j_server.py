@@ -23,22 +23,22 @@ plugins), sets the initial password with ``neo4j-admin``, runs
 JSON line that also goes to ``<instance>/server.json``.
 
 Only the standard library is used.  The same steps can be imported:
-``fetch()``, ``start()`` and ``stop()``.
+``fetch()``, ``start()`` and ``stop()``.  Their parts are sibling scripts, loaded by
+path (``scripts/`` is no package): ``neo4j_fetch.py`` (the home), ``neo4j_instance.py``
+(Java, an instance's conf and environment) and ``neo4j_process.py`` (ports, Bolt, the
+console log, the process group).
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import dataclasses
 import importlib.util
 import json
 import os
-import re
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -54,7 +54,6 @@ DEFAULT_STOP_TIMEOUT = 30.0
 PLUGINS_START_TIMEOUT = 360.0
 INSTANCE_MARKER = ".ctda-neo4j-instance"
 SERVER_JSON = "server.json"
-CONSOLE_LOG = "console.log"
 START_ATTEMPTS = 3
 USER = "neo4j"
 
@@ -75,17 +74,32 @@ def _sibling(file: str, name: str) -> ModuleType:
 _fetching = _sibling("neo4j_fetch.py", "ctda_neo4j_fetch_script")
 Neo4jServerError = _fetching.Neo4jServerError
 FetchError = _fetching.FetchError
-MIN_JAVA: int = _fetching.MIN_JAVA
 VERSION_LINE: str = _fetching.VERSION_LINE
 fetch = _fetching.fetch
 default_cache_dir = _fetching.default_cache_dir
-java_major_version = _fetching.java_major_version
-_java_for_launchers = _fetching._java_for_launchers
 _log = _fetching._log
-_instance_settings = _fetching.instance_settings
-render_conf = _fetching.render_conf
-_write_conf = _fetching.write_conf
-_neo4j_env = _fetching.neo4j_env
+
+_instance = _sibling("neo4j_instance.py", "ctda_neo4j_instance_script")
+MIN_JAVA: int = _instance.MIN_JAVA
+java_major_version = _instance.java_major_version
+_java_for_launchers = _instance._java_for_launchers
+_instance_settings = _instance.instance_settings
+render_conf = _instance.render_conf
+_write_conf = _instance.write_conf
+_neo4j_env = _instance.neo4j_env
+
+_process = _sibling("neo4j_process.py", "ctda_neo4j_process_script")
+CONSOLE_LOG: str = _process.CONSOLE_LOG
+_CHILDREN: dict[int, subprocess.Popen[bytes]] = _process.CHILDREN
+_free_ports = _process.free_ports
+_logs_tail = _process.logs_tail
+bolt_answers = _process.bolt_answers
+_started = _process.started
+_port_clash = _process.port_clash
+_group_alive = _process.group_alive
+_signal_group = _process.signal_group
+_wait_gone = _process.wait_gone
+_pid_reused = _process.pid_reused
 
 
 _ErrorBase: Any = _fetching.Neo4jServerError  # a class of the sibling module, typed Any here
@@ -134,11 +148,6 @@ class ServerInfo:
         return int(self.uri.rsplit(":", 1)[1])
 
 
-# Popen objects of servers started by this process, so stop() can reap them
-# and Popen.__del__ does not warn about a still-running child.
-_CHILDREN: dict[int, subprocess.Popen[bytes]] = {}
-
-
 # --------------------------------------------------------------------------
 # start
 # --------------------------------------------------------------------------
@@ -152,18 +161,6 @@ def _check_java() -> None:
         raise StartError(f"cannot run `{java} -version`; Neo4j 5 needs Java {MIN_JAVA}+")
     if major < MIN_JAVA:
         raise StartError(f"`{java}` is Java {major}; Neo4j 5 needs Java {MIN_JAVA}+")
-
-
-def _free_ports(count: int) -> list[int]:
-    """Distinct currently-free TCP ports on 127.0.0.1."""
-    sockets = [socket.socket(socket.AF_INET, socket.SOCK_STREAM) for _ in range(count)]
-    try:
-        for sock in sockets:
-            sock.bind(("127.0.0.1", 0))
-        return [int(sock.getsockname()[1]) for sock in sockets]
-    finally:
-        for sock in sockets:
-            sock.close()
 
 
 def _make_instance(home: Path, base_dir: Path | None) -> Path:
@@ -211,52 +208,6 @@ def _launch(home: Path, instance: Path) -> subprocess.Popen[bytes]:
         )
     _CHILDREN[process.pid] = process
     return process
-
-
-def _tail(path: Path, lines: int = 40) -> str:
-    """Last ``lines`` lines of a log file, or a note that it is missing."""
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return f"({path} not found)"
-    return "\n".join(text.splitlines()[-lines:])
-
-
-def _logs_tail(instance: Path) -> str:
-    """Console and debug log tails for error messages."""
-    logs = instance / "logs"
-    return (
-        f"--- {logs / CONSOLE_LOG} ---\n{_tail(logs / CONSOLE_LOG)}\n"
-        f"--- {logs / 'debug.log'} ---\n{_tail(logs / 'debug.log', 15)}"
-    )
-
-
-def bolt_answers(port: int, host: str = "127.0.0.1", timeout: float = 2.0) -> bool:
-    """Tell whether a Bolt server on ``port`` completes the version handshake."""
-    # Magic preamble, then four proposals: 5.0-5.8, 4.2-4.4 and two empty slots.
-    handshake = bytes.fromhex("6060b01700080805000204040000000000000000")
-    try:
-        with socket.create_connection((host, port), timeout=timeout) as sock:
-            sock.sendall(handshake)
-            reply = sock.recv(4)
-    except OSError:
-        return False
-    return len(reply) == 4 and reply != b"\x00\x00\x00\x00"
-
-
-def _started(instance: Path) -> bool:
-    """Whether the console log shows Neo4j's ``Started.`` line."""
-    try:
-        text = (instance / "logs" / CONSOLE_LOG).read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return False
-    return re.search(r"\sStarted\.\s*$", text, re.MULTILINE) is not None
-
-
-def _port_clash(instance: Path) -> bool:
-    """Whether startup failed because another process grabbed our port."""
-    text = _tail(instance / "logs" / CONSOLE_LOG, 200) + _tail(instance / "logs" / "debug.log", 200)
-    return "Address already in use" in text
 
 
 def _wait_until_ready(process: subprocess.Popen[bytes], instance: Path, port: int, timeout: float) -> None:
@@ -393,36 +344,6 @@ def _start_once(
 # --------------------------------------------------------------------------
 
 
-def _group_alive(pgid: int) -> bool:
-    """Whether any process of the server's process group is still running."""
-    child = _CHILDREN.get(pgid)
-    if child is not None and child.poll() is not None:
-        _CHILDREN.pop(pgid, None)
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def _signal_group(pgid: int, sig: signal.Signals) -> None:
-    """Send ``sig`` to the process group, ignoring one that is already gone."""
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(pgid, sig)
-
-
-def _wait_gone(pgid: int, timeout: float) -> bool:
-    """Poll until the process group is empty; False on timeout."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if not _group_alive(pgid):
-            return True
-        time.sleep(0.1)
-    return not _group_alive(pgid)
-
-
 def _terminate_group(pgid: int, timeout: float) -> None:
     """SIGTERM for a clean checkpoint, SIGKILL if that takes too long."""
     if not _group_alive(pgid):
@@ -433,19 +354,6 @@ def _terminate_group(pgid: int, timeout: float) -> None:
     _log(f"Neo4j (pgid {pgid}) ignored SIGTERM for {timeout:.0f} s; sending SIGKILL")
     _signal_group(pgid, signal.SIGKILL)
     _wait_gone(pgid, 10.0)
-
-
-def _pid_reused(pid: int) -> bool:
-    """Whether ``pid`` now belongs to something other than a Neo4j launcher.
-
-    A stale server.json could otherwise make us kill an unrelated process
-    group that happened to get the same id.  Without /proc we cannot tell.
-    """
-    try:
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return False
-    return b"neo4j" not in cmdline.lower()
 
 
 def stop(info: ServerInfo, *, keep: bool = False, timeout: float = DEFAULT_STOP_TIMEOUT) -> None:

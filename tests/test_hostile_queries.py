@@ -7,6 +7,9 @@ The Neo4j half runs against the real server of ``tests/neo4j_fixture.py`` (harde
 ``scripts/neo4j_plugins.py`` and docker-compose set it up). An SSRF attempt can only ever
 point at ``http://127.0.0.1:PORT`` of a tiny server this module runs itself, which must
 never receive a request.
+
+The gates on their own, without a store, are in ``test_hostile_query_gate.py``; the
+queries themselves in ``hostile_query_cases.py``.
 """
 
 from __future__ import annotations
@@ -29,12 +32,10 @@ from ctda.cli.common import app
 from ctda.queries import gate, loader, plan
 from ctda.queries.errors import QueryError
 from ctda.queries.limits import QueryLimitError, QueryLimits
-from ctda.queries.worker import _death
-from ctda.store import backends, open_store
+from ctda.store import open_store
 from ctda.store.base import StoreError
 from ctda.store.config import Target
-from ctda.store.ladybug_store import LadybugStore
-from ctda.store.neo4j_store import Neo4jStore
+from tests.hostile_query_cases import BOMBS, BOUNDED, WRITES, attacks
 from tests.neo4j_fixture import neo4j_server  # noqa: F401
 
 if TYPE_CHECKING:
@@ -46,97 +47,6 @@ SMALL = Path(__file__).parent / "data" / "hta" / "cuda_event_sync_tiny.json.gz"
 SECRET = "ctda-hostile-query-sentinel"
 RUN = "hostile-small"
 CTDA = [sys.executable, "-c", "from ctda.cli.app import main; main()"]
-#: every line terminator one engine or another ends a ``//`` comment at
-SEPARATORS = {"cr": "\r", "lf": "\n", "crlf": "\r\n", "ls": "\u2028", "ps": "\u2029", "nel": "\u0085",
-              "vt": "\x0b", "ff": "\x0c"}  # fmt: skip
-
-
-def attacks(url: str, file: Path) -> dict[str, str]:
-    """Each hostile query by a short name; ``url`` is the local probe server, ``file`` a
-    sentinel file outside the store."""
-    furl = f"file://{file}"
-    out = {
-        # \uXXXX: Neo4j decodes escapes before it lexes, so \u0027 closes the string
-        "uescape-string": f"WITH '\\u0027 AS a LOAD CSV FROM \"{furl}\" AS l RETURN l //' AS s RETURN s",
-        "uescape-http": f"WITH '\\u0027 AS a LOAD CSV FROM \"{url}\" AS l RETURN l //' AS s RETURN s",
-        "uescape-name": "RETURN apoc.\\u0063ypher.runFirstColumnSingle('RETURN 1', {}) AS x",
-        "uescape-many-u": f"WITH '\\uuu0027 AS a LOAD CSV FROM \"{url}\" AS l RETURN l //' AS s RETURN s",
-        "Uescape-8": f"WITH '\\U00000027 AS a LOAD CSV FROM \"{url}\" AS l RETURN l //' AS s RETURN s",
-        "uescape-backtick": "RETURN \\u0060apoc\\u0060.cypher.runFirstColumnSingle('RETURN 1', {}) AS x",
-        "block-comment": f"WITH 1 AS x /* note */ LOAD CSV FROM '{url}' AS l RETURN l",
-        "unterminated-comment": "RETURN 1 AS x /* never closed",
-        # backtick names: the namespace the old gate never saw
-        "backtick-cypher": (
-            f"RETURN `apoc`.cypher.runFirstColumnSingle('LOAD CSV FROM \"{url}\" AS l RETURN l', {{}}) AS x"
-        ),
-        "backtick-all-parts": "RETURN `apoc`.`cypher`.`runFirstColumnSingle`('RETURN 1', {}) AS x",
-        "backtick-dotted-name": "RETURN `apoc.cypher.runFirstColumnSingle`('RETURN 1', {}) AS x",
-        "backtick-escaped": "RETURN `ap``oc`.cypher.runFirstColumnSingle('RETURN 1', {}) AS x",
-        "backtick-log": "CALL `apoc`.log.stream('debug.log') YIELD line RETURN line",
-        "backtick-gds": "CALL `gds`.graph.project('g', '*', '*')",
-        # functions where the old gate did not look: map values, list comprehensions, nesting
-        "fn-in-map": "RETURN {a: apoc.cypher.runFirstColumnSingle('RETURN 1', {})} AS m",
-        "fn-in-comprehension": "RETURN [x IN [1] | apoc.cypher.runFirstColumnSingle('RETURN 1', {})] AS l",
-        "fn-nested": "RETURN apoc.convert.toJson(apoc.cypher.runFirstColumnSingle('RETURN 1', {})) AS j",
-        "fn-case": "RETURN CASE WHEN true THEN apoc.text.join(['a'], ',') END AS c",
-        # procedures, subqueries
-        "apoc-cypher-run": (
-            f"CALL apoc.cypher.run('LOAD CSV FROM \"{url}\" AS l RETURN l', {{}}) YIELD value RETURN value"
-        ),
-        "apoc-periodic-repeat": "CALL apoc.periodic.repeat('x', 'MATCH (n) RETURN n', 1000)",
-        "apoc-periodic-iterate": "CALL apoc.periodic.iterate('MATCH (n) RETURN n', 'SET n.x = 1', {})",
-        "apoc-load-json": f"CALL apoc.load.json('{url}') YIELD value RETURN value",
-        "apoc-load-csv": f"CALL apoc.load.csv('{furl}') YIELD list RETURN list",
-        "apoc-load-json-file": f"CALL apoc.load.json('{furl}') YIELD value RETURN value",
-        "gds-write": "CALL gds.pageRank.write('g', {writeProperty: 'pr'})",
-        "dbms-listconfig": "CALL dbms.listConfig() YIELD name, value RETURN name, value",
-        "subquery-load": f"MATCH (n) CALL (n) {{ LOAD CSV FROM '{url}' AS l RETURN l }} RETURN l",
-        "subquery-call": "CALL { CALL dbms.listConfig() YIELD name RETURN name } RETURN name",
-        "in-transactions": "CALL { CREATE (:Run {id: 99}) } IN TRANSACTIONS",
-        "exists-subquery": f"MATCH (n) WHERE EXISTS {{ LOAD CSV FROM '{url}' AS l RETURN l }} RETURN n",
-        "show-settings": "SHOW SETTINGS",
-        "show-procedures": "SHOW PROCEDURES",
-        "use-system": "USE system SHOW USERS",
-        "explain-prefix": "EXPLAIN MATCH (n) RETURN n",
-        "load-csv-file": f"LOAD CSV FROM '{furl}' AS l RETURN l",
-        "load-csv-http": f"LOAD CSV FROM '{url}' AS l RETURN l",
-        "two-statements": f"RETURN 1 AS x; LOAD CSV FROM '{url}' AS l RETURN l",
-        "write-without-flag": "CREATE (:Run {id: 99})",
-        # the embedded store's own escapes
-        "ladybug-load-from": f"LOAD FROM '{file}' RETURN *",
-        "ladybug-copy-to": f"COPY (MATCH (r:Run) RETURN r.name) TO '{file}.out.csv'",
-        "ladybug-extension": f"LOAD EXTENSION '{file}'",
-        "ladybug-attach": f"ATTACH '{file}' AS other (dbtype lbug)",
-        "ladybug-option": "CALL threads=1",
-    }
-    for key, sep in SEPARATORS.items():
-        out[f"comment-{key}-load"] = f"WITH 1 AS x // note{sep}LOAD CSV FROM '{url}' AS l RETURN l"
-        out[f"comment-{key}-config"] = (
-            f"WITH 1 AS x // note{sep}CALL dbms.listConfig() YIELD name RETURN name"
-        )
-        out[f"comment-{key}-copy"] = f"RETURN 1 AS x // note{sep}COPY (RETURN 1) TO '{file}.out.csv'"
-    return out
-
-
-#: attacks that are plain data changes: refused for a read, allowed (to the gate) by --write
-WRITES = {"write-without-flag"}
-#: bombs: each must end in one line (gate, row cap, memory cap or timeout), never hang or crash
-BOMBS = {
-    "deep-brackets": "RETURN " + "[" * 1000 + "1" + "]" * 1000 + " AS x",
-    "deep-parens": "RETURN " + "(" * 10000 + "1" + ")" * 10000 + " AS x",
-    "long-sum": "RETURN 1" + "+1" * 10000 + " AS x",
-    "not-chain": "RETURN " + "NOT " * 10000 + "true AS x",
-    "too-long": "RETURN '" + "x" * 200_000 + "' AS x",
-    # just past each cap (the ones above trip the token cap first)
-    "parens-33": "RETURN " + "(" * 33 + "1" + ")" * 33 + " AS x",
-    "maps-33": "RETURN " + "{a: " * 33 + "1" + "}" * 33 + " AS x",
-    "sum-257": "RETURN 1" + "+1" * 257 + " AS x",
-    "props-257": "MATCH (n) RETURN n" + ".a" * 257 + " AS x",
-}
-
-
-#: what a bound's refusal says
-BOUNDED = r"too deeply|operators|characters long|tokens"
 
 
 class _Probe(http.server.BaseHTTPRequestHandler):
@@ -204,47 +114,6 @@ def _one_line(text: str) -> str:
     return lines[0]
 
 
-# --- the tokenizer (first filter), on its own -------------------------------------------
-
-
-@pytest.mark.parametrize("dialect", ["ladybug", "neo4j"])
-def test_tokenizer_refuses_every_attack_at_read_and_write(dialect: str, tmp_path: Path) -> None:
-    cases = attacks("http://127.0.0.1:9/x", tmp_path / "f.csv")
-    for name, text in cases.items():
-        with pytest.raises(gate.GateError) as refused:
-            gate.check(text, backends.by_kind(dialect), gate.Level.READ)
-        assert "\n" not in str(refused.value), name
-        if name not in WRITES:
-            with pytest.raises(gate.GateError):
-                gate.check(text, backends.by_kind(dialect), gate.Level.WRITE)
-    gate.check(cases["write-without-flag"], backends.by_kind(dialect), gate.Level.WRITE)
-
-
-def test_tokenizer_reads_names_and_comments_as_the_engines_do() -> None:
-    toks = gate.tokenize("RETURN 1 // a\u2028CALL x")
-    assert [t.text for t in toks] == ["RETURN", "1", "CALL", "x"]
-    (quoted,) = [t for t in gate.tokenize("RETURN `ap``oc` AS x") if t.kind == "quoted"]
-    assert gate.unquote(quoted) == "ap`oc"
-    # the allowed pure functions pass in every context, spelled plainly
-    gate.check("RETURN {a: apoc.convert.toJson([1])} AS m, date.truncate('day', date()) AS d", Neo4jStore)
-    with pytest.raises(gate.GateError, match=r"apoc\.convert\.toJson"):  # quoted: never needed
-        gate.check("RETURN `apoc`.convert.toJson([1]) AS j", Neo4jStore)
-
-
-@pytest.mark.parametrize("name", sorted(BOMBS))
-def test_bounds_refuse_before_any_parser(name: str) -> None:
-    with pytest.raises(gate.GateError, match=BOUNDED):
-        gate.check(BOMBS[name], LadybugStore)
-
-
-def test_named_queries_are_far_inside_the_bounds() -> None:
-    for q in loader.load_all().values():
-        for text in q.texts.values():
-            toks = gate.tokenize(text)
-            gate.check_bounds(toks)
-            assert len(text) < gate.MAX_LENGTH // 10
-
-
 # --- the database's plan: the gate that decides -------------------------------------------
 
 
@@ -276,62 +145,6 @@ def test_plan_gate_alone_refuses_on_neo4j(target: Target, probe: str, sentinel: 
                 s._check_plan(cases[name], {}, gate.Level.WRITE)
     assert refused_by_plan >= 10  # the plan, not only syntax errors, did the refusing
     assert SECRET not in str(_Probe.hits)
-
-
-def test_plan_gate_checks_every_operator_procedure_and_function() -> None:
-    """The plan check on plans as the driver reports them (shapes taken from Neo4j 5.26)."""
-
-    def op(kind: str, details: str = "", *children: dict[str, Any]) -> dict[str, Any]:
-        return {"operatorType": f"{kind}@neo4j", "args": {"Details": details}, "children": list(children)}
-
-    procs = Neo4jStore.read_procedures
-    builtins = frozenset({"date.truncate", "date", "count", "size"})
-    known = builtins | {"apoc.cypher.runfirstcolumnsingle", "apoc.cypher.run", "apoc.text.join", "apoc.x.y"}
-    ok = op("ProduceResults", "d", op("Projection", "date.truncate($autostring_0, date()) AS d"))
-    plan.check_neo4j("r", ok, gate.Level.READ, builtins, known, procedures=procs)
-    cases = [
-        ("r", op("ProduceResults", "l", op("LoadCSV", "l"))),
-        ("r", op("ProduceResults", "x", op("Projection", "apoc.cypher.runFirstColumnSingle($s, {}) AS x"))),
-        ("r", op("ProduceResults", "x", op("Projection", "`apoc`.cypher.run($s) AS x"))),
-        ("r", op("ProduceResults", "m", op("Projection", "{a: size(apoc.text.join($l, $s))} AS m"))),
-        ("r", op("ProduceResults", "name", op("ProcedureCall", "dbms.listConfig() :: (name :: STRING)"))),
-        ("r", op("ProduceResults", "v", op("ProcedureCall", "db.labels(apoc.x.y()) :: (v :: STRING)"))),
-        ("r", op("ProduceResults", "n", op("ShowSettings", "allSettings"))),
-        ("rw", op("ProduceResults", "", op("Create", "(anon_0)"))),
-        ("s", op("ProduceResults", "", op("ProcedureCall", "apoc.log.stream($s) :: (line :: STRING)"))),
-        ("r", None),
-    ]
-    for qtype, tree in cases:
-        with pytest.raises(gate.GateError):
-            plan.check_neo4j(qtype, tree, gate.Level.READ, builtins, known, procedures=procs)
-    with pytest.raises(gate.GateError, match="TransactionForeach"):
-        plan.check_neo4j(
-            "w",
-            op("ProduceResults", "", op("TransactionForeach", "")),
-            gate.Level.WRITE,
-            builtins,
-            known,
-            procedures=procs,
-        )
-    plan.check_neo4j(
-        "rw",
-        op("ProduceResults", "", op("Create", "(anon_0)")),
-        gate.Level.WRITE,
-        builtins,
-        known,
-        procedures=procs,
-    )
-    # planner syntax that reads like a call passes; a dotted unknown name never does
-    plan.check_neo4j(
-        "r",
-        op("Filter", "CoerceToPredicate(reduce(a = 0, x IN $l | a + x))"),
-        gate.Level.READ,
-        builtins,
-        known,
-        procedures=procs,
-    )
-    with pytest.raises(gate.GateError, match=r"nope\.fn"):
-        plan.check_neo4j("r", op("Filter", "nope.fn($x)"), gate.Level.READ, builtins, known, procedures=procs)
 
 
 def test_plan_gate_on_the_embedded_store(target: Target) -> None:
@@ -482,13 +295,6 @@ def test_timeout_stops_a_long_query(target: Target) -> None:
     )
     with api.open_store(target) as session, pytest.raises(QueryLimitError, match=r"timeout|memory"):
         session.query(slow, limits=QueryLimits(timeout_s=1, max_rows=10))
-
-
-def test_a_dead_worker_is_one_line() -> None:
-    limits = QueryLimits()
-    assert "SIGSEGV" in str(_death(-11, b"", limits))
-    assert "memory" in str(_death(1, b"Traceback ...\nMemoryError\n", limits))
-    assert "\n" not in str(_death(1, b"boom\nsecond line\n", limits))
 
 
 # --- the hardened server, asked directly (the layer under both gates) ---------------------

@@ -1,6 +1,8 @@
-"""One set of input limits for every reader, bounded what-if factors, and the small
-safety rules around them (issue 29, items 3, 5 and 6; ``ctda merge`` is in
-``test_merge_hostile.py``).
+"""One set of input limits for every reader: the longest unbroken text, the absolute cap
+and file types; rank numbers and world sizes of a job, and errors from its worker
+processes; the UI's upload path; and the small safety rules around them (export paths, run
+names, the UI's address). Part of issue 29: its bounded what-if factors are in
+``test_whatif_limits.py``, ``ctda merge`` is in ``test_merge_hostile.py``.
 
 Each hostile input ends in one line and exit 2 with the store unchanged. Commands run
 in-process through typer's CliRunner; a real subprocess is used only where the process
@@ -25,11 +27,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from click.testing import Result
-from typer.testing import CliRunner
 
-from ctda.cli.app import _register
-from ctda.cli.common import app
 from ctda.cli.ui_cmd import command, is_loopback
 from ctda.ingest import chunks, pipeline
 from ctda.ingest.errors import TraceError
@@ -37,36 +35,16 @@ from ctda.ingest.limits import DEFAULT_MAX_BYTES, Limits, open_regular
 from ctda.ingest.reader import read_trace
 from ctda.ingest.source import open_stream
 from ctda.job.load import MAX_WORLD_SIZE
-from ctda.store.runs import _override_from
 from ctda.ui.settings import DEFAULT_MAX_TRACE_MB, DEFAULT_MAX_UPLOAD_MB
-from ctda.whatif.select import MAX_FACTOR, SelectionError, check_factor
-from tests.neo4j_fixture import neo4j_server  # noqa: F401  (the Java procedure's test)
+from tests.input_limits_helpers import JOB, ROOT, SMALL, cli, event, one_line
 
-ROOT = Path(__file__).resolve().parents[1]
-SMALL = ROOT / "tests" / "data" / "hta" / "cuda_event_sync_tiny.json.gz"
-DEMO = ROOT / "tests" / "data" / "hta" / "rocm62_mi250_minitoy_train.json.gz"
-JOB = ROOT / "tests" / "data" / "multirank" / "g_ddp_ws2_compute30_r1"
 CTDA = [sys.executable, "-c", "from ctda.cli.app import main; main()"]
 MiB = 1 << 20
 
-_register()
-
 
 # --- helpers ---------------------------------------------------------------------------------
-
-
-def cli(*args: str, env: dict[str, str] | None = None) -> Result:
-    runner = CliRunner(env={"COLUMNS": "200", "NO_COLOR": "1", **(env or {})})
-    return runner.invoke(app, list(args))
-
-
-def one_line(res: Result) -> str:
-    """Exit 2 with exactly one line on stderr, no traceback, no stray exception."""
-    assert res.exit_code == 2, (res.exit_code, res.output[-2000:], res.exception)
-    assert isinstance(res.exception, SystemExit), res.exception
-    lines = [x for x in res.stderr.splitlines() if x.strip()]
-    assert len(lines) == 1 and lines[0].startswith("error:"), res.stderr
-    return lines[0]
+# ``measured`` starts processes: it stays in this module (not in input_limits_helpers.py), as
+# tests/conftest.py finds ``subprocess`` only in code of a test's own module (the slow tier).
 
 
 #: runs its arguments as a child and prints the child's exit code and peak RSS (KiB). The
@@ -101,16 +79,6 @@ def measured(
 
 def _member(data: bytes) -> bytes:
     return gzip.compress(data, compresslevel=1, mtime=0)
-
-
-def _event(name: str = "aten::add", ts: float = 1, dur: float = 2, **extra: Any) -> dict[str, Any]:
-    return {"ph": "X", "cat": "cpu_op", "name": name, "pid": 1, "tid": 1, "ts": ts, "dur": dur, **extra}
-
-
-def _trace(path: Path, events: list[dict[str, Any]], **meta: Any) -> Path:
-    text = json.dumps({"schemaVersion": 1, "traceEvents": events, **meta}).encode()
-    path.write_bytes(gzip.compress(text) if path.name.endswith(".gz") else text)
-    return path
 
 
 def _blank_bomb(path: Path, blank_mib: int = 320) -> Path:
@@ -160,7 +128,7 @@ def test_blank_bomb_under_the_ratio_cap_is_refused_at_bounded_memory(tmp_path: P
 
 def test_unbroken_text_before_inside_and_after_the_array(tmp_path: Path) -> None:
     small = Limits(max_event_bytes=256 << 10)
-    ev = json.dumps(_event())
+    ev = json.dumps(event())
     before = tmp_path / "before.json"
     before.write_text('{"meta": "' + " " * (400 << 10) + '", "traceEvents": [' + ev + "]}")
     after = tmp_path / "after.json"
@@ -175,7 +143,7 @@ def test_unbroken_text_before_inside_and_after_the_array(tmp_path: Path) -> None
     # of that one event is bounded too
     inner = ",".join(['{"k":1}'] * 60000)
     glued = tmp_path / "glued.json"
-    big = json.dumps(_event("big", ts=5, dur=1, args={"l": "LIST"})).replace('"LIST"', f"[{inner}]")
+    big = json.dumps(event("big", ts=5, dur=1, args={"l": "LIST"})).replace('"LIST"', f"[{inner}]")
     glued.write_text('{"traceEvents": [' + ev + "," + big + "," + ev + "]}")
     chunker = chunks.Chunker(glued, chunk_bytes=4096, limits=Limits(max_event_bytes=64 << 10))
     with pytest.raises(TraceError, match="more than 64 KiB of text without an event boundary"):
@@ -280,83 +248,6 @@ def test_a_failing_rank_worker_is_one_line(tmp_path: Path) -> None:
     assert str(bad) in lines[0] and "truncated" in lines[0]
 
 
-# --- what-if factors -------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("factor", ["1e15", "1e300", "-1", "1000001", "nan", "inf"])
-def test_scale_factors_out_of_range_are_one_line(tmp_path: Path, factor: str) -> None:
-    db = tmp_path / "s.lbug"
-    line = one_line(
-        cli("whatif", str(DEMO), "--scale", f"name~hipLaunchKernel={factor}", "--dry-run", "--db", str(db))
-    )
-    assert factor in line
-    assert not db.exists()
-
-
-def test_the_largest_factor_predicts_a_larger_finite_step(tmp_path: Path) -> None:
-    scale = f"name~hipLaunchKernel={MAX_FACTOR:g}"
-    res = cli(
-        "whatif", str(DEMO), "--scale", scale, "--dry-run", "--format", "json", "--db", str(tmp_path / "s")
-    )
-    assert res.exit_code == 0, res.output
-    steps = json.loads(res.stdout)["steps"]
-    first = steps[0]
-    # 12 launches of 6.626 ms in all, a million times longer: about 6.6e6 ms, never negative
-    assert 6.0e12 < first["predicted_ns"] < 7.0e12 and first["predicted_ns"] > first["base_ns"]
-
-
-def test_scaled_durations_saturate_with_an_error_never_wrap(tmp_path: Path) -> None:
-    """A two-hour op scaled by the largest factor would pass 2^62 ns: an error, not a wrap."""
-    hour_us = 3.6e9
-    trace = _trace(
-        tmp_path / "long.json",
-        [
-            {**_event("ProfilerStep#1", ts=0, dur=2 * hour_us), "cat": "user_annotation"},
-            _event("aten::long", ts=10, dur=2 * hour_us - 20),
-        ],
-    )
-    db = tmp_path / "s.lbug"
-    line = one_line(cli("whatif", str(trace), "--scale", "name~long=1e6", "--dry-run", "--db", str(db)))
-    assert "past the time range ctda computes with" in line
-    res = cli(
-        "whatif", str(trace), "--scale", "name~long=1000", "--dry-run", "--format", "json", "--db", str(db)
-    )
-    assert res.exit_code == 0, res.output
-    (step,) = json.loads(res.stdout)["steps"]
-    assert step["predicted_ns"] == pytest.approx((2 * hour_us - 20) * 1e6, rel=1e-6)
-
-
-def test_every_entry_point_of_a_factor_is_checked() -> None:
-    from ctda.analysis.engine import analyze
-    from ctda.whatif.select import from_rows
-
-    assert check_factor("0", "x") == 0.0 and check_factor(2, "x") == 2.0
-    for bad in (float("nan"), float("inf"), -0.5, 1e7, "abc", None):
-        with pytest.raises(SelectionError):
-            check_factor(bad, "x")
-    # a stored scenario (e.g. edited in the database) is checked when it is loaded
-    with pytest.raises(SelectionError, match="tampered"):
-        _override_from({"label": "tampered", "events": [0], "factor": 1e300})
-    with pytest.raises(SelectionError, match="durations"):
-        _override_from({"label": "tampered", "events": [0], "factor": None, "dur_ns": [-5]})
-    # Cypher selections (CLI --cypher, API, the UI's query groups): factors and durations
-    a = analyze(read_trace(SMALL, parallel=False))
-    for row, problem in (
-        ({"uid": 0, "factor": 1e300}, "must be a finite number"),
-        ({"uid": 0, "factor": "fast"}, "not a number"),
-        ({"uid": 0, "dur": -3.0}, "dur -3.0"),
-        ({"uid": 0, "dur": float("inf")}, "dur inf"),
-        ({"uid": "x", "factor": 0.5}, "not an event uid"),
-    ):
-        with pytest.raises(SelectionError, match=problem):
-            from_rows(a, [row], "q")
-
-
-def test_job_whatif_factor_is_checked(tmp_path: Path) -> None:
-    line = one_line(cli("whatif-job", str(JOB), "--scale", "rank=0=1e15", "--executor", "serial"))
-    assert "1e15" in line and "from 0 to 1e6" in line
-
-
 # --- export, run names, the UI's address -----------------------------------------------------
 
 
@@ -429,58 +320,6 @@ def test_ui_serves_loopback_by_default() -> None:
     assert not is_loopback("0.0.0.0") and not is_loopback("10.0.0.5") and not is_loopback("example.org")
     compose = (ROOT / "docker-compose.yml").read_text()
     assert '"127.0.0.1:${CTDA_UI_PORT:-8501}:8501"' in compose
-
-
-# --- the database's ctda.replay: the same bounds, on a real Neo4j server ---------------------
-
-
-@pytest.mark.neo4j
-def test_replay_procedure_bounds_factors(tmp_path: Path, request: pytest.FixtureRequest) -> None:
-    """``ctda.replay`` with 1e18 returned int64's maximum and a negative end: now the factor
-    and the scaled total are checked as in Python, each a clear error."""
-    from ctda.analysis.engine import AnalysisOptions
-    from ctda.store import StoreError, open_store
-    from ctda.store.ingest import ingest
-    from tests.test_store_suite import neo4j_target
-
-    info = request.getfixturevalue("neo4j_server")
-    t = neo4j_target(info)
-    hour_us = 3.6e9
-    trace = _trace(
-        tmp_path / "long.json",
-        [
-            {**_event("ProfilerStep#1", ts=0, dur=2 * hour_us), "cat": "user_annotation"},
-            _event("aten::long", ts=10, dur=2 * hour_us - 20),
-        ],
-    )
-    done = ingest(trace, t, AnalysisOptions(), name="limits_long_op", force=True)
-    rid = done.run.id
-    with open_store(t, read_only=True) as s:
-        (row,) = s.query(
-            "MATCH (e:Event) WHERE e.run_id = $r AND e.name = 'aten::long' RETURN e.idx AS idx", {"r": rid}
-        ).records()
-        idx = str(row["idx"])
-        ok = s.query(
-            "CALL ctda.replay($r, $f) YIELD predictedNs RETURN predictedNs", {"r": rid, "f": {idx: 1000.0}}
-        )
-        assert ok.records()[0]["predictedNs"] == pytest.approx((2 * hour_us - 20) * 1e6, rel=1e-6)
-        for factor, problem in (
-            (1e18, "must be a finite number from 0 to 1e6"),
-            (1e6, "past the time range"),
-        ):
-            with pytest.raises(StoreError, match=problem):
-                s.query("CALL ctda.replay($r, $f)", {"r": rid, "f": {idx: factor}}).records()
-    # a factor stored on the event itself (any writer can set one) is checked the same way
-    with open_store(t) as s:
-        s.query("MATCH (e:Event) WHERE e.run_id = $r SET e.limits_hostile = 1e18", {"r": rid}, write=True)
-    with open_store(t, read_only=True) as s, pytest.raises(StoreError, match="must be a finite number"):
-        s.query("CALL ctda.replay($r, {}, {property: 'limits_hostile'})", {"r": rid}).records()
-    # the CLI's --in-db path: one line, as without --in-db
-    auth = {"CTDA_NEO4J_USER": info.user, "CTDA_NEO4J_PASSWORD": info.password}
-    line = one_line(
-        cli("whatif", "limits_long_op", "--scale", "name~long=1e6", "--in-db", "--db", info.uri, env=auth)
-    )
-    assert "past the time range" in line
 
 
 def test_an_upload_gets_the_same_limits(tmp_path: Path) -> None:

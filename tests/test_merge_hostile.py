@@ -24,7 +24,8 @@ import ctda.cli.convert_cmd  # noqa: F401  (registers the command on the app)
 from ctda.ingest.errors import TraceError
 from ctda.ingest.limits import Limits
 from ctda.ingest.merge import merge_processes
-from tests.test_input_limits import cli, measured, one_line
+from tests.input_limits_helpers import cli, one_line
+from tests.test_input_limits import measured
 
 BASE = 1_790_000_000_000_000_000
 

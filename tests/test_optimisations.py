@@ -1,79 +1,29 @@
-"""Named optimisations (``--apply``): the registry, each model on a synthetic step with a
-hand-computed answer, the CLI, stored scenarios, opportunities, and the shared GPU pairs."""
+"""Named optimisations (``--apply``): the registry, and each model on a synthetic step with a
+hand-computed answer (cuda-graphs, bf16 by time and from recorded shapes, no-sync, overlap).
+The CLI, stored scenarios, opportunities and the What-if page are in
+``test_optimisations_surfaces.py``; the recorded GPU pairs in ``test_optimisations_gpu_pairs.py``."""
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
-from typer.testing import CliRunner
 
-import ctda
-from ctda.analysis.engine import Analysis, AnalysisOptions, analyze
-from ctda.cli.app import _register
-from ctda.cli.common import app
-from ctda.ingest.reader import read_trace
-from ctda.store.config import resolve
-from ctda.store.ingest import ingest
 from ctda.whatif import optimisations as opt
 from ctda.whatif.effect import NEVER, Effect
-from ctda.whatif.opportunities import by_optimisation
 from ctda.whatif.optimisations import common, cuda_graphs, devices, shapes
 from ctda.whatif.scenario import run
 from tests import synth
-from tests.conftest import CORPUS, SKIP_CORPUS
-from tests.test_ui_pages import DATA as HTA_DATA
-from tests.test_ui_pages import MINITOY
-from tests.test_ui_pages import app as ui_app
-from tests.test_ui_pages import ok as ui_ok
-
-US = 1_000
-_register()  # the CLI's commands, as the ctda script registers them
-
-
-def _trace(tmp_path: Path, events: list[dict[str, Any]], name: str = "t.json", **top: Any) -> Path:
-    return synth.write(tmp_path / name, events, **top)
-
-
-def _a(tmp_path: Path, events: list[dict[str, Any]], **top: Any) -> Analysis:
-    return analyze(read_trace(_trace(tmp_path, events, **top)))
-
-
-def _step_ns(a: Analysis, *specs: str) -> int:
-    sc = run(a, [], effects=opt.apply(a, specs))
-    return int(sc.step_times().predicted_ns.iloc[0])
+from tests.optimisation_steps import LAUNCH_BOUND, US, _a, _step, _step_ns
 
 
 def _work(cat: str, name: str, ts: float, dur: float, corr: int, stream: int = 7) -> dict[str, Any]:
     ev = synth.kernel(name, ts, dur, corr, stream)
     ev["cat"] = cat
     return ev
-
-
-def _step(dur: float) -> dict[str, Any]:
-    return synth.cpu("ProfilerStep#1", 0, dur, cat="user_annotation")
-
-
-# a launch-bound step: three small kernels, each launched by its own op, and a final
-# .item() whose cudaStreamSynchronize waits for the last (long) kernel
-LAUNCH_BOUND = [
-    _step(200),
-    synth.cpu("aten::a", 10, 30),
-    synth.runtime("cudaLaunchKernel", 20, 10, corr=1),
-    synth.kernel("k1", 35, 5, corr=1),
-    synth.cpu("aten::b", 60, 30),
-    synth.runtime("cudaLaunchKernel", 70, 10, corr=2),
-    synth.kernel("k2", 85, 5, corr=2),
-    synth.cpu("aten::c", 95, 20),
-    synth.runtime("cudaLaunchKernel", 100, 10, corr=3),
-    synth.kernel("k3", 112, 50, corr=3),
-    synth.cpu("aten::item", 120, 50),
-    synth.runtime("cudaStreamSynchronize", 125, 40, corr=4),
-]
 
 
 # --- registry -------------------------------------------------------------------------------
@@ -330,163 +280,6 @@ def test_overlap_issues_a_pageable_copy_asynchronously(tmp_path: Path) -> None:
     assert (405 - 10) * US <= saved <= (405 - 10 + 15) * US
     eff = opt.apply(a, ["overlap:Memcpy HtoD"])[0]
     assert any("1 launch calls that blocked" in x and "1 operators" in x for x in eff.assumptions)
-
-
-# --- CLI, stored scenarios, opportunities -----------------------------------------------------
-
-
-def test_cli_prints_the_assumptions_beside_the_answer(tmp_path: Path) -> None:
-    trace = _trace(tmp_path, LAUNCH_BOUND)
-    cli = CliRunner()
-    r = cli.invoke(app, ["whatif", str(trace), "--apply", "cuda-graphs", "--dry-run"])
-    assert r.exit_code == 0, r.output
-    assert "Assumptions" in r.output and "graph launch 1.30 µs" in r.output
-    r = cli.invoke(app, ["whatif", str(trace), "--apply", "cuda-graphs", "--dry-run", "--format", "json"])
-    d = json.loads(r.output)
-    assert d["applied"] == ["cuda-graphs"] and len(d["assumptions"]) == 3
-    assert d["steps"][0]["predicted_ns"] == _step_ns(analyze(read_trace(trace)), "cuda-graphs")
-    # combinable with --scale: k3 at half its time
-    r = cli.invoke(
-        app,
-        [
-            "whatif",
-            str(trace),
-            "--apply",
-            "cuda-graphs",
-            "--scale",
-            "name~^k3$=0.5",
-            "--format",
-            "json",
-            "--dry-run",
-        ],
-    )
-    assert json.loads(r.output)["steps"][0]["predicted_ns"] == d["steps"][0]["predicted_ns"] - 25 * US
-    r = cli.invoke(app, ["whatif", str(trace), "--apply", "warp-speed", "--dry-run"])
-    assert (
-        r.exit_code == 2 and "unknown optimisation 'warp-speed'" in r.output and "Traceback" not in r.output
-    )
-
-
-def test_stored_scenarios_keep_the_optimisations(tmp_path: Path) -> None:
-    trace = _trace(tmp_path, LAUNCH_BOUND)
-    with ctda.open_store(str(tmp_path / "runs.lbug")) as store:
-        store.ingest([str(trace)], run="r")
-        sc = store.whatif("r", apply=["cuda-graphs"], name="graphed")
-        saved = store.scenarios("r")
-        back = store.scenario("r", "graphed")
-    rec = next(s for s in saved if s["name"] == "graphed")
-    assert rec["apply"] == ["cuda-graphs"] and rec["assumptions"] == sc.assumptions
-    assert back.step_times().predicted_ns.tolist() == sc.step_times().predicted_ns.tolist()
-
-
-def test_opportunities_rank_the_optimisations(tmp_path: Path) -> None:
-    a = _a(tmp_path, LAUNCH_BOUND)
-    df = by_optimisation(a)
-    row = df[df.name == "cuda-graphs"].iloc[0]
-    assert row.saving_ns == 200 * US - _step_ns(a, "cuda-graphs")
-    assert list(df.saving_ns) == sorted(df.saving_ns, reverse=True)
-    r = CliRunner().invoke(
-        app, ["opportunities", str(_trace(tmp_path, LAUNCH_BOUND, "o.json")), "--format", "json"]
-    )
-    rows = json.loads(r.output)
-    assert any(x["group"] == "optimisation" and x["name"] == "cuda-graphs" for x in rows)
-
-
-# --- the shared GPU pairs ---------------------------------------------------------------------
-
-GPU = None if CORPUS is None else CORPUS / "generated" / "gpu"
-
-
-def _median_ms(name: str) -> float:
-    assert GPU is not None
-    return float(json.loads((GPU / f"{name}.steps.json").read_text())["median_active_ms"])
-
-
-@SKIP_CORPUS
-@pytest.mark.parametrize(
-    ("pair", "spec", "after", "bound"),
-    [
-        ("q5_cuda_graph_before_r1", "cuda-graphs", ["q5_cuda_graph_after_r1"], 0.10),
-        ("q5_cuda_graph_before_r2", "cuda-graphs", ["q5_cuda_graph_after_r2"], 0.10),
-        ("q6_amp_before_r1", "bf16", ["q6_amp_after_r1", "q6_amp_after_r2"], 0.20),
-        ("q6_amp_before_r2", "bf16", ["q6_amp_after_r1", "q6_amp_after_r2"], 0.20),
-    ],
-)
-def test_shared_gpu_pairs(pair: str, spec: str, after: list[str], bound: float) -> None:
-    assert GPU is not None
-    a = analyze(read_trace(GPU / f"{pair}.pt.trace.json.gz"))
-    sc = run(a, [], effects=opt.apply(a, [spec]))
-    predicted = float(np.median(sc.step_times().predicted_ns)) / 1e6
-    measured = float(np.mean([_median_ms(x) for x in after]))
-    assert abs(predicted / measured - 1) <= bound, (predicted, measured)
-
-
-# --- the What-if page ---------------------------------------------------------------------------
-
-
-@pytest.fixture
-def page_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """An embedded store with the page tests' real GPU trace; the app reads it from CTDA_DB."""
-    db = tmp_path / "store.lbug"
-    ingest(HTA_DATA / f"{MINITOY}.json.gz", resolve(str(db)), AnalysisOptions(), name=MINITOY)
-    monkeypatch.setenv("CTDA_DB", str(db))
-    monkeypatch.setenv("CTDA_UI_UPLOADS", str(tmp_path / "uploads"))
-    return db
-
-
-def test_whatif_page_applies_a_named_optimisation(page_store: Path) -> None:
-    """The page lists the optimisations that apply to the run; picking one predicts with it,
-    its assumptions shown, the same answer as the API's."""
-    at = ui_app("whatif")
-    choices = at.multiselect(key="wi_apply").options
-    assert "cuda-graphs" in choices
-    # the page opens on the ranking: its optimisation rows are ctda opportunities' rows
-    ranked = at.dataframe[0].value
-    with ctda.open_store(str(page_store)) as session:
-        expected_rows = by_optimisation(session.analysis(MINITOY))
-    named = [
-        c.removeprefix("named optimisation ") for c in ranked.change if c.startswith("named optimisation ")
-    ]
-    assert named == [n for n in expected_rows.name if n in named] and named[0] == "cuda-graphs"
-    at.multiselect(key="wi_apply").select("cuda-graphs").run()
-    ui_ok(at)
-    assert any("Assumed: cuda-graphs: graph launch" in c.value for c in at.caption)
-    with ctda.open_store(str(page_store)) as session:
-        sc = session.whatif(MINITOY, apply=["cuda-graphs"], save=False)
-    expected = float(sc.step_times().predicted_ns.mean()) / 1e6
-    shown = float(at.metric[1].value.split()[0])
-    assert shown == pytest.approx(expected, abs=0.002)
-
-
-# --- the pairs recorded for the benchmark (bench/traces/gpu; no corpus needed) ----------------
-
-BENCH_GPU = Path(__file__).resolve().parents[1] / "bench" / "traces" / "gpu"
-
-
-def test_the_suite_finds_every_pair_that_states_its_scenario(tmp_path: Path) -> None:
-    from bench.suite_accuracy import local_gpu_pairs
-
-    found = {p.before: (p.apply, p.goal) for p in local_gpu_pairs(BENCH_GPU)}
-    assert found["bench:gpu/v5_cuda_graph_l16_before.pt.trace.json.gz"] == (("cuda-graphs",), 0.10)
-    assert found["bench:gpu/v6_amp_d8192_before.pt.trace.json.gz"] == (("bf16",), 0.20)
-    (tmp_path / "x_before.steps.json").write_text(
-        json.dumps({"scenario": "--scale 'name~k=0.5' --apply no-sync:log", "apply": "bf16"})
-    )
-    (tmp_path / "y_before.steps.json").write_text(json.dumps({"median_active_ms": 1.0}))  # no scenario
-    [pair] = local_gpu_pairs(tmp_path)
-    assert pair.scale == ("name~k=0.5",) and pair.apply == ("no-sync:log", "bf16")
-    assert pair.after == "bench:gpu/x_after.pt.trace.json.gz" and pair.goal == 0.10
-
-
-@pytest.mark.parametrize("stem", ["v5_cuda_graph_l16", "v6_amp_d8192", "v7_conv_amp", "v8_log_sync"])
-def test_held_out_gpu_pairs(stem: str) -> None:
-    """Shapes the models were not written against (recorded on an H200 after they were)."""
-    before = json.loads((BENCH_GPU / f"{stem}_before.steps.json").read_text())
-    after = json.loads((BENCH_GPU / f"{stem}_after.steps.json").read_text())
-    a = analyze(read_trace(BENCH_GPU / f"{stem}_before.pt.trace.json.gz"))
-    sc = run(a, [], effects=opt.apply(a, before["apply"]))
-    predicted = float(np.median(sc.step_times().predicted_ns)) / 1e6
-    assert abs(predicted / after["median_active_ms"] - 1) <= before["goal"], predicted
 
 
 # --- bf16 from recorded shapes ----------------------------------------------------------------

@@ -21,7 +21,7 @@ from ctda.analysis.stream import StreamResult
 from ctda.ingest.kinds import Kind
 from ctda.ingest.spill import spill_trace
 from tests.conftest import CORPUS, SKIP_CORPUS, corpus_traces
-from tests.test_input_limits import cli, one_line
+from tests.input_limits_helpers import cli, one_line
 
 ROOT = Path(__file__).resolve().parents[1]
 #: a 2020 bare-list CPU trace (6 steps) and a recorded GPU trace (12 steps), both in the repo
