@@ -117,3 +117,39 @@ def test_a_read_analysed_next_keeps_what_it_frees() -> None:
     # except for a read whose table is analysed next (api.analyze reads inside keeping_freed)
     assert _given_back(keep=False) > 100
     assert _given_back(keep=True) < 10
+
+
+#: the same in a thread other than the main one
+REUSE_IN_THREAD = """
+import resource, threading, numpy
+{call}
+def faults():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+def work():
+    a = numpy.ones(12 << 20)
+    del a
+    before = faults()
+    b = numpy.ones(12 << 20)
+    print(faults() - before)
+t = threading.Thread(target=work)
+t.start()
+t.join()
+"""
+
+
+def test_a_thread_reuses_freed_memory_too() -> None:
+    # a 96 MiB block does not fit a thread arena's 64 MiB heap: mapped anew, unless every
+    # thread takes memory from the main heap
+    def refaults(call: str) -> int:
+        code = REUSE_IN_THREAD.format(call=call)
+        out = subprocess.run(
+            [sys.executable, "-c", code],
+            env={**os.environ, ENV: "0"},
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return int(out.stdout.split()[-1])
+
+    assert refaults("") > 10_000
+    assert refaults("from ctda.allocation import heap_blocks\nassert heap_blocks()") < 1_000
