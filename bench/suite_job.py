@@ -128,6 +128,12 @@ def _children_cpu() -> float:
     return ru.ru_utime + ru.ru_stime
 
 
+def _median(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The run of median wall time, with every run's wall time (``walls_s``)."""
+    ordered = sorted(runs, key=lambda r: float(r["wall_s"]))
+    return {**ordered[(len(ordered) - 1) // 2], "walls_s": [float(r["wall_s"]) for r in runs]}
+
+
 def _child(ctx: Context, job_dir: Path, executor: str) -> dict[str, Any]:
     """:func:`_measure` in a fresh process: its peak RSS is this job's alone."""
     proc = subprocess.run(
@@ -149,16 +155,23 @@ def run(ctx: Context) -> SuiteResult:
         return SuiteResult([], "Skipped: the trace corpus is not available.")
     small = make_job(ctx, EVENTS_QUICK if ctx.quick else EVENTS)
     large = make_job(ctx, EVENTS_LARGE_QUICK if ctx.quick else EVENTS_LARGE, HOSTS_LARGE)
-    rows = []
-    for job_dir, executor in ((small, "local"), (small, "dask-local"), (large, "dask-local")):
-        ctx.log(f"job: {job_dir.name} on {executor}")
-        rows.append(_child(ctx, job_dir, executor))
+    # the two executors of the 8-rank job take turns (--repeat rounds), so each meets the
+    # machine's same moments; a row is the run of median wall time, with every run's
+    runs: dict[str, list[dict[str, Any]]] = {"local": [], "dask-local": []}
+    for k in range(max(ctx.repeat, 1)):
+        for executor in runs:
+            ctx.log(f"job: {small.name} on {executor} (round {k + 1})")
+            runs[executor].append(_child(ctx, small, executor))
+    rows = [_median(each) for each in runs.values()]
+    ctx.log(f"job: {large.name} on dask-local")
+    rows.append(_median([_child(ctx, large, "dask-local")]))
     table = markdown_table(
         [
             "executor",
             "ranks x events",
             "load",
             "wall s",
+            "wall s, every run",
             "per-rank stage s",
             "per-rank CPU s",
             "cross-rank s",
@@ -174,6 +187,7 @@ def run(ctx: Context) -> SuiteResult:
                 f"{r['ranks']} x {r['events_per_rank']:,}",
                 fmt_num(r["load_1m"], 1),
                 fmt_num(r["wall_s"]),
+                ", ".join(fmt_num(w) for w in r["walls_s"]),
                 fmt_num(r["per_rank_stage_s"]),
                 fmt_num(r["per_rank_cpu_s"]),
                 fmt_num(r["cross_rank_s"], 2),
@@ -190,8 +204,10 @@ def run(ctx: Context) -> SuiteResult:
         "Synthetic jobs of 8 ranks (two hosts of four) and 64 ranks (16 hosts of four), grown"
         " from the real 4-rank DDP job with a compute straggler, analysed by `ctda analyze DIR`:"
         " each worker reads, analyses and returns its rank's skeleton; the cross-rank stage holds"
-        " only those. Each row ran in a fresh process; `load` is the 1-minute load average when it"
+        " only those. Each run is a fresh process; `load` is the 1-minute load average when it"
         " started (the wall times on a shared machine follow it; the workers' CPU time does not)."
+        " With `--repeat N` the 8-rank job runs N times on each executor, taking turns; a row is"
+        " the run of median wall time."
         "\n\n" + table
     )
     return SuiteResult(rows, body)
