@@ -396,11 +396,23 @@ def test_dask_local_executor_forks_its_workers_and_gives_the_same_job(jobs) -> N
         # the configuration the workers were started under is passed on to them
         assert executor.map_ranks(method, ["a", "b"], AnalysisOptions(), "dask-local") == ["fork", "fork"]
         assert seen == []  # run in the workers, not here
+    # results are taken as ranks finish, and given back in the ranks' order: the first
+    # path's task ends last here
+    paths = ["0.6", "0", "0.2", "0"]
+    assert executor.map_ranks(_slept, paths, AnalysisOptions(), "dask-local") == paths
     job = analyze_job([job_dir("g_ddp_ws2_sleep40_r1")], executor="dask-local", full=False)
     base = jobs["g_ddp_ws2_sleep40_r1"]
     assert list(job.steps.job_step_ns) == list(base.steps.job_step_ns)
     assert list(job.stragglers.straggler) == [1] * 5
     assert (job.paths.ns.to_numpy() == base.paths.ns.to_numpy()).all()
+
+
+def _slept(path: str, options: object) -> str:
+    """Sleeps the seconds ``path`` names; returns it (a task for the executor's order)."""
+    import time
+
+    time.sleep(float(path))
+    return path
 
 
 def _cli_json(args: list[str]) -> dict:  # type: ignore[type-arg]
