@@ -167,6 +167,7 @@ def test_special_files_bombs_and_deep_helpers_are_one_line(tmp_path: Path, no_ha
     _nothing_written(tmp_path, "o.json")
 
 
+@pytest.mark.slow  # starts processes through an imported helper, which the tiering does not see
 def test_a_bomb_helper_is_refused_at_bounded_memory(tmp_path: Path) -> None:
     """In a real process: one line on stderr, and peak memory within 200 MiB of the same
     command refusing a missing helper (the bomb expands to 1 GiB; it was read whole)."""
