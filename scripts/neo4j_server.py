@@ -82,24 +82,8 @@ _log = _fetching._log
 _instance = _sibling("neo4j_instance.py", "ctda_neo4j_instance_script")
 MIN_JAVA: int = _instance.MIN_JAVA
 java_major_version = _instance.java_major_version
-_java_for_launchers = _instance._java_for_launchers
-_instance_settings = _instance.instance_settings
-render_conf = _instance.render_conf
-_write_conf = _instance.write_conf
-_neo4j_env = _instance.neo4j_env
 
 _process = _sibling("neo4j_process.py", "ctda_neo4j_process_script")
-CONSOLE_LOG: str = _process.CONSOLE_LOG
-_CHILDREN: dict[int, subprocess.Popen[bytes]] = _process.CHILDREN
-_free_ports = _process.free_ports
-_logs_tail = _process.logs_tail
-bolt_answers = _process.bolt_answers
-_started = _process.started
-_port_clash = _process.port_clash
-_group_alive = _process.group_alive
-_signal_group = _process.signal_group
-_wait_gone = _process.wait_gone
-_pid_reused = _process.pid_reused
 
 
 _ErrorBase: Any = _fetching.Neo4jServerError  # a class of the sibling module, typed Any here
@@ -155,7 +139,7 @@ class ServerInfo:
 
 def _check_java() -> None:
     """Fail early with a clear message instead of an obscure JVM error."""
-    java = _java_for_launchers()
+    java = _instance._java_for_launchers()
     major = java_major_version(java)
     if major is None:
         raise StartError(f"cannot run `{java} -version`; Neo4j 5 needs Java {MIN_JAVA}+")
@@ -180,7 +164,7 @@ def _set_initial_password(home: Path, instance: Path, password: str) -> None:
     command = [str(home / "bin" / "neo4j-admin"), "dbms", "set-initial-password", password]
     result = subprocess.run(
         command,
-        env=_neo4j_env(home, instance),
+        env=_instance.neo4j_env(home, instance),
         capture_output=True,
         text=True,
         timeout=DEFAULT_START_TIMEOUT,
@@ -193,11 +177,11 @@ def _set_initial_password(home: Path, instance: Path, password: str) -> None:
 
 def _launch(home: Path, instance: Path) -> subprocess.Popen[bytes]:
     """Run ``bin/neo4j console`` detached in its own process group."""
-    log_path = instance / "logs" / CONSOLE_LOG
+    log_path = instance / "logs" / _process.CONSOLE_LOG
     with log_path.open("ab") as log:
         process = subprocess.Popen(
             [str(home / "bin" / "neo4j"), "console"],
-            env=_neo4j_env(home, instance),
+            env=_instance.neo4j_env(home, instance),
             cwd=instance,
             stdin=subprocess.DEVNULL,
             stdout=log,
@@ -206,7 +190,7 @@ def _launch(home: Path, instance: Path) -> subprocess.Popen[bytes]:
             # server JVM it forks together, and outlive the CLI process.
             start_new_session=True,
         )
-    _CHILDREN[process.pid] = process
+    _process.CHILDREN[process.pid] = process
     return process
 
 
@@ -214,15 +198,14 @@ def _wait_until_ready(process: subprocess.Popen[bytes], instance: Path, port: in
     """Block until Bolt answers, the server dies, or ``timeout`` passes."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if _started(instance) and bolt_answers(port):
+        if _process.started(instance) and _process.bolt_answers(port):
             return
         if process.poll() is not None:
-            raise StartError(
-                f"Neo4j exited with code {process.returncode} before it was ready\n" + _logs_tail(instance)
-            )
+            said = _process.logs_tail(instance)
+            raise StartError(f"Neo4j exited with code {process.returncode} before it was ready\n" + said)
         time.sleep(0.25)
     raise StartError(
-        f"Neo4j did not answer on Bolt port {port} within {timeout:.0f} s\n" + _logs_tail(instance)
+        f"Neo4j did not answer on Bolt port {port} within {timeout:.0f} s\n" + _process.logs_tail(instance)
     )
 
 
@@ -319,14 +302,14 @@ def _start_once(
                 shutil.copy2(jar, instance / "plugins" / jar.name)
     process: subprocess.Popen[bytes] | None = None
     try:
-        bolt, http = _free_ports(2)
-        _write_conf(instance, {**_instance_settings(instance, bolt, http), **extra})
+        bolt, http = _process.free_ports(2)
+        _instance.write_conf(instance, {**_instance.instance_settings(instance, bolt, http), **extra})
         _set_initial_password(home, instance, password)
         process = _launch(home, instance)
         info = ServerInfo(f"bolt://127.0.0.1:{bolt}", USER, password, process.pid, str(home), str(instance))
         _wait_until_ready(process, instance, bolt, timeout)
     except BaseException as error:
-        clash = isinstance(error, StartError) and _port_clash(instance)
+        clash = isinstance(error, StartError) and _process.port_clash(instance)
         if process is not None:
             _terminate_group(process.pid, DEFAULT_STOP_TIMEOUT)
         # The error already carries the log tails; keep the rest on request.
@@ -346,19 +329,19 @@ def _start_once(
 
 def _terminate_group(pgid: int, timeout: float) -> None:
     """SIGTERM for a clean checkpoint, SIGKILL if that takes too long."""
-    if not _group_alive(pgid):
+    if not _process.group_alive(pgid):
         return
-    _signal_group(pgid, signal.SIGTERM)
-    if _wait_gone(pgid, timeout):
+    _process.signal_group(pgid, signal.SIGTERM)
+    if _process.wait_gone(pgid, timeout):
         return
     _log(f"Neo4j (pgid {pgid}) ignored SIGTERM for {timeout:.0f} s; sending SIGKILL")
-    _signal_group(pgid, signal.SIGKILL)
-    _wait_gone(pgid, 10.0)
+    _process.signal_group(pgid, signal.SIGKILL)
+    _process.wait_gone(pgid, 10.0)
 
 
 def stop(info: ServerInfo, *, keep: bool = False, timeout: float = DEFAULT_STOP_TIMEOUT) -> None:
     """Stop the server in ``info`` and delete its instance unless ``keep``."""
-    if _pid_reused(info.pid):
+    if _process.pid_reused(info.pid):
         _log(f"pid {info.pid} is no longer a Neo4j server; not signalling it")
     else:
         _terminate_group(info.pid, timeout)

@@ -44,3 +44,18 @@ def test_factorize_is_the_sorted_distinct_values_and_their_codes(case: str, dtyp
     assert got[0].dtype == v.dtype and got[1].dtype == np.int64
     assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
     assert np.array_equal(got[0][got[1]], v)
+
+
+@pytest.mark.parametrize(
+    ("values", "starts", "positions"),
+    [
+        ([], [], []),
+        ([7], [0], [0]),
+        ([3, 3, 1, 1, 1, 3], [0, 2, 5], [0, 1, 0, 1, 2, 0]),
+        ([5, 6, 7], [0, 1, 2], [0, 0, 0]),
+    ],
+)
+def test_runs_of_equal_values(values: list[int], starts: list[int], positions: list[int]) -> None:
+    v = np.array(values, dtype=np.int64)
+    assert npx.run_starts(v).tolist() == starts
+    assert npx.run_positions(v).tolist() == positions

@@ -24,6 +24,7 @@ from ctda.analysis.engine import Analysis
 from ctda.analysis.tables import Windows
 from ctda.ingest.columns import NA
 from ctda.ingest.kinds import GPU_WORK_KINDS, Kind, in_kinds
+from ctda.ingest.npx import run_starts
 
 I64 = npt.NDArray[np.int64]
 
@@ -188,10 +189,8 @@ def by_device(dev: Device) -> list[tuple[int, DeviceWork]]:
     """Per device (ascending), its work (``dev`` is in start order already; a stable sort by
     device keeps it)."""
     order = np.argsort(dev.device, kind="stable")
-    if len(order) == 0:
-        return []
     device = dev.device[order]
-    cut = np.flatnonzero(np.r_[True, device[1:] != device[:-1]])
+    cut = run_starts(device)
     out = []
     for lo, hi in zip(cut, np.r_[cut[1:], len(order)]):
         rows = order[lo:hi]

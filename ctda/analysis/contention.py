@@ -31,7 +31,7 @@ from ctda.analysis.intervals import intersect, overlap_sums
 from ctda.analysis.rules.context import RuleContext
 from ctda.analysis.rules.cross_thread import BLOCKING_FRAMES
 from ctda.ingest.kinds import Kind
-from ctda.ingest.npx import factorize
+from ctda.ingest.npx import factorize, run_starts
 
 I64 = npt.NDArray[np.int64]
 
@@ -248,7 +248,7 @@ def _python_share(
     if len(free):
         order = np.lexsort((span[free], key[free]))
         k, d = key[free][order], span[free][order]
-        first = np.flatnonzero(np.r_[True, k[1:] != k[:-1]])
+        first = run_starts(k)
         count = np.diff(np.r_[first, len(k)])
         ok = count >= MIN_FREE
         keys, median = k[first][ok], d[first + count // 2][ok]

@@ -47,3 +47,16 @@ def first_of_each(values: npt.NDArray[T]) -> tuple[npt.NDArray[T], npt.NDArray[n
     new = np.ones(len(s), dtype=np.bool_)
     new[1:] = s[1:] != s[:-1]
     return s[new], order[new]
+
+
+def run_starts(values: npt.NDArray[T]) -> npt.NDArray[np.int64]:
+    """Where each run of equal consecutive values begins (``values`` grouped already)."""
+    if len(values) == 0:
+        return np.zeros(0, dtype=np.int64)
+    return np.flatnonzero(np.r_[True, values[1:] != values[:-1]])
+
+
+def run_positions(values: npt.NDArray[T]) -> npt.NDArray[np.int64]:
+    """Per value, its position within its run of equal consecutive values (0 for the first)."""
+    starts = run_starts(values)
+    return np.arange(len(values), dtype=np.int64) - np.repeat(starts, np.diff(np.r_[starts, len(values)]))

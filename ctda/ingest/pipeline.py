@@ -15,12 +15,13 @@ from pathlib import Path
 
 import msgspec
 
+from ctda.forking import usable_cpus
 from ctda.ingest.chunks import Chunker, Piece, merge
 from ctda.ingest.columns import PieceColumns
 from ctda.ingest.decode import TOO_DEEP, Decoded, decode_last, decode_piece
 from ctda.ingest.errors import TraceError
 from ctda.ingest.events import METADATA
-from ctda.ingest.pool import DecodePool, WorkerLost, pool_available, usable_cpus
+from ctda.ingest.pool import DecodePool, WorkerLost, pool_available
 from ctda.ingest.source import Framing
 
 #: pieces in flight per worker: enough to keep each busy, few enough to bound memory

@@ -36,6 +36,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -169,26 +170,37 @@ def _take_ahead() -> _Ahead | None:
 def _serve_ahead(
     parent: int, store: str | None, ends: tuple[int, int, int], parents: tuple[int, ...]
 ) -> None:
-    """The worker forked ahead: answer the one request that arrives on the request pipe
-    (``ends``: request, answer and error pipes), then leave without running the parent's
-    exit handlers."""
+    """The worker forked ahead (``ends``: its request, answer and error pipes): the answer
+    to the one request that arrives on the request pipe (:func:`_child`)."""
     req_r, out_w, err_w = ends
-    code = FAILED
-    try:
-        for fd in parents:
-            os.close(fd)
+
+    def answer() -> bytes | None:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
         die_with(parent)
-        os.dup2(err_w, 2)
-        os.dup2(err_w, 1)  # library prints go to stderr, as in a fresh worker
         _warm()
         opened = _open_ahead(store)
         with os.fdopen(req_r, "rb") as pipe:
             request = pipe.read()
-        if request:
-            answer = framed_answer(request, opened)
+        return framed_answer(request, opened) if request else None
+
+    _child(parents, out_w, err_w, answer)
+
+
+def _child(parents: tuple[int, ...], out_w: int, err_w: int, answer: Callable[[], bytes | None]) -> None:
+    """A forked worker's body, never returning: close the parent's ends (``parents``),
+    send library prints to the error pipe, write ``answer()`` (if any) on ``out_w``, and
+    leave without the parent's exit handlers; anything raised is one line on the error
+    pipe and exit code :data:`~ctda.forking.FAILED`."""
+    code = FAILED
+    try:
+        for fd in parents:
+            os.close(fd)
+        os.dup2(err_w, 2)
+        os.dup2(err_w, 1)  # library prints go to stderr, as in a fresh worker
+        reply = answer()
+        if reply is not None:
             with os.fdopen(out_w, "wb") as pipe:
-                pipe.write(answer)
+                pipe.write(reply)
         code = 0
     except BaseException as exc:  # anything at all: told on stderr, as a worker's death
         os.write(2, f"{type(exc).__name__}: {exc}\n".encode(errors="replace"))
@@ -226,20 +238,8 @@ def _forked(request: bytes, limits: QueryLimits) -> tuple[int, bytes, bytes]:
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
     pid = os.fork()
-    if pid == 0:  # the child: answer, then leave without the parent's exit handlers
-        code = FAILED
-        try:
-            os.close(out_r)
-            os.close(err_r)
-            os.dup2(err_w, 2)
-            os.dup2(err_w, 1)  # library prints go to stderr, as in a fresh worker
-            with os.fdopen(out_w, "wb") as answer:
-                answer.write(framed_answer(request))
-            code = 0
-        except BaseException as exc:  # anything at all: told on stderr, as a worker's death
-            os.write(2, f"{type(exc).__name__}: {exc}\n".encode(errors="replace"))
-        finally:
-            os._exit(code)
+    if pid == 0:
+        _child((out_r, err_r), out_w, err_w, lambda: framed_answer(request))
     os.close(out_w)
     os.close(err_w)
     return _collect(pid, out_r, err_r, limits)

@@ -25,6 +25,7 @@ from ctda.analysis.edges import EdgeType
 from ctda.analysis.engine import Analysis
 from ctda.ingest.columns import NA
 from ctda.ingest.kinds import Kind
+from ctda.ingest.npx import run_positions
 from ctda.ingest.table import EventTable
 from ctda.store import schema
 from ctda.store.schema import BASELINE, KEY_SPAN
@@ -387,8 +388,7 @@ def _cp(a: Analysis, rule_names: list[str]) -> pa.Table:
     dst_ev = node_event(n, g.dst[edge])
     target = np.where(event >= 0, event, dst_ev)
     # rows are in path order within each window, windows in order
-    starts = np.flatnonzero(np.r_[True, win[1:] != win[:-1]]) if len(win) else np.zeros(0, np.int64)
-    pos = np.arange(len(win), dtype=np.int64) - np.repeat(starts, np.diff(np.r_[starts, len(win)]))
+    pos = run_positions(win)
     return pa.table(
         {
             "window": win,

@@ -36,7 +36,7 @@ from ctda.analysis.edges import EdgeType
 from ctda.analysis.engine import Analysis
 from ctda.analysis.ordering import lexsort
 from ctda.analysis.propagate import Timing
-from ctda.ingest.npx import factorize
+from ctda.ingest.npx import factorize, run_positions
 from ctda.whatif.scenario import replay_weights, reweigh
 
 I64 = npt.NDArray[np.int64]
@@ -187,10 +187,8 @@ def match_keys(a: Analysis, step: I64) -> I64:
     _, group = factorize((lane * (int(depth.max()) + 1) + depth) * (int(name.max()) + 1) + name)
     # occurrence: the rank by start within (step, group), ties in event order
     order = lexsort((n.ts[inside], group, st))
-    runs = (st * (int(group.max()) + 1) + group)[order]
-    first = np.flatnonzero(np.r_[True, runs[1:] != runs[:-1]])
     occ = np.empty(len(order), dtype=np.int64)
-    occ[order] = np.arange(len(order)) - np.repeat(first, np.diff(np.r_[first, len(order)]))
+    occ[order] = run_positions((st * (int(group.max()) + 1) + group)[order])
     key[inside] = group * (int(occ.max()) + 1) + occ
     return key
 
