@@ -9,10 +9,21 @@ import pytest
 from typer.testing import CliRunner
 
 from ctda.analysis.engine import analyze
+from ctda.analysis.propagate import replay_span
 from ctda.cli.app import _register
 from ctda.cli.common import app
 from ctda.ingest.reader import read_trace
-from ctda.whatif.selfcheck import check, match_keys, step_of_events, transplant
+from ctda.whatif.scenario import replay_weights
+from ctda.whatif.selfcheck import (
+    Gaps,
+    _pairs,
+    _predict,
+    check,
+    match_keys,
+    own_work,
+    step_of_events,
+    transplant,
+)
 from tests.conftest import CORPUS, DATA, SKIP_CORPUS
 
 BARE = DATA / "kineto" / "resnet50_nw0_2020_bare_list.json.gz"
@@ -48,6 +59,30 @@ def test_resnet_structure_beats_naive(resnet) -> None:  # type: ignore[no-untype
     assert sc.median_error < 0.01
     assert sc.median_error < sc.naive_median
     assert "over 30 step pairs" in sc.line()
+
+
+def test_span_replay_equals_the_full_replay(resnet) -> None:  # type: ignore[no-untyped-def]
+    """The self-check replays only the span of the graph a transplant can move: at the
+    step's bounds (and every node ordered before them) the times are the full replay's."""
+    a = resnet
+    step, wins = step_of_events(a)
+    key, own = match_keys(a, step), own_work(a)
+    gaps = Gaps.of(a, key, step)
+    pos = a.graph.position
+    assert (a.graph.order[pos] == np.arange(len(pos))).all()
+    moved = 0
+    for i, j in _pairs(len(wins), 30):
+        w, _ = _predict(a, key, step, own, gaps, i, j)
+        win = a.windows[wins[i]]
+        ends = np.array([win.start_node, win.end_node])
+        full = replay_weights(a, w).time
+        span = replay_span(a.timing, w, a.calibration.binding, ends)
+        before = a.graph.order[: pos[ends].max() + 1]
+        assert (span[before] == full[before]).all(), (i, j)
+        moved += int((span[before] != a.timing.time[before]).any())
+    assert moved == 30  # every transplant moved some node within its span
+    # unchanged weights: the observed replay itself, nothing replayed
+    assert (replay_span(a.timing, a.calibration.weight, a.calibration.binding, ends) == a.timing.time).all()
 
 
 def test_single_window_has_no_pairs() -> None:

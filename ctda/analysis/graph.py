@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 import numpy.typing as npt
@@ -46,6 +47,13 @@ class Graph:
     @property
     def n_edges(self) -> int:
         return len(self.src)
+
+    @cached_property
+    def position(self) -> I64:
+        """Each node's index in ``order``."""
+        pos = np.empty(len(self.order), dtype=np.int64)
+        pos[self.order] = np.arange(len(self.order), dtype=np.int64)
+        return pos
 
     @property
     def gap(self) -> I64:

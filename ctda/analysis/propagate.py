@@ -60,7 +60,10 @@ def replay(
     much a node may slip before any of them moves.
     """
     rank = _rank(g.etype, np.asarray(preferred, dtype=np.bool_), PRIORITY)
-    time, bind = _forward(g.order, g.in_ptr, g.in_edges, g.src, weight, rank, g.nodes.source, t_source)
+    n = len(g.order)
+    time = np.zeros(n, dtype=np.int64)
+    bind = np.full(n, -1, dtype=np.int64)
+    _forward(g.order, g.in_ptr, g.in_edges, g.src, weight, rank, g.nodes.source, t_source, time, bind, 0, n)
     ends = np.array([g.nodes.sink], dtype=np.int64) if anchors is None else np.append(anchors, g.nodes.sink)
     return Timing(time, bind, g, weight, ends.astype(np.int64), t_source)
 
@@ -75,12 +78,37 @@ def _rank(etype, preferred, priority):  # type: ignore[no-untyped-def]  # pragma
     return out
 
 
+def replay_span(base: Timing, weight: I64, preferred: npt.NDArray[np.bool_], nodes: I64) -> I64:
+    """Node times under ``weight``, exact at ``nodes`` (and every node ordered before them).
+
+    Only an edge whose weight differs from ``base.weight`` can move a node, and only one
+    ordered at or after that edge's head; nodes ordered after the last of ``nodes`` cannot
+    move them. So the replay runs over that span of the topological order alone, from
+    ``base``'s times: a what-if confined to a few steps costs those steps, not the trace
+    (the self-check's nine transplants, 0.3 s a 2.5M-node trace in full). ``base`` must be
+    the replay of ``base.weight`` with the same ``preferred`` edges; times outside the span
+    are ``base``'s.
+    """
+    g = base.graph
+    time = base.time.copy()
+    changed = np.flatnonzero(weight != base.weight)
+    if not len(changed) or not len(nodes):
+        return time
+    pos = g.position
+    k0, k1 = int(pos[g.dst[changed]].min()), int(pos[nodes].max()) + 1
+    if k0 < k1:
+        rank = _rank(g.etype, np.asarray(preferred, dtype=np.bool_), PRIORITY)
+        bind = np.empty(len(time), dtype=np.int64)  # written in the span only, and not returned
+        src = g.nodes.source
+        _forward(g.order, g.in_ptr, g.in_edges, g.src, weight, rank, src, base.t_source, time, bind, k0, k1)
+    return time
+
+
 @njit(cache=True, nogil=True)  # type: ignore[misc]
-def _forward(order, in_ptr, in_edges, src, weight, rank, source, t_source):  # type: ignore[no-untyped-def]  # pragma: no cover
-    n = order.shape[0]
-    time = np.zeros(n, dtype=np.int64)
-    bind = np.full(n, -1, dtype=np.int64)
-    for k in range(n):
+def _forward(order, in_ptr, in_edges, src, weight, rank, source, t_source, time, bind, k0, k1):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """Times and binding in-edges of the nodes at positions ``k0:k1`` of ``order``, in
+    place (nodes before ``k0`` must already hold their times)."""
+    for k in range(k0, k1):
         v = order[k]
         if v == source:
             time[v] = t_source
@@ -95,7 +123,6 @@ def _forward(order, in_ptr, in_edges, src, weight, rank, source, t_source):  # t
                 best_e = e
         time[v] = best
         bind[v] = best_e
-    return time, bind
 
 
 def path_to(timing: Timing, g: Graph, end_node: int, not_before: int) -> I64:

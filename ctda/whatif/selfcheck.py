@@ -35,7 +35,8 @@ import pandas as pd
 from ctda.analysis.edges import EdgeType
 from ctda.analysis.engine import Analysis
 from ctda.analysis.ordering import lexsort
-from ctda.analysis.propagate import Timing
+from ctda.analysis.propagate import Timing, replay_span
+from ctda.analysis.windows import Window
 from ctda.ingest.npx import factorize, run_positions
 from ctda.whatif.scenario import replay_weights, reweigh
 
@@ -274,12 +275,13 @@ def transplant_factors(a: Analysis, key: I64, step: I64, own: F64, i: int, j: in
     return f, share
 
 
-def _predict(a: Analysis, key: I64, step: I64, own: F64, gaps: Gaps, i: int, j: int) -> tuple[Timing, float]:
+def _predict(a: Analysis, key: I64, step: I64, own: F64, gaps: Gaps, i: int, j: int) -> tuple[I64, float]:
     """Step ``i`` re-timed with step ``j``'s own times (and ``i - 1`` with ``j - 1``'s).
 
     A step's duration also depends on what the step before it left queued (GPU work
     launched in one step often runs into the next), so the preceding steps are
     transplanted as well when both exist: the check then compares like with like.
+    Returns the edge weights to replay and the share of events matched.
     """
     f, share = transplant_factors(a, key, step, own, i, j)
     edges, delta = gaps.deltas(i, j)
@@ -293,7 +295,13 @@ def _predict(a: Analysis, key: I64, step: I64, own: F64, gaps: Gaps, i: int, j: 
     if len(edges):
         w = w.copy()
         w[edges] = np.maximum(w[edges] + np.rint(delta).astype(np.int64), 0)
-    return replay_weights(a, w), share
+    return w, share
+
+
+def _predicted_step(a: Analysis, w: I64, win: Window) -> int:
+    """Step window ``win``'s duration under weights ``w`` (replaying only what can move it)."""
+    time = replay_span(a.timing, w, a.calibration.binding, np.array([win.start_node, win.end_node]))
+    return int(time[win.end_node] - time[win.start_node])
 
 
 def transplant(a: Analysis, i: int, j: int) -> tuple[int, int]:
@@ -303,10 +311,9 @@ def transplant(a: Analysis, i: int, j: int) -> tuple[int, int]:
     """
     step, wins = step_of_events(a)
     key = match_keys(a, step)
-    timing, _ = _predict(a, key, step, own_work(a), Gaps.of(a, key, step), i, j)
-    wi, wj = a.windows[wins[i]], a.windows[wins[j]]
-    t = a.nodes.time
-    return int(timing.time[wi.end_node] - timing.time[wi.start_node]), int(t[wj.end_node] - t[wj.start_node])
+    w, _ = _predict(a, key, step, own_work(a), Gaps.of(a, key, step), i, j)
+    wj, t = a.windows[wins[j]], a.nodes.time
+    return _predicted_step(a, w, a.windows[wins[i]]), int(t[wj.end_node] - t[wj.start_node])
 
 
 def check(a: Analysis, max_pairs: int = MAX_PAIRS) -> SelfCheck:
@@ -322,9 +329,8 @@ def check(a: Analysis, max_pairs: int = MAX_PAIRS) -> SelfCheck:
     obs = np.array([t[a.windows[k].end_node] - t[a.windows[k].start_node] for k in wins], dtype=np.int64)
     rows = []
     for i, j in _pairs(len(wins), max_pairs):
-        timing, share = _predict(a, key, step, own, gaps, i, j)
-        wi = a.windows[wins[i]]
-        pred = int(timing.time[wi.end_node] - timing.time[wi.start_node])
+        w, share = _predict(a, key, step, own, gaps, i, j)
+        pred = _predicted_step(a, w, a.windows[wins[i]])
         rows.append(
             (
                 a.windows[wins[i]].label,
@@ -406,7 +412,8 @@ def floor_check(a: Analysis, max_pairs: int = SUMMARY_PAIRS) -> FloorCheck:
         key, own = match_keys(a, step), own_work(a)
         gaps = Gaps.of(a, key, step)
         for i, j in _pairs(len(wins), max_pairs):
-            timings.append((f"step {i} as step {j}", _predict(a, key, step, own, gaps, i, j)[0]))
+            w, _ = _predict(a, key, step, own, gaps, i, j)
+            timings.append((f"step {i} as step {j}", replay_weights(a, w)))
     bad, bound = [], 0
     for label, tm in timings:
         fl = device_floor(a, tm.weight, tm, waits, ch)
