@@ -34,6 +34,7 @@ from ctda.ingest.summary import summarize as summarize_table
 from ctda.ingest.table import EventTable
 from ctda.options import AnalysisOptions, OptionError
 from ctda.store.ingest import default_name
+from ctda.threads import beside
 from ctda.whatif import compare as cmp
 from ctda.whatif import optimisations
 from ctda.whatif.export import write_perfetto
@@ -129,6 +130,13 @@ def report(analysis: Analysis, step: str | int = "all", top: int = 10) -> Report
     except ValueError as exc:  # the step is not in this trace
         raise OptionError(str(exc)) from None
     return analysis_report.build(analysis, step=s, top=top)
+
+
+def report_and_check(analysis: Analysis, step: str | int = "all", top: int = 10) -> tuple[Report, SelfCheck]:
+    """:func:`report` and the quick :func:`validate` that ``ctda analyze`` prints under it,
+    the self-check computed beside the report (a thread: they only read the analysis)."""
+    checked = beside(quick_check, analysis)
+    return report(analysis, step=step, top=top), checked()
 
 
 def overrides(

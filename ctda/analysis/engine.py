@@ -29,6 +29,7 @@ from ctda.ingest.table import EventTable
 
 # options live (and are validated) in ctda.options; importable from here as before
 from ctda.options import AnalysisOptions, OptionError, parse_cross_thread  # noqa: F401
+from ctda.threads import beside
 
 ALL_CROSS_THREAD = modes.get("ctda").selectable
 
@@ -105,11 +106,13 @@ def analyze(
     if not windows:
         raise OptionError(f"no analysis window matches {options.windows!r}")
     g = graph.build(nodes, [*edge_batches(ctx, options), *(rule(ctx) for rule in extra)])
+    # the contention model reads the graph and the events only: it runs beside the path
+    held = beside(contention, ctx, g, options)
     cal = mode.weigh(ctx, g)
     timing = replay(g, cal.weight, cal.binding, int(nodes.time[nodes.source]), window_ends(windows))
     cls = event_classes(ctx)
     charges = attribution.window_paths(g, timing, windows, cls)
-    return Analysis(table, options, nodes, g, cal, timing, windows, cls, charges, contention(ctx, g, options))
+    return Analysis(table, options, nodes, g, cal, timing, windows, cls, charges, held())
 
 
 def contention(ctx: RuleContext, g: Graph, options: AnalysisOptions) -> Contention:

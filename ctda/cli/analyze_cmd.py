@@ -90,8 +90,9 @@ def analyze_cmd(
         emit(hta_doc(got.result, got.table, top), fmt)
         return
     result = api.analyze(trace, options=options, reader=read)
-    doc = report_doc(api.report(result, step=step, top=top))
-    doc.blocks.append(Text(api.validate(result, quick=True).line()))
+    rep, checked = api.report_and_check(result, step=step, top=top)
+    doc = report_doc(rep)
+    doc.blocks.append(Text(checked.line()))
     emit(doc, fmt)
 
 

@@ -100,8 +100,9 @@ def ingest_cmd(
             highlight=False,
         )
         assert done.analysis is not None
-        doc = report_doc(api.report(done.analysis, top=top))
-        doc.blocks.append(Text(api.validate(done.analysis, quick=True).line()))
+        rep, checked = api.report_and_check(done.analysis, top=top)
+        doc = report_doc(rep)
+        doc.blocks.append(Text(checked.line()))
         return doc
 
     def docs() -> Iterator[Document]:
