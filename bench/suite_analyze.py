@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
-from bench.measure import run_sampled
+from bench.measure import run_timed
 from bench.suites import Context, SuiteResult, family_sections, fmt_num, markdown_table, register
 from bench.synth import Target, targets
 from ctda.api import tune_memory
@@ -223,7 +223,9 @@ def child_row(ctx: Context, t: Target, *, whatif: bool, reuse: bool = True) -> d
         "size_class": t.size_class,
     }
     cmd = [ctx.python(), "-m", "bench.suite_analyze", str(t.path)] + (["--whatif"] if whatif else [])
-    runs = [run_sampled(cmd, ctx.child_env(), ctx.timeout_s) for _ in range(ctx.repeat)]
+    # times from the runs left alone, the process tree's memory from one more, sampled
+    runs = run_timed(cmd, ctx.child_env(), ctx.timeout_s, ctx.repeat)
+    timed = runs[:-1] if len(runs) > 1 else runs
     failed = [m for m in runs if m.report is None]
     if failed:
         row["error"] = failed[0].error
@@ -231,7 +233,7 @@ def child_row(ctx: Context, t: Target, *, whatif: bool, reuse: bool = True) -> d
             row["timed_out"] = True
         _MEMO[(t.key, whatif)] = row
         return row
-    best = min(runs, key=lambda m: m.report["total_s"] if m.report else float("inf"))
+    best = min(timed, key=lambda m: m.report["total_s"] if m.report else float("inf"))
     assert best.report is not None
     row.update(best.report)
     # the analysis's peak: the measuring process's VmHWM right after the report, or the
@@ -241,7 +243,7 @@ def child_row(ctx: Context, t: Target, *, whatif: bool, reuse: bool = True) -> d
         max(m.report["peak_rss_mb"], m.report.get("worker_peak_rss_mb", 0.0)) for m in runs if m.report
     )
     row["tree_pss_peak_mb"] = max(m.tree_peak_mb for m in runs)
-    row["runs"] = len(runs)
+    row["runs"] = len(timed)
     row["read_mb_s"] = row["json_bytes"] / 1e6 / row["read_s"] if row["read_s"] > 0 else None
     _MEMO[(t.key, whatif)] = row
     return row
