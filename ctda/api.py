@@ -74,6 +74,7 @@ if TYPE_CHECKING:
     from ctda.ingest.native import reader_name as reader_in_use
     from ctda.ingest.summary import TraceSummary
     from ctda.ingest.table import EventTable
+    from ctda.kernels import kernels_name as kernels_in_use
     from ctda.options import AnalysisOptions, OptionError, validate_options
     from ctda.queries.limits import QueryLimits
     from ctda.queries.loader import NamedQuery, QueryError
@@ -156,6 +157,7 @@ _WHERE = {
 #: names bound under another name in their module
 _RENAMED = {
     "reader_in_use": ("ctda.ingest.native", "reader_name"),
+    "kernels_in_use": ("ctda.kernels", "kernels_name"),
     "start_query_worker": ("ctda.queries.worker", "start_ahead"),
 }
 #: what the UI asks of a store and draws from an analysis (their modules' ``__all__``,
@@ -261,6 +263,7 @@ __all__ = [
     "export",
     "floor_check",
     "hta_report",
+    "kernels_in_use",
     "merge_processes",
     "named_queries",
     "open_store",

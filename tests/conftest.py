@@ -130,7 +130,11 @@ LONG: tuple[str, ...] = (
 
 #: tests that start a process but finish in about a second (a bare interpreter importing the
 #: command line), kept in the fast tier: node-id prefixes
-QUICK_PROCESS: tuple[str, ...] = ("tests/test_startup.py::test_building_the_cli_loads_no_engine",)
+QUICK_PROCESS: tuple[str, ...] = (
+    "tests/test_startup.py::test_building_the_cli_loads_no_engine",
+    # ``ctda analyze`` of a tiny trace twice and its ingest: that they import no numba (~3 s)
+    "tests/test_native_kernels.py::test_analyze_and_ingest_import_no_numba",
+)
 
 
 def _flag(name: str) -> bool:

@@ -9,13 +9,13 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
-from numba import njit
 
 from ctda.analysis.classify import CLASS_CODE
 from ctda.analysis.edges import SPECS, EdgeType
 from ctda.analysis.graph import Graph
 from ctda.analysis.propagate import Timing, backtrack_chains
 from ctda.analysis.windows import Window
+from ctda.kernels import kernel
 
 I64 = npt.NDArray[np.int64]
 
@@ -87,7 +87,7 @@ def window_paths(
     return pd.DataFrame(dict(zip(names, cols)), copy=False)
 
 
-@njit(cache=True, nogil=True)  # type: ignore[misc]
+@kernel
 def _clip_chains(edges, t0, t1, start, lo, hi, etype, rule, owner, event_cls, gap_cls):  # type: ignore[no-untyped-def]  # pragma: no cover
     """Window paths as columns: each chain in time order, clipped to its window, empty edges dropped."""
     n_win = start.shape[0] - 1

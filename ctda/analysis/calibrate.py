@@ -14,10 +14,10 @@ from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
-from numba import njit
 
 from ctda.analysis.edges import EdgeType, floors
 from ctda.analysis.graph import Graph
+from ctda.kernels import kernel
 
 I64 = npt.NDArray[np.int64]
 
@@ -72,7 +72,7 @@ def calibrate(g: Graph, floor: I64 | None = None) -> Calibration:
     return Calibration(weight=weight.astype(np.int64), binding=binding, gap=gap)
 
 
-@njit(cache=True, nogil=True)  # type: ignore[misc]
+@kernel
 def _last_arrivals(in_ptr, in_edges, arrive, prio):  # type: ignore[no-untyped-def]  # pragma: no cover
     """Per node, the in-edge that sorts last by (arrival, priority, edge id): what a stable
     sort of all edges by (dst, arrival, priority) puts at the end of each node's block."""

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import numpy.typing as npt
-from numba import njit
 
 from ctda.analysis.rules.context import RuleContext
 from ctda.ingest.kinds import Kind
+from ctda.kernels import kernel
 
 CLASSES = (
     "cpu",
@@ -61,7 +61,7 @@ def inherit_down(
     )
 
 
-@njit(cache=True, nogil=True)  # type: ignore[misc]
+@kernel
 def _inherit_levels(flag, parent, depth):  # type: ignore[no-untyped-def]  # pragma: no cover
     n = flag.shape[0]
     out = flag.copy()

@@ -23,7 +23,6 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 import numpy.typing as npt
-from numba import njit
 
 from ctda.analysis.edges import EdgeType
 from ctda.analysis.graph import Graph
@@ -32,6 +31,7 @@ from ctda.analysis.rules.context import RuleContext
 from ctda.analysis.rules.cross_thread import BLOCKING_FRAMES
 from ctda.ingest.kinds import Kind
 from ctda.ingest.npx import factorize, run_starts
+from ctda.kernels import kernel
 
 I64 = npt.NDArray[np.int64]
 
@@ -82,7 +82,7 @@ class Contention:
         )
 
 
-@njit(cache=True, nogil=True)  # type: ignore[misc]
+@kernel
 def _reweigh(weight, owner_factor, owner, triples, loops):  # type: ignore[no-untyped-def]  # pragma: no cover
     """``rint(max(w - waited, 0) * f + sum(overlap * c(holder)))`` per edge.
 

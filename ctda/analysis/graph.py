@@ -14,10 +14,10 @@ from functools import cached_property
 
 import numpy as np
 import numpy.typing as npt
-from numba import njit
 
 from ctda.analysis.edges import EdgeBatch, EdgeType
 from ctda.analysis.nodes import Nodes
+from ctda.kernels import kernel
 
 I64 = npt.NDArray[np.int64]
 
@@ -125,7 +125,7 @@ def _dedupe(src: I64, dst: I64, n_nodes: int) -> I64:
     return np.flatnonzero(keep).astype(np.int64)
 
 
-@njit(cache=True, nogil=True)  # type: ignore[misc]
+@kernel
 def _first_pairs(by_src, src, dst):  # type: ignore[no-untyped-def]  # pragma: no cover
     """Mark the first edge of every (src, dst); ``by_src`` lists edges grouped by src, in order."""
     m = by_src.shape[0]
@@ -186,7 +186,7 @@ def _csr(keys: I64, n: int) -> tuple[I64, I64]:
     return _counting_sort(np.asarray(keys, dtype=np.int64), n)  # type: ignore[no-any-return]
 
 
-@njit(cache=True, nogil=True)  # type: ignore[misc]
+@kernel
 def _counting_sort(keys, n):  # type: ignore[no-untyped-def]  # pragma: no cover
     ptr = np.zeros(n + 1, dtype=np.int64)
     for k in keys:
@@ -213,7 +213,7 @@ def _index(g: Graph) -> None:
     g.order = order
 
 
-@njit(cache=True, nogil=True)  # type: ignore[misc]
+@kernel
 def _kahn(out_ptr, out_edges, dst, indeg, time, by_time):  # type: ignore[no-untyped-def]  # pragma: no cover
     """Topological order; nodes become ready in observed-time order (a valid heap-free
     order because every kept edge goes forward or sideways in time). ``by_time`` is the

@@ -8,10 +8,11 @@ itself (other threads' work). Used by the host contention model
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from ctda.kernels import kernel
 
 
-@njit(cache=True, nogil=True)  # type: ignore[misc]
+@kernel
 def intersect(a0, a1, b0, b1):  # type: ignore[no-untyped-def]  # pragma: no cover
     """All overlapping pairs of two start-sorted interval lists (B may overlap itself)."""
     cap = a0.shape[0] + b0.shape[0] + 16
@@ -40,7 +41,7 @@ def intersect(a0, a1, b0, b1):  # type: ignore[no-untyped-def]  # pragma: no cov
     return wa[:m], wb[:m], ov[:m]
 
 
-@njit(cache=True, nogil=True)  # type: ignore[misc]
+@kernel
 def overlap_sums(a0, a1, b0, b1):  # type: ignore[no-untyped-def]  # pragma: no cover
     """Per interval of A, its summed overlap with B: :func:`intersect`'s pairs, added up."""
     out = np.zeros(a0.shape[0], dtype=np.int64)

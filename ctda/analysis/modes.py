@@ -19,7 +19,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ctda.analysis import hta
 from ctda.analysis.calibrate import Calibration, calibrate
 from ctda.analysis.graph import Graph
 from ctda.analysis.names import MODE_SUMMARIES
@@ -37,6 +36,13 @@ class ModeError(ValueError):
 
 def _ctda_weights(ctx: RuleContext, g: Graph) -> Calibration:
     return calibrate(g, edge_floors(ctx, g))
+
+
+def _hta_weights(ctx: RuleContext, g: Graph) -> Calibration:
+    # imported on use: HTA's package (and the numba kernels it runs) is not ctda mode's
+    from ctda.analysis import hta
+
+    return hta.calibration(ctx, g)
 
 
 @dataclass(frozen=True)
@@ -69,7 +75,7 @@ class Mode:
         """The rules to run, in order: the mode's families, cross-thread ones as selected."""
         out: list[RuleSpec] = []
         chosen = self.cross_thread(cross_thread)
-        by_name = {s.name: s for s in registry.specs()}
+        by_name = {s.name: s for s in registry.specs("cross_thread")}
         for family in self.families:
             if family == "cross_thread":
                 out += [by_name[n] for n in chosen]
@@ -91,7 +97,7 @@ MODES: dict[str, Mode] = {
             "hta",
             MODE_SUMMARIES["hta"],
             ("hta",),
-            hta.calibration,
+            _hta_weights,
             windows="trace",
         ),
     )

@@ -13,10 +13,10 @@ from functools import cached_property
 
 import numpy as np
 import numpy.typing as npt
-from numba import njit
 
 from ctda.analysis.calibrate import PRIORITY
 from ctda.analysis.graph import Graph
+from ctda.kernels import kernel
 
 I64 = npt.NDArray[np.int64]
 
@@ -68,7 +68,7 @@ def replay(
     return Timing(time, bind, g, weight, ends.astype(np.int64), t_source)
 
 
-@njit(cache=True, nogil=True)  # type: ignore[misc]
+@kernel
 def _rank(etype, preferred, priority):  # type: ignore[no-untyped-def]  # pragma: no cover
     """Tie-break rank per edge: PRIORITY of its type, preferred (calibrated binding) edges first."""
     m = etype.shape[0]
@@ -104,7 +104,7 @@ def replay_span(base: Timing, weight: I64, preferred: npt.NDArray[np.bool_], nod
     return time
 
 
-@njit(cache=True, nogil=True)  # type: ignore[misc]
+@kernel
 def _forward(order, in_ptr, in_edges, src, weight, rank, source, t_source, time, bind, k0, k1):  # type: ignore[no-untyped-def]  # pragma: no cover
     """Times and binding in-edges of the nodes at positions ``k0:k1`` of ``order``, in
     place (nodes before ``k0`` must already hold their times)."""
@@ -134,7 +134,7 @@ def path_to(timing: Timing, g: Graph, end_node: int, not_before: int) -> I64:
     return _backtrack_until(timing.binding_edge, g.src, timing.time, end_node, not_before)
 
 
-@njit(cache=True, nogil=True)  # type: ignore[misc]
+@kernel
 def _backtrack_until(bind, src, time, end_node, not_before):  # type: ignore[no-untyped-def]  # pragma: no cover
     ends = np.full(1, end_node, dtype=np.int64)
     limit = np.full(1, not_before, dtype=np.int64)
@@ -142,7 +142,7 @@ def _backtrack_until(bind, src, time, end_node, not_before):  # type: ignore[no-
     return edges[::-1].copy()
 
 
-@njit(cache=True, nogil=True)  # type: ignore[misc]
+@kernel(native=False)
 def _walk_into(bind, src, time, v, not_before, e_out, t0_out, t1_out, m):  # type: ignore[no-untyped-def]  # pragma: no cover
     """Follow binding edges back from ``v``, appending at ``m`` until done or the buffers are full.
 
@@ -169,14 +169,14 @@ def _walk_into(bind, src, time, v, not_before, e_out, t0_out, t1_out, m):  # typ
     return m, v, False
 
 
-@njit(cache=True, nogil=True)  # type: ignore[misc]
+@kernel(native=False)
 def _grow(a, size, used):  # type: ignore[no-untyped-def]  # pragma: no cover
     out = np.empty(size, dtype=a.dtype)
     out[:used] = a[:used]
     return out
 
 
-@njit(cache=True, nogil=True)  # type: ignore[misc]
+@kernel
 def backtrack_chains(bind, src, time, ends, not_before):  # type: ignore[no-untyped-def]  # pragma: no cover
     """The binding chains back from each ``ends[w]`` until an edge starts at or before ``not_before[w]``.
 
@@ -206,7 +206,7 @@ def backtrack_chains(bind, src, time, ends, not_before):  # type: ignore[no-unty
     return e_buf[:m], t0_buf[:m], t1_buf[:m], start
 
 
-@njit(cache=True, nogil=True)  # type: ignore[misc]
+@kernel
 def _slack(order, out_ptr, out_edges, dst, weight, time, anchors):  # type: ignore[no-untyped-def]  # pragma: no cover
     n = order.shape[0]
     latest = np.full(n, np.iinfo(np.int64).max, dtype=np.int64)

@@ -243,6 +243,7 @@ def _version(value: bool) -> None:
 
         typer.echo(f"ctda {__version__}")
         typer.echo(f"trace reader: {api.reader_in_use()}")
+        typer.echo(f"compiled kernels: {api.kernels_in_use()}")
         raise typer.Exit()
 
 

@@ -32,6 +32,7 @@ from ctda.ingest.columns import (
 )
 from ctda.ingest.encode import strings
 from ctda.ingest.kinds import Kind, kind_lut
+from ctda.kernels import extension
 
 #: ``python`` forces the msgspec reader (to compare the two); anything else: native if built
 READER_ENV = "CTDA_READER"
@@ -39,9 +40,8 @@ _DENSE_STRINGS = ("ph", "name", "cat", "pid", "tid")
 
 
 def _load() -> ModuleType | None:
-    try:
-        import ctda_native  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:
+    ctda_native = extension()  # imported once, shared with the compiled kernels
+    if ctda_native is None:
         return None
     # a stale build with other columns must not be used: the Python path is always right
     if list(ctda_native.INT_COLUMNS) != list(INT_ARGS) or list(ctda_native.STR_COLUMNS) != [

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 from rich.text import Text
 
-from ctda.analysis.hta import HtaResult
 from ctda.ingest.table import EventTable
 from ctda.render.analyze import ms
 from ctda.render.output import Col, Document, Section
+
+if TYPE_CHECKING:  # HTA's package only where its results are rendered (``analyze`` imports this)
+    from ctda.analysis.hta import HtaResult
 
 
 def hta_dict(r: HtaResult, table: EventTable, top: int) -> dict[str, Any]:

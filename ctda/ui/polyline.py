@@ -28,7 +28,8 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from numba import njit
+
+from ctda.kernels import kernel
 
 I64 = npt.NDArray[np.int64]
 Ints = npt.NDArray[np.integer[Any]]
@@ -71,7 +72,7 @@ def critical_polyline(
     return Polyline(out[:k, 0].copy(), out[:k, 1].copy(), int(full))
 
 
-@njit(cache=True, nogil=True)  # type: ignore[misc]
+@kernel(native=False)
 def _walk(  # type: ignore[no-untyped-def]  # pragma: no cover
     ev, edge, t0, t1, src, dst, n, lane, depth, top_of, max_rows, lo, hi, base, bins, x_first, x_last, out
 ):
@@ -143,7 +144,7 @@ def _walk(  # type: ignore[no-untyped-def]  # pragma: no cover
     return k, j, first, last
 
 
-@njit(cache=True, nogil=True)  # type: ignore[misc]
+@kernel(native=False)
 def _flush(out, k, fj, fx, fy, lj, lx, ly, loj, lox, loy, hij, hix, hiy):  # type: ignore[no-untyped-def]  # pragma: no cover
     """Write one bin's kept points in order, each once; returns the next free row."""
     js = (fj, loj, hij, lj)

@@ -23,13 +23,13 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
-from numba import njit
 
 from ctda.analysis.edges import EdgeType
 from ctda.analysis.engine import Analysis
 from ctda.analysis.propagate import Timing
 from ctda.analysis.rules.context import RuleContext
 from ctda.analysis.rules.syncs import Waits, blocking_waits
+from ctda.kernels import kernel
 
 I64 = npt.NDArray[np.int64]
 
@@ -156,7 +156,7 @@ def waits_of(a: Analysis) -> Waits:
     return blocking_waits(RuleContext(a.table, a.nodes, a.options.rule_options))
 
 
-@njit(cache=True, nogil=True)  # type: ignore[misc]
+@kernel
 def _chain_starts(p, broken, launched, s):  # type: ignore[no-untyped-def]  # pragma: no cover
     """Per wait's item ``p``: the first item of its chain, the one after the last item at or
     before ``p`` that was launched before ``s`` (the window's start) or, failing one after

@@ -15,7 +15,6 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
-from numba import njit
 
 from ctda.analysis import attribution
 from ctda.analysis.classify import inherit_down
@@ -23,6 +22,7 @@ from ctda.analysis.engine import Analysis, contention, window_ends
 from ctda.analysis.propagate import Timing, replay
 from ctda.analysis.rules.context import RuleContext
 from ctda.ingest.reader import TIME_LIMIT_NS
+from ctda.kernels import kernel
 from ctda.whatif.effect import Effect, apply_edges
 from ctda.whatif.select import Override, SelectionError, dur_factor
 
@@ -233,7 +233,7 @@ def replay_weights(a: Analysis, w: I64) -> Timing:
     )
 
 
-@njit(cache=True, nogil=True)  # type: ignore[misc]
+@kernel
 def _scaled(weight, factor, owner):  # type: ignore[no-untyped-def]  # pragma: no cover
     """Each edge's weight times its owner event's factor, rounded half to even; waits unchanged."""
     w = weight.copy()
@@ -244,7 +244,7 @@ def _scaled(weight, factor, owner):  # type: ignore[no-untyped-def]  # pragma: n
     return w
 
 
-@njit(cache=True, nogil=True)  # type: ignore[misc]
+@kernel
 def _scaled_total(weight, factor, owner):  # type: ignore[no-untyped-def]  # pragma: no cover
     """The sum over edges of |weight| times the owner event's factor (1 for waits)."""
     total = 0.0

@@ -14,6 +14,10 @@ use pyo3::types::{PyBytes, PyList, PyString, PyTuple};
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
+mod kernels;
+mod kernels_path;
+mod kernels_rules;
+mod kernels_whatif;
 mod scan;
 mod stack;
 mod time;
@@ -454,6 +458,13 @@ fn stack_walk<'py>(
 fn ctda_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(piece_columns, m)?)?;
     m.add_function(wrap_pyfunction!(stack_walk, m)?)?;
+    kernels::register(m)?;
+    kernels_path::register(m)?;
+    kernels_rules::register(m)?;
+    kernels_whatif::register(m)?;
+    // ctda/kernels.py uses these kernels only when this matches its own: a build whose
+    // kernels mean something else must not be mistaken for the current one
+    m.add("KERNELS_VERSION", 1)?;
     m.add(
         "INT_COLUMNS",
         INT_COLUMNS.iter().map(|c| c.0).collect::<Vec<_>>(),

@@ -6,13 +6,13 @@ import re
 
 import numpy as np
 import numpy.typing as npt
-from numba import njit
 
 from ctda.analysis.hta.clock import Clock, names_in
 from ctda.analysis.hta.model import BLOCKING_SYNC_CALLS, HtaEdge, HtaOptions, Part, empty_part
 from ctda.analysis.nodes import Nodes
 from ctda.analysis.rules.context import RuleContext
 from ctda.ingest.kinds import Kind
+from ctda.kernels import kernel
 
 I64 = npt.NDArray[np.int64]
 B = npt.NDArray[np.bool_]
@@ -38,7 +38,7 @@ def lock_edges(n: Nodes, clock: Clock, lock: B) -> Part:
     return src, dst, ht, np.zeros(len(src), dtype=bool), att, cross
 
 
-@njit(cache=True, nogil=True)  # type: ignore[misc]
+@kernel(native=False)
 def _lock_walk(nodes):  # type: ignore[no-untyped-def]  # pragma: no cover
     m = nodes.shape[0]
     src = np.empty(2 * m, dtype=np.int64)
@@ -149,7 +149,7 @@ def call_stack_edges(
     return src, dst, ht.astype(np.int8), zero, att, np.zeros(len(src), dtype=bool)
 
 
-@njit(cache=True, nogil=True)  # type: ignore[misc]
+@kernel(native=False)
 def _stack_walk(nodes, grp, is_op, blocking, lock, newer):  # type: ignore[no-untyped-def]  # pragma: no cover
     m = nodes.shape[0]
     src = np.empty(2 * m, dtype=np.int64)
@@ -228,7 +228,7 @@ def _stack_walk(nodes, grp, is_op, blocking, lock, newer):  # type: ignore[no-un
     return src[:k], dst[:k], ht[:k], zero[:k], att[:k]
 
 
-@njit(cache=True, nogil=True)  # type: ignore[misc]
+@kernel(native=False)
 def _attr(a, b, parent):  # type: ignore[no-untyped-def]  # pragma: no cover
     """HTA's attribution of an operator edge a -> b: a start's event, else b's if b is an
     end, else (end -> start) the call-stack parent of a's event."""

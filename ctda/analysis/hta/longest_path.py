@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import numpy.typing as npt
-from numba import njit
+
+from ctda.kernels import kernel
 
 I64 = npt.NDArray[np.int64]
 
@@ -55,7 +56,7 @@ def longest_path(n_nodes: int, src: I64, dst: I64, weight: I64) -> tuple[I64, I6
     return ids[path_c], keep[path_e], int(length)
 
 
-@njit(cache=True, nogil=True)  # type: ignore[misc]
+@kernel(native=False)
 def _nx_longest(m, src, dst, w, in_ptr, in_order, out_ptr, out_order):  # type: ignore[no-untyped-def]  # pragma: no cover
     indeg = in_ptr[1:] - in_ptr[:-1]
     deg = indeg.copy()

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import numpy as np
 import numpy.typing as npt
-from numba import njit
 
 from ctda.analysis.edges import EdgeBatch, EdgeType
 from ctda.analysis.rules.context import RuleContext
 from ctda.analysis.rules.registry import rule
 from ctda.ingest.kinds import Kind
+from ctda.kernels import kernel
 
 I64 = npt.NDArray[np.int64]
 RULE_TYPE = EdgeType.CROSS_THREAD
@@ -175,7 +175,7 @@ def _enclosing_on_lane(ctx: RuleContext, lane_events: I64, probes: I64) -> I64:
     )
 
 
-@njit(cache=True, nogil=True)  # type: ignore[misc]
+@kernel
 def _deepest_containing(ts, end, depth, ids, qs, qe):  # type: ignore[no-untyped-def]  # pragma: no cover
     out = np.full(qs.shape[0], -1, dtype=np.int64)
     for k in range(qs.shape[0]):
@@ -344,7 +344,7 @@ def _gil_points(ctx: RuleContext, node: I64) -> tuple[npt.NDArray[np.bool_], npt
     return release, start & blocking
 
 
-@njit(cache=True, nogil=True)  # type: ignore[misc]
+@kernel
 def _handoffs(node, lane, time, proc, release, blocks, min_gap, max_lag):  # type: ignore[no-untyped-def]  # pragma: no cover
     """Resumes after a gap -> the latest boundary of another thread of the process in the gap.
 
@@ -417,7 +417,7 @@ def cuda_runtime_lock(ctx: RuleContext) -> EdgeBatch:
     return EdgeBatch.of(n.finish(src), n.finish(dst), RULE_TYPE)
 
 
-@njit(cache=True, nogil=True)  # type: ignore[misc]
+@kernel
 def _lock_pairs(ids, ts, end, lane, lookback):  # type: ignore[no-untyped-def]  # pragma: no cover
     n = ids.shape[0]
     src = np.empty(n, dtype=np.int64)

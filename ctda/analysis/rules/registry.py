@@ -10,8 +10,9 @@ fixed order by their package (:mod:`ctda.analysis.rules`, :mod:`ctda.analysis.ht
 order is deterministic. It matters: when two rules produce the same edge the first one
 keeps it, and structural rules must win over heuristic ones. Other packages add rules
 through the entry point group ``ctda.rules`` (an entry point names a module, imported for
-its declarations, or a declared :class:`RuleSpec`); they are loaded after ctda's own, so
-they come last in their family.
+its declarations, or a declared :class:`RuleSpec`); they come after ctda's own, last in
+their family. HTA's package is imported only when its family (or every rule) is asked
+for: a ctda-mode analysis does not load it, nor the numba kernels it runs.
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ FAMILIES: tuple[Family, ...] = get_args(Family)
 RuleFn = Callable[[RuleContext], EdgeBatch]
 #: packages whose import declares ctda's own rules, in the order they run
 BUILTIN = ("ctda.analysis.rules", "ctda.analysis.hta")
+#: builtin packages that declare rules of one family only: imported when it is asked for
+ON_DEMAND: dict[str, Family] = {"ctda.analysis.hta": "hta"}
 GROUP = "ctda.rules"
 
 
@@ -92,15 +95,19 @@ def _where(fn: RuleFn) -> str:
     return f"{fn.__module__}.{fn.__qualname__}"
 
 
-def _load() -> None:
-    """Import ctda's own rule packages, then every entry point of :data:`GROUP` (once)."""
+def _load(families: tuple[Family, ...] = ()) -> None:
+    """Import ctda's own rule packages that declare ``families`` (all: every one), then,
+    once, every entry point of :data:`GROUP`."""
     global _LOADED
+    for module in BUILTIN:
+        if module not in ON_DEMAND or not families or ON_DEMAND[module] in families:
+            importlib.import_module(module)
     if _LOADED:
         return
     _LOADED = True
-    for module in BUILTIN:
-        importlib.import_module(module)
     for ep in entry_points(group=GROUP):
+        if _inside(ep.value.split(":", 1)[0], tuple(ON_DEMAND)):
+            continue  # ctda's own entry point into a package imported above when wanted
         try:
             obj = ep.load()
         except Exception as exc:  # a broken plugin: one line naming it, not a traceback
@@ -109,11 +116,21 @@ def _load() -> None:
             _RULES[obj.name] = obj
 
 
+def _inside(module: str, packages: tuple[str, ...]) -> bool:
+    return f"{module}.".startswith(tuple(f"{p}." for p in packages))
+
+
+def _plugin(spec: RuleSpec) -> bool:
+    """Whether a rule comes from another package (it runs after ctda's own, which may
+    have been declared after it: HTA's are imported on demand)."""
+    return not _inside(spec.fn.__module__, BUILTIN)
+
+
 def specs(*families: Family) -> tuple[RuleSpec, ...]:
     """Every declared rule (ctda's and the ``ctda.rules`` plugins'), in declaration
     order, optionally only of ``families``."""
-    _load()
-    return tuple(s for s in _RULES.values() if not families or s.family in families)
+    _load(families)
+    return tuple(sorted((s for s in _RULES.values() if not families or s.family in families), key=_plugin))
 
 
 def names(*families: Family) -> tuple[str, ...]:

@@ -14,10 +14,10 @@ from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
-from numba import njit
 
 from ctda.analysis.nodes import Nodes
 from ctda.analysis.ordering import lexsort
+from ctda.kernels import kernel
 
 I64 = npt.NDArray[np.int64]
 
@@ -52,7 +52,7 @@ def build(nodes: Nodes) -> Timeline:
     return Timeline(src, dst, owner, int(partial))
 
 
-@njit(cache=True, nogil=True)  # type: ignore[misc]
+@kernel
 def _walk(node, lane):  # type: ignore[no-untyped-def]  # pragma: no cover
     m = node.shape[0]
     src = np.empty(m, dtype=np.int64)

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import numpy as np
 import numpy.typing as npt
-from numba import njit
 
 from ctda.analysis.edges import EdgeBatch, EdgeType
 from ctda.analysis.rules.context import RuleContext
 from ctda.analysis.rules.registry import rule
+from ctda.kernels import kernel
 
 I64 = npt.NDArray[np.int64]
 
@@ -70,7 +70,7 @@ def wake(ctx: RuleContext) -> EdgeBatch:
     return EdgeBatch.of(point[pos[ok]], n.finish(waits[ok]), EdgeType.CROSS_THREAD)
 
 
-@njit(cache=True, nogil=True)  # type: ignore[misc]
+@kernel
 def _match(w_ts, w_end, w_lane, w_proc, s_time, s_lane, seg):  # type: ignore[no-untyped-def]  # pragma: no cover
     """Per wait (sorted by end): index of the notify that woke it, or -1.
 
