@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -28,6 +29,7 @@ class RuleContext:
     table: EventTable
     nodes: Nodes
     options: RuleOptions = field(default_factory=RuleOptions)
+    _kept: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @cached_property
     def names(self) -> npt.NDArray[np.object_]:
@@ -66,6 +68,20 @@ class RuleContext:
         """Analysed indices sorted by (lane, start, longer first)."""
         n = self.nodes
         return lexsort((-(n.end - n.ts), n.ts, n.lane))
+
+    @cached_property
+    def launcher(self) -> I64:
+        """Analysed index of each analysed event's launching runtime call (-1 when none)."""
+        n = self.nodes
+        launcher_uid = self.table.col("launcher")[n.uid]
+        return np.where(launcher_uid >= 0, n.index_of_uid[np.maximum(launcher_uid, 0)], -1)  # type: ignore[no-any-return]
+
+    def once(self, key: str, make: Callable[[], Any]) -> Any:
+        """``make()``, computed on the first call with ``key`` and kept: a lookup several
+        rules build (e.g. the launches sorted by stream and time) is built once."""
+        if key not in self._kept:
+            self._kept[key] = make()
+        return self._kept[key]
 
     @cached_property
     def timeline(self) -> Timeline:

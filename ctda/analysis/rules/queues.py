@@ -20,9 +20,7 @@ I64 = npt.NDArray[np.int64]
 
 def launcher_index(ctx: RuleContext) -> I64:
     """Analysed index of each analysed event's launching runtime call (-1 when none)."""
-    n = ctx.nodes
-    launcher_uid = ctx.table.col("launcher")[n.uid]
-    return np.where(launcher_uid >= 0, n.index_of_uid[np.maximum(launcher_uid, 0)], -1)  # type: ignore[no-any-return]
+    return ctx.launcher
 
 
 def _span(ctx: RuleContext) -> tuple[int, int]:
@@ -50,6 +48,15 @@ def launched_near(ctx: RuleContext, lanes: I64, when_q: I64, after: bool) -> I64
     """Per (GPU lane, time) query: the work on that lane launched last before the time
     (``after=False``) or first after it (``after=True``); -1 where there is none.
     """
+    keys, wl, work = ctx.once("launches", lambda: _launches(ctx))
+    t0, span = _span(ctx)
+    lanes = np.asarray(lanes, dtype=np.int64)
+    q = lanes * span + (np.asarray(when_q, dtype=np.int64) - t0)
+    return _nearest(keys, wl, work, lanes, q, after)
+
+
+def _launches(ctx: RuleContext) -> tuple[I64, I64, I64]:
+    """Launched device work sorted by (lane, launch time): its combined keys, lanes and indices."""
     n = ctx.nodes
     li = launcher_index(ctx)
     work = np.flatnonzero(n.is_gpu & (li >= 0))
@@ -58,9 +65,7 @@ def launched_near(ctx: RuleContext, lanes: I64, when_q: I64, after: bool) -> I64
     work, when = work[order], when[order]
     wl = n.lane[work].astype(np.int64)
     t0, span = _span(ctx)
-    lanes = np.asarray(lanes, dtype=np.int64)
-    q = lanes * span + (np.asarray(when_q, dtype=np.int64) - t0)
-    return _nearest(wl * span + (when - t0), wl, work, lanes, q, after)
+    return wl * span + (when - t0), wl, work
 
 
 def last_launched_before(ctx: RuleContext, lanes: I64, before: I64) -> I64:
