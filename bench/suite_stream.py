@@ -88,7 +88,8 @@ def run(ctx: Context) -> SuiteResult:
         if not done:
             rows.append({"mode": mode, "error": runs[0].error})
             continue
-        timed = [r.report for r in (runs[:-1] if len(runs) > 1 else runs) if r.report is not None]
+        # the timed runs (run_timed adds the sampled one only when they all succeeded)
+        timed = [r.report for r in runs[: max(ctx.repeat, 1)] if r.report is not None]
         best = min(timed, key=lambda r: r["seconds"])
         above = max(r["peak_mb"] - r["floor_mb"] for r in done)  # memory: the worst run
         rows.append(

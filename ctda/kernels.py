@@ -50,9 +50,38 @@ def _native() -> ModuleType | None:
     return ext if getattr(ext, "KERNELS_VERSION", None) == KERNELS_VERSION else None
 
 
+#: every twin the extension must have for the analysis to run natively (``--version`` asks
+#: before any kernel's module is imported; a test keeps this equal to the declared kernels)
+TWINS: tuple[str, ...] = (
+    "attribution_clip_chains",
+    "calibrate_last_arrivals",
+    "classify_inherit_levels",
+    "contention_reweigh",
+    "cross_thread_deepest_containing",
+    "cross_thread_handoffs",
+    "cross_thread_lock_pairs",
+    "graph_counting_sort",
+    "graph_first_pairs",
+    "graph_kahn",
+    "intervals_intersect",
+    "intervals_overlap_sums",
+    "invariant_chain_starts",
+    "propagate_backtrack_chains",
+    "propagate_backtrack_until",
+    "propagate_forward",
+    "propagate_rank",
+    "propagate_slack",
+    "scenario_scaled",
+    "scenario_scaled_total",
+    "timeline_walk",
+    "wake_match",
+)
+
+
 def native_built() -> bool:
-    """Whether the extension is built with these kernels' twins."""
-    return _native() is not None and all(hasattr(_native(), k.native_name) for k in _native_kernels())
+    """Whether the extension is built with every twin (:data:`TWINS`)."""
+    ext = _native()
+    return ext is not None and all(hasattr(ext, name) for name in TWINS)
 
 
 def native_wanted() -> bool:
@@ -136,7 +165,8 @@ def reset() -> None:
             names[name] = k
         _REBOUND.clear()
         for k in _ALL:
-            k._impl, k.backend = None, ""
+            # numba's compilation is dropped too: compiled again, it rebinds its callees
+            k._impl, k._jit, k.backend = None, None, ""
 
 
 def bound() -> dict[str, str]:

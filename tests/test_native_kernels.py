@@ -264,6 +264,36 @@ def kernels_by_name() -> dict[str, kernels.Kernel]:
 
 def test_every_native_kernel_is_checked_here() -> None:
     assert {*_cases(np.random.default_rng(0), 3), "propagate_forward"} == set(kernels_by_name())
+    # and named in the list ``ctda --version`` checks before any kernel's module is loaded
+    assert set(kernels.TWINS) == set(kernels_by_name()) and len(kernels.TWINS) == len(set(kernels.TWINS))
+
+
+def test_a_build_lacking_a_twin_is_not_called_native(monkeypatch: pytest.MonkeyPatch) -> None:
+    ext = kernels.extension()
+    assert kernels.native_built() and "native" in kernels.kernels_name()
+    monkeypatch.delattr(ext, "wake_match")
+    assert not kernels.native_built() and kernels.kernels_name().startswith("numba where")
+
+
+def test_numba_compiles_again_after_a_reset(backend: Callable[[str], None]) -> None:
+    """A kernel numba compiled, unbound by ``reset``, compiles other argument types later:
+    the kernels it calls are numba's again when it does (they were put back by the reset)."""
+    from ctda.analysis import propagate
+
+    bind = np.array([-1, 0, 1], dtype=np.int64)
+    src = np.array([0, 1], dtype=np.int64)
+    time = np.array([0, 5, 9], dtype=np.int64)
+    ends, limit = np.array([2], dtype=np.int64), np.array([0], dtype=np.int64)
+    backend("numba")
+    want = propagate.backtrack_chains(bind, src, time, ends, limit)
+    backend("native")
+    assert isinstance(propagate._walk_into, kernels.Kernel)  # put back by the reset
+    # compiling anew (another dtype; numba's on-disk cache may hold it, so ask directly)
+    propagate.backtrack_chains.numba()
+    assert not isinstance(propagate._walk_into, kernels.Kernel)  # numba's again
+    got = propagate.backtrack_chains(bind.astype(np.int32), src.astype(np.int32), time, ends, limit)
+    _same(got, want, "backtrack_chains of int32 after a reset")
+    assert propagate.backtrack_chains.backend == "native"  # bound natively; int32 went to numba
 
 
 @pytest.mark.parametrize("size", [0, 1, 2, 40, 300])

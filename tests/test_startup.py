@@ -59,6 +59,7 @@ def test_help_names_are_the_registries() -> None:
     assert list(names.MODE_SUMMARIES) == list(modes.MODES)
     assert {m.name: m.summary for m in modes.MODES.values()} == names.MODE_SUMMARIES
     assert names.CROSS_THREAD == registry.names("cross_thread") == modes.get("ctda").selectable
+    assert registry.names("hta") == names.HTA_RULES
     assert tuple(breakdowns.KINDS) == names.BREAKDOWN_KINDS
 
 

@@ -18,6 +18,16 @@ MODE_SUMMARIES: dict[str, str] = {
 #: the cross-thread rules ``--cross-thread`` selects from, in the order they run
 CROSS_THREAD: tuple[str, ...] = ("fwdbwd", "backward_join", "gil", "cuda_lock", "wake")
 
+#: HTA mode's rules, in the order they run: its package is imported only when they are
+#: asked for, and a plugin may not take their names meanwhile
+HTA_RULES: tuple[str, ...] = (
+    "hta_operator",
+    "hta_dependency",
+    "hta_launch_delay",
+    "hta_kernel_kernel_delay",
+    "hta_sync_dependency",
+)
+
 #: the breakdowns ``ctda breakdown --kind`` selects from
 BREAKDOWN_KINDS: tuple[str, ...] = (
     "temporal",

@@ -25,6 +25,7 @@ from importlib.metadata import entry_points
 from typing import Any, Literal, get_args
 
 from ctda.analysis.edges import EdgeBatch
+from ctda.analysis.names import HTA_RULES
 from ctda.analysis.rules.context import RuleContext
 from ctda.errors import CtdaError
 
@@ -85,6 +86,8 @@ def rule(name: str, family: Family) -> Callable[[RuleFn], RuleFn]:
         old = _RULES.get(name)
         if old is not None and old.fn is not fn:
             raise ValueError(f"rule {name!r} is declared twice ({_where(old.fn)} and {_where(fn)})")
+        if name in HTA_RULES and not _inside(fn.__module__, BUILTIN):  # HTA's, not imported yet
+            raise ValueError(f"rule {name!r} is declared twice ({_where(fn)} and ctda's HTA mode)")
         _RULES[name] = RuleSpec(name, family, fn)
         return fn
 
@@ -112,7 +115,8 @@ def _load(families: tuple[Family, ...] = ()) -> None:
             obj = ep.load()
         except Exception as exc:  # a broken plugin: one line naming it, not a traceback
             raise RuleError(f"edge rule plugin {ep.name!r} ({ep.value}) failed to load: {exc}") from None
-        if isinstance(obj, RuleSpec) and obj.name not in _RULES:
+        # ctda's own rules keep their names, HTA's too before its package is imported
+        if isinstance(obj, RuleSpec) and obj.name not in _RULES and obj.name not in HTA_RULES:
             _RULES[obj.name] = obj
 
 
