@@ -8,8 +8,8 @@ extension is built, has that function and ``CTDA_KERNELS`` is not ``numba``; els
 numba's compilation of the Python function (as is any call with arguments the twin does
 not take, such as another dtype). So a process whose kernels are all native never
 imports numba: its import and the loading of its cached machine code cost each fresh
-process about half a second. Kernels that have no twin (HTA mode's, a job's, the UI's) stay
-on numba.
+process about half a second. Kernels that have no twin (HTA mode's, the UI's) stay on
+numba.
 """
 
 from __future__ import annotations
@@ -73,6 +73,8 @@ TWINS: tuple[str, ...] = (
     "propagate_slack",
     "scenario_scaled",
     "scenario_scaled_total",
+    "segments_junctions",
+    "segments_walk",
     "timeline_walk",
     "wake_match",
 )

@@ -49,6 +49,7 @@ MODULES = (
     "ctda.analysis.rules.wake",
     "ctda.whatif.invariant",
     "ctda.whatif.scenario",
+    "ctda.job.segments",
 )
 SKIP = "native kernels not built (make builds the extension from native/ when cargo is found)"
 pytestmark = pytest.mark.skipif(not kernels.native_built(), reason=SKIP)
@@ -215,6 +216,7 @@ def _cases(rng: np.random.Generator, size: int) -> dict[str, tuple[Any, ...]]:
     ints = lambda hi, count=size: _i64(rng.integers(0, hi, count))  # noqa: E731
     by_time = _i64(np.argsort(d["time"], kind="stable"))
     order = np.arange(n + 1, dtype=np.int64)
+    stop = rng.random(n + 1) < 0.1
     return {
         "graph_counting_sort": (ints(n), n),
         "graph_first_pairs": (_csr(grouped, n + 1)[1], grouped, ints(4, m)),
@@ -253,6 +255,8 @@ def _cases(rng: np.random.Generator, size: int) -> dict[str, tuple[Any, ...]]:
         "scenario_scaled": (_i64(rng.integers(-9, 99, m)), factor, owner),
         "scenario_scaled_total": (_i64(rng.integers(-9, 99, m)), factor, owner),
         "invariant_chain_starts": (p, np.maximum(p - rng.integers(0, 4, size), -1), ints(9), 4),
+        "segments_junctions": (bind, src, ends, stop),
+        "segments_walk": (bind, src, time, _i64(rng.integers(0, n + 1, size)), stop, rng.random(size) < 0.2),
     }
 
 
@@ -294,6 +298,21 @@ def test_numba_compiles_again_after_a_reset(backend: Callable[[str], None]) -> N
     got = propagate.backtrack_chains(bind.astype(np.int32), src.astype(np.int32), time, ends, limit)
     _same(got, want, "backtrack_chains of int32 after a reset")
     assert propagate.backtrack_chains.backend == "native"  # bound natively; int32 went to numba
+
+
+def test_a_job_is_identical_with_native_and_numba_kernels(backend: Callable[[str], None]) -> None:
+    """A job's skeletons walk each rank's path segments with their own loops: the job's
+    steps, paths, waits and stragglers are the same either way."""
+    from ctda.job.run import analyze_job
+
+    job = {}
+    for name in ("native", "numba"):
+        backend(name)
+        job[name] = analyze_job([DATA / "multirank" / "g_ddp_ws2_compute30_r1"], executor="serial")
+        assert kernels.bound()["ctda.job.segments._walk"] == name
+    for table in ("steps", "paths", "waits", "late", "stragglers"):
+        pd.testing.assert_frame_equal(getattr(job["native"], table), getattr(job["numba"], table))
+    assert len(job["native"].paths) > 100
 
 
 @pytest.mark.parametrize("size", [0, 1, 2, 40, 300])

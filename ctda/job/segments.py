@@ -95,7 +95,7 @@ def segments(a: Analysis, arrive_events: I64, done_events: I64, names: NameCodes
     return Segments(rows, index, a.nodes.source, int(tm.time[a.nodes.source]), heads)
 
 
-@kernel(native=False)
+@kernel
 def _junctions(bind, src, starts, stop):  # type: ignore[no-untyped-def]  # pragma: no cover
     """Nodes (not yet stops) that the chains from two starts both reach."""
     seen = np.zeros(bind.shape[0], dtype=np.bool_)
@@ -117,7 +117,7 @@ def _junctions(bind, src, starts, stop):  # type: ignore[no-untyped-def]  # prag
     return junction
 
 
-@kernel(native=False)
+@kernel
 def _walk(bind, src, time, starts, stop, single):  # type: ignore[no-untyped-def]  # pragma: no cover
     """Binding edges back from each start until a stop node (or SOURCE); ``single``: one edge."""
     cap = bind.shape[0] + starts.shape[0] + 1  # disjoint chains: at most one edge per node

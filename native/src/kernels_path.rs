@@ -1,6 +1,6 @@
-//! Propagation and attribution's compiled loops, twins of the numba kernels in
-//! `ctda/analysis/{propagate,attribution}.py` (see `kernels.rs` for why, and what "twin"
-//! demands).
+//! Propagation's, attribution's and a job's path segments' compiled loops, twins of the
+//! numba kernels in `ctda/analysis/{propagate,attribution}.py` and `ctda/job/segments.py`
+//! (see `kernels.rs` for why, and what "twin" demands).
 
 use crate::kernels::{at, out, view, In, Out};
 use numpy::PyReadwriteArray1;
@@ -282,6 +282,110 @@ fn attribution_clip_chains<'py>(
     )
 }
 
+// --- job/segments.py ------------------------------------------------------------------------
+
+/// Index `i` of an array of `n` as numba takes it (a negative index counts from the end).
+fn wrap(n: usize, i: i64) -> usize {
+    if i < 0 {
+        (n as i64 + i) as usize
+    } else {
+        ix(i)
+    }
+}
+
+#[pyfunction]
+fn segments_junctions<'py>(
+    py: Python<'py>,
+    bind: In<'py, i64>,
+    src: In<'py, i64>,
+    starts: In<'py, i64>,
+    stop: In<'py, bool>,
+) -> Out<'py, bool> {
+    let (bind, src, starts, stop) = (view(&bind), view(&src), view(&starts), view(&stop));
+    let junction = py.allow_threads(|| {
+        let n = bind.len();
+        let (mut seen, mut junction) = (vec![false; n], vec![false; n]);
+        for &start in starts.iter() {
+            let mut v = start;
+            loop {
+                let e = at(&bind, v);
+                if e < 0 {
+                    break;
+                }
+                let u = at(&src, e);
+                if at(&stop, u) {
+                    break;
+                }
+                let w = wrap(n, u);
+                if seen[w] {
+                    junction[w] = true;
+                    break;
+                }
+                seen[w] = true;
+                v = u;
+            }
+        }
+        junction
+    });
+    out(py, junction)
+}
+
+type Walked<'py> = (
+    Out<'py, i64>,
+    Out<'py, i64>,
+    Out<'py, i64>,
+    Out<'py, i64>,
+    Out<'py, i64>,
+);
+
+#[pyfunction]
+fn segments_walk<'py>(
+    py: Python<'py>,
+    bind: In<'py, i64>,
+    src: In<'py, i64>,
+    time: In<'py, i64>,
+    starts: In<'py, i64>,
+    stop: In<'py, bool>,
+    single: In<'py, bool>,
+) -> Walked<'py> {
+    let (bind, src, time) = (view(&bind), view(&src), view(&time));
+    let (starts, stop, single) = (view(&starts), view(&stop), view(&single));
+    let (e_out, t0, t1, ptr, end) = py.allow_threads(|| {
+        // disjoint chains: at most one edge per node
+        let cap = bind.len() + starts.len() + 1;
+        let (mut e_out, mut t0, mut t1) = (Vec::new(), Vec::new(), Vec::new());
+        let mut ptr = vec![0i64; starts.len() + 1];
+        let mut end = vec![0i64; starts.len()];
+        for (k, &start) in starts.iter().enumerate() {
+            let mut v = start;
+            loop {
+                let e = at(&bind, v);
+                if e < 0 || e_out.len() >= cap {
+                    break;
+                }
+                let u = at(&src, e);
+                e_out.push(e);
+                t0.push(at(&time, u));
+                t1.push(at(&time, v));
+                v = u;
+                if at(&stop, u) || single[k] {
+                    break;
+                }
+            }
+            end[k] = v;
+            ptr[k + 1] = e_out.len() as i64;
+        }
+        (e_out, t0, t1, ptr, end)
+    });
+    (
+        out(py, e_out),
+        out(py, t0),
+        out(py, t1),
+        out(py, ptr),
+        out(py, end),
+    )
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(propagate_rank, m)?)?;
     m.add_function(wrap_pyfunction!(propagate_forward, m)?)?;
@@ -289,5 +393,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(propagate_backtrack_until, m)?)?;
     m.add_function(wrap_pyfunction!(propagate_slack, m)?)?;
     m.add_function(wrap_pyfunction!(attribution_clip_chains, m)?)?;
+    m.add_function(wrap_pyfunction!(segments_junctions, m)?)?;
+    m.add_function(wrap_pyfunction!(segments_walk, m)?)?;
     Ok(())
 }
