@@ -39,7 +39,7 @@ pub(crate) fn at<T: Copy>(a: &[T], i: i64) -> T {
     }
 }
 
-fn ix(i: i64) -> usize {
+pub(crate) fn ix(i: i64) -> usize {
     i as usize
 }
 

@@ -2,14 +2,10 @@
 //! numba kernels in `ctda/analysis/{propagate,attribution}.py` and `ctda/job/segments.py`
 //! (see `kernels.rs` for why, and what "twin" demands).
 
-use crate::kernels::{at, out, view, In, Out};
+use crate::kernels::{at, ix, out, view, In, Out};
 use numpy::PyReadwriteArray1;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-
-fn ix(i: i64) -> usize {
-    i as usize
-}
 
 // --- propagate.py --------------------------------------------------------------------------
 

@@ -2,12 +2,8 @@
 //! `ctda/analysis/intervals.py` and `ctda/analysis/rules/*.py` (see `kernels.rs` for why,
 //! and what "twin" demands); the re-weighing loops are in `kernels_whatif.rs`.
 
-use crate::kernels::{at, out, view, In, Out};
+use crate::kernels::{at, ix, out, view, In, Out};
 use pyo3::prelude::*;
-
-pub(crate) fn ix(i: i64) -> usize {
-    i as usize
-}
 
 /// `np.searchsorted(a, key, side="right")` the way numba's binary search finds it (which
 /// matters only if `a` is not sorted).

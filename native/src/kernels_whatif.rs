@@ -2,8 +2,8 @@
 //! `ctda/analysis/contention.py` and `ctda/whatif/{scenario,invariant}.py` (see `kernels.rs`
 //! for why, and what "twin" demands).
 
-use crate::kernels::{at, out, view, In, Out};
-use crate::kernels_rules::{ix, rint, to_i64};
+use crate::kernels::{at, ix, out, view, In, Out};
+use crate::kernels_rules::{rint, to_i64};
 use pyo3::prelude::*;
 
 // --- contention.py -------------------------------------------------------------------------
