@@ -8,8 +8,8 @@ A forked process cannot do this as cheaply: each page either side then touches i
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from ctda.forking import usable_cpus
@@ -25,22 +25,7 @@ def beside(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> Callable[[], T
     """
     if usable_cpus() < 2:
         return lambda: fn(*args, **kwargs)
-    out: list[Any] = []
-
-    def run() -> None:
-        try:
-            out.append((True, fn(*args, **kwargs)))
-        except BaseException as exc:  # handed to the caller, who decides
-            out.append((False, exc))
-
-    thread = threading.Thread(target=run, name=f"ctda-{getattr(fn, '__name__', 'work')}", daemon=True)
-    thread.start()
-
-    def result() -> T:
-        thread.join()
-        ok, value = out[0]
-        if not ok:
-            raise value
-        return value  # type: ignore[no-any-return]
-
-    return result
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"ctda-{getattr(fn, '__name__', 'work')}")
+    future = pool.submit(fn, *args, **kwargs)
+    pool.shutdown(wait=False)  # the thread ends with its one task
+    return future.result

@@ -76,13 +76,13 @@ def test_span_replay_equals_the_full_replay(resnet) -> None:  # type: ignore[no-
         win = a.windows[wins[i]]
         ends = np.array([win.start_node, win.end_node])
         full = replay_weights(a, w).time
-        span = replay_span(a.timing, w, a.calibration.binding, ends)
+        span = replay_span(a.timing, w, ends)
         before = a.graph.order[: pos[ends].max() + 1]
         assert (span[before] == full[before]).all(), (i, j)
         moved += int((span[before] != a.timing.time[before]).any())
     assert moved == 30  # every transplant moved some node within its span
     # unchanged weights: the observed replay itself, nothing replayed
-    assert (replay_span(a.timing, a.calibration.weight, a.calibration.binding, ends) == a.timing.time).all()
+    assert (replay_span(a.timing, a.calibration.weight, ends) == a.timing.time).all()
 
 
 def test_single_window_has_no_pairs() -> None:

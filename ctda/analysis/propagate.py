@@ -33,6 +33,7 @@ class Timing:
     weight: I64 = field(repr=False)
     ends: I64 = field(repr=False)  # SINK and the anchors slack is measured against
     t_source: int = 0
+    rank: I64 = field(default_factory=lambda: np.zeros(0, dtype=np.int64), repr=False)  # ties, per edge
 
     @cached_property
     def path(self) -> I64:
@@ -65,7 +66,7 @@ def replay(
     bind = np.full(n, -1, dtype=np.int64)
     _forward(g.order, g.in_ptr, g.in_edges, g.src, weight, rank, g.nodes.source, t_source, time, bind, 0, n)
     ends = np.array([g.nodes.sink], dtype=np.int64) if anchors is None else np.append(anchors, g.nodes.sink)
-    return Timing(time, bind, g, weight, ends.astype(np.int64), t_source)
+    return Timing(time, bind, g, weight, ends.astype(np.int64), t_source, rank)
 
 
 @kernel
@@ -78,16 +79,15 @@ def _rank(etype, preferred, priority):  # type: ignore[no-untyped-def]  # pragma
     return out
 
 
-def replay_span(base: Timing, weight: I64, preferred: npt.NDArray[np.bool_], nodes: I64) -> I64:
+def replay_span(base: Timing, weight: I64, nodes: I64) -> I64:
     """Node times under ``weight``, exact at ``nodes`` (and every node ordered before them).
 
     Only an edge whose weight differs from ``base.weight`` can move a node, and only one
     ordered at or after that edge's head; nodes ordered after the last of ``nodes`` cannot
     move them. So the replay runs over that span of the topological order alone, from
     ``base``'s times: a what-if confined to a few steps costs those steps, not the trace
-    (the self-check's nine transplants, 0.3 s a 2.5M-node trace in full). ``base`` must be
-    the replay of ``base.weight`` with the same ``preferred`` edges; times outside the span
-    are ``base``'s.
+    (the self-check's nine transplants, 0.3 s a 2.5M-node trace in full). Ties break as in
+    ``base`` (its preferred edges); times outside the span are ``base``'s.
     """
     g = base.graph
     time = base.time.copy()
@@ -97,9 +97,8 @@ def replay_span(base: Timing, weight: I64, preferred: npt.NDArray[np.bool_], nod
     pos = g.position
     k0, k1 = int(pos[g.dst[changed]].min()), int(pos[nodes].max()) + 1
     if k0 < k1:
-        rank = _rank(g.etype, np.asarray(preferred, dtype=np.bool_), PRIORITY)
         bind = np.empty(len(time), dtype=np.int64)  # written in the span only, and not returned
-        src = g.nodes.source
+        src, rank = g.nodes.source, base.rank
         _forward(g.order, g.in_ptr, g.in_edges, g.src, weight, rank, src, base.t_source, time, bind, k0, k1)
     return time
 

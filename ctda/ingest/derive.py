@@ -6,7 +6,6 @@ Each function reads the raw columns it names and returns new arrays; all are vec
 from __future__ import annotations
 
 import re
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import numpy.typing as npt
@@ -21,6 +20,7 @@ from ctda.ingest.nesting import nest
 from ctda.ingest.npx import factorize, first_of_each
 from ctda.ingest.table import EventTable, TraceMeta, column_array
 from ctda.ingest.timestamps import NA
+from ctda.threads import beside
 
 __all__ = ["derive", "lanes", "launchers", "steps"]
 
@@ -44,13 +44,12 @@ def derive(events: pa.Table, meta: TraceMeta) -> EventTable:
     lane, lane_table = lanes(events, kind)
     events = events.append_column("lane", pa.array(lane))
     with_lanes = EventTable(events, lane_table, pd.DataFrame(), meta)
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="ctda-flows") as pool:
-        bound = pool.submit(flow_table, with_lanes)  # only this thread touches with_lanes
-        cpu_rows = np.flatnonzero(in_kinds(kind, CPU_KINDS) & (lane >= 0))
-        parent, depth, partial = nest(cpu_rows, lane, ts, np.where(dur == NA, 0, dur), events.num_rows)
-        launcher = launchers(events, kind)
-        step, _ = steps(events, kind, lane, launcher)
-        flows, odd_flows = bound.result()
+    bound = beside(flow_table, with_lanes)  # only that thread touches with_lanes
+    cpu_rows = np.flatnonzero(in_kinds(kind, CPU_KINDS) & (lane >= 0))
+    parent, depth, partial = nest(cpu_rows, lane, ts, np.where(dur == NA, 0, dur), events.num_rows)
+    launcher = launchers(events, kind)
+    step, _ = steps(events, kind, lane, launcher)
+    flows, odd_flows = bound()
     for name, values in (("parent", parent), ("depth", depth), ("launcher", launcher), ("step", step)):
         with_lanes.events = with_lanes.events.append_column(name, pa.array(values))
     table = EventTable(events=with_lanes.events, lanes=lane_table, flows=flows, meta=meta)

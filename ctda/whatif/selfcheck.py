@@ -300,7 +300,7 @@ def _predict(a: Analysis, key: I64, step: I64, own: F64, gaps: Gaps, i: int, j: 
 
 def _predicted_step(a: Analysis, w: I64, win: Window) -> int:
     """Step window ``win``'s duration under weights ``w`` (replaying only what can move it)."""
-    time = replay_span(a.timing, w, a.calibration.binding, np.array([win.start_node, win.end_node]))
+    time = replay_span(a.timing, w, np.array([win.start_node, win.end_node]))
     return int(time[win.end_node] - time[win.start_node])
 
 
