@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from ctda import lazy
 
 if TYPE_CHECKING:
-    from ctda.allocation import tune_memory
+    from ctda.allocation import tune_memory, warm_heap_for
     from ctda.analysis.breakdowns import Breakdowns, JobBreakdowns
     from ctda.analysis.engine import Analysis
     from ctda.analysis.report import Report
@@ -137,7 +137,7 @@ _WHERE = {
         ("RunLike", "Source", "StoreSession", "breakdowns", "named_queries", "open_store"), "ctda.api_store"
     ),
     "CtdaError": "ctda.errors",
-    "tune_memory": "ctda.allocation",
+    **dict.fromkeys(("tune_memory", "warm_heap_for"), "ctda.allocation"),
     "TraceError": "ctda.ingest.errors",
     **dict.fromkeys(("MergeSummary", "merge_processes"), "ctda.ingest.merge"),
     "TraceSummary": "ctda.ingest.summary",
@@ -281,6 +281,7 @@ __all__ = [
     "tune_memory",
     "validate",
     "validate_options",
+    "warm_heap_for",
     "whatif",
     "whatif_job",
 ]

@@ -3,13 +3,17 @@ off (unless the environment already decides), large blocks from glibc's heap, re
 
 from __future__ import annotations
 
+import functools
+import gzip
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
-from ctda.allocation import ENV
+from ctda.allocation import BLAS_ENV, ENV, json_bytes, warm_heap_for
+from ctda.forking import usable_cpus
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="numpy advises huge pages on Linux only")
 
@@ -153,3 +157,75 @@ def test_a_thread_reuses_freed_memory_too() -> None:
 
     assert refaults("") > 10_000
     assert refaults("from ctda.allocation import heap_blocks\nassert heap_blocks()") < 1_000
+
+
+#: warms 256 MiB of heap (when asked), then makes a 128 MiB array: its page faults
+WARMED = """
+import resource, numpy
+from ctda.allocation import tune_memory, warm_heap
+{call}
+def faults():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+thread = warm_heap({size})
+print(thread is not None)
+if thread is not None:
+    thread.join()
+before = faults()
+a = numpy.ones(16 << 20)
+print(faults() - before)
+"""
+
+
+def _warmed(call: str, size: int) -> tuple[str, int]:
+    out = subprocess.run(
+        [sys.executable, "-c", WARMED.format(call=call, size=size)],
+        env={**os.environ, ENV: "0"},
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    started, faults = out.stdout.split()[-2:]
+    return started, int(faults)
+
+
+@pytest.mark.skipif(usable_cpus() < 2, reason="one CPU: no core to warm the heap on")
+def test_a_warmed_heap_serves_the_next_arrays_without_faults() -> None:
+    # 32,768 pages for the array unwarmed; warmed, the heap hands out pages already touched
+    started, cold = _warmed("tune_memory()", 0)
+    assert (started, cold > 30_000) == ("False", True)
+    started, warm = _warmed("tune_memory()", 256 << 20)
+    assert (started, warm < 1_000) == ("True", True)
+    # untuned, glibc would trim what was freed at once: nothing is started
+    assert _warmed("", 256 << 20)[0] == "False"
+
+
+def test_warm_sizes_come_from_the_trace(tmp_path: Path) -> None:
+    text = b'{"traceEvents": [' + b",".join(b'{"ph": "i", "ts": %d}' % i for i in range(5000)) + b"]}"
+    plain, packed = tmp_path / "t.json", tmp_path / "t.json.gz"
+    plain.write_bytes(text)
+    packed.write_bytes(gzip.compress(text))
+    assert json_bytes(plain) == json_bytes(packed) == len(text)
+    (tmp_path / "t.parquet").write_bytes(b"PAR1" + bytes(100))
+    assert json_bytes(tmp_path / "t.parquet") == 0  # a table: not worth warming for
+    assert json_bytes(tmp_path) == 0
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    assert json_bytes(fifo) == 0  # not opened: it would block
+    with pytest.raises(FileNotFoundError):
+        json_bytes(tmp_path / "missing.json")
+    assert warm_heap_for(tmp_path / "missing.json") is None  # the command reports it
+
+
+def test_no_blas_threads_unless_the_user_chose() -> None:
+    code = "import os\nfrom ctda.allocation import tune_memory\ntune_memory()\nprint(os.environ.get('{0}'))"
+    env = {k: v for k, v in os.environ.items() if k != BLAS_ENV}
+    run = functools.partial(
+        subprocess.run,
+        [sys.executable, "-c", code.format(BLAS_ENV)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert run(env=env).stdout.split()[-1] == "1"
+    assert run(env={**env, BLAS_ENV: "4"}).stdout.split()[-1] == "4"

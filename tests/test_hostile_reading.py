@@ -166,8 +166,11 @@ def test_decode_worker_dies_with_its_parent(tmp_path: Path) -> None:
         fh.write('{"traceEvents":[')
         fh.write(",".join(json.dumps({**ev, "ts": i}) for i in range(400_000)))
         fh.write("]}")
-    proc = subprocess.Popen(
-        [*CTDA, "analyze", str(path)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    proc = subprocess.Popen(  # the Python path decodes in worker processes (native: threads)
+        [*CTDA, "analyze", str(path)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "CTDA_READER": "python"},
     )
     workers: list[int] = []
     deadline = time.monotonic() + 60

@@ -6,12 +6,14 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from ctda.ingest import chunks, pool, source
+from ctda.forking import usable_cpus
+from ctda.ingest import chunks, native, pipeline, pool, source
 from ctda.ingest.decode import decode_piece
 from ctda.ingest.errors import TraceError
 from ctda.ingest.reader import read_trace
@@ -135,6 +137,7 @@ def _raise(text: bytes) -> Any:
 def test_worker_failures_fall_back_to_decoding_in_process(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fault: Any
 ) -> None:
+    monkeypatch.setenv(native.READER_ENV, "python")  # the Python path decodes in processes
     if not pool.pool_available():
         pytest.skip("needs fork and two CPUs")
     path = write_doc(tmp_path / "t.json", tricky_events(300))
@@ -143,6 +146,37 @@ def test_worker_failures_fall_back_to_decoding_in_process(
     monkeypatch.setattr(pool, "POLL_SECONDS", 0.05)
     monkeypatch.setattr(pool, "decode_piece", fault)  # the forked workers inherit the fault
     same(read_trace(path, parallel=True), whole)
+
+
+@pytest.mark.skipif(not native.built(), reason="the native reader decodes in threads")
+def test_native_pieces_decode_in_threads_and_a_failed_one_again_here(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if usable_cpus() < 2:
+        pytest.skip("one CPU: no decode workers")
+    path = write_doc(tmp_path / "t.json", tricky_events(300))
+    whole = read_trace(path, parallel=False)
+    monkeypatch.setattr(chunks, "CHUNK_BYTES", 2000)
+    started: list[pool.ThreadDecodePool | pool.DecodePool] = []
+    real_start = pool.start_pool
+
+    def recording(*args: Any) -> pool.ThreadDecodePool | pool.DecodePool:
+        started.append(real_start(*args))
+        return started[-1]
+
+    monkeypatch.setattr(pipeline, "start_pool", recording)
+    failed: list[str] = []
+
+    def fail_in_worker(text: bytes) -> Any:
+        if threading.current_thread() is not threading.main_thread():
+            failed.append(threading.current_thread().name)
+            raise RuntimeError("worker bug")
+        return decode_piece(text)
+
+    monkeypatch.setattr(pool, "decode_piece", fail_in_worker)
+    same(read_trace(path, parallel=True), whole)
+    assert [type(p) for p in started] == [pool.ThreadDecodePool]
+    assert failed and all(name.startswith("ctda-decode") for name in failed)
 
 
 def test_shipped_trace_in_pieces_equals_one_piece(monkeypatch: pytest.MonkeyPatch) -> None:

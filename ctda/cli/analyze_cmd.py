@@ -71,6 +71,8 @@ def analyze_cmd(
     ),
 ) -> None:
     """Critical path of each step through CPU threads, GPU streams and the waits between them."""
+    if len(traces) == 1 and not stream and job is None:
+        api.warm_heap_for(traces[0])  # on another core, while this one imports what follows
     from ctda.render.analyze import report_doc
     from ctda.render.hta import hta_doc
 

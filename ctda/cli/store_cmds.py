@@ -68,6 +68,8 @@ def ingest_cmd(
 ) -> None:
     """Analyse traces and store each as a run: events, dependency edges and critical paths.
     A directory (or --job) is a distributed job: a run per rank plus the job's tables."""
+    if len(traces) == 1 and job is None:
+        api.warm_heap_for(traces[0])  # on another core, while this one imports what follows
     from ctda.render.analyze import report_doc
 
     options = api.validate_options(windows=windows, cross_thread=cross_thread, mode=mode)

@@ -13,6 +13,7 @@ the Python path.
 from __future__ import annotations
 
 import os
+import threading
 from types import ModuleType
 
 import numpy as np
@@ -55,6 +56,13 @@ def _load() -> ModuleType | None:
 _EXT = _load()
 #: what this process read natively and what it left to the Python path (tests, debugging)
 STATS = {"pieces": 0, "events": 0, "declined": 0}
+_STATS_LOCK = threading.Lock()  # decode threads count too
+
+
+def _count(**by: int) -> None:
+    with _STATS_LOCK:
+        for key, n in by.items():
+            STATS[key] += n
 
 
 def built() -> bool:
@@ -83,7 +91,7 @@ def piece_columns(text: bytes | memoryview) -> PieceColumns | None:
     assert _EXT is not None
     out = _EXT.piece_columns(bytes(text) if isinstance(text, memoryview) else text)
     if out is None:
-        STATS["declined"] += 1
+        _count(declined=1)
         return None
     n, ts, dur, flow_id, enclosing, ints, strs = out
     by_name = dict(zip([*_DENSE_STRINGS, *STR_ARGS], strs))
@@ -116,8 +124,7 @@ def piece_columns(text: bytes | memoryview) -> PieceColumns | None:
         sparse[col] = _joined([_sparse_ints(rows[g], values[rows[g]]) for g in INT_ARGS[col][0]])
     for col in STR_ARGS:
         sparse[col] = _sparse_strings(np.concatenate([rows[g] for g in STR_ARGS[col][0]]), *by_name[col])
-    STATS["pieces"] += 1
-    STATS["events"] += n
+    _count(pieces=1, events=n)
     return PieceColumns(n, dense, sparse)
 
 

@@ -21,9 +21,10 @@ from ctda.ingest.columns import PieceColumns
 from ctda.ingest.decode import TOO_DEEP, Decoded, decode_last, decode_piece
 from ctda.ingest.errors import TraceError
 from ctda.ingest.events import METADATA
-from ctda.ingest.pool import DecodePool, WorkerLost, pool_available
+from ctda.ingest.pool import DecodePool, ThreadDecodePool, WorkerLost, pool_available, start_pool
 from ctda.ingest.source import Framing
 
+Pool = ThreadDecodePool | DecodePool
 #: pieces in flight per worker: enough to keep each busy, few enough to bound memory
 DEPTH = 2
 
@@ -43,7 +44,7 @@ def decode_pieces(
     instead of keeping them (the list is empty): for a caller that spills them.
     """
     order = _InOrder(chunker, keep=keep, sink=sink)
-    pool: DecodePool | None = None
+    pool: Pool | None = None
     try:
         for piece in chunker.pieces(progress):
             order.add(piece)
@@ -52,7 +53,7 @@ def decode_pieces(
                 break
             if pool is None and parallel and piece.index == 0 and pool_available():
                 # one worker per core but ours: this process decodes too, when the pool is full
-                pool = DecodePool(max(usable_cpus() - 1, 1), DEPTH, 2 * chunker.chunk_bytes)
+                pool = start_pool(max(usable_cpus() - 1, 1), DEPTH, 2 * chunker.chunk_bytes)
             pool = _dispatch(pool, order, piece)
             order.advance()
         while pool is not None and pool.inflight:
@@ -65,7 +66,7 @@ def decode_pieces(
     return order.finish()
 
 
-def _dispatch(pool: DecodePool | None, order: _InOrder, piece: Piece) -> DecodePool | None:
+def _dispatch(pool: Pool | None, order: _InOrder, piece: Piece) -> Pool | None:
     """Queue ``piece`` for the workers, or decode it here when they have enough queued."""
     if pool is None or pool.full:
         order.outcome(piece.index, decode_piece(piece.data))
@@ -74,7 +75,7 @@ def _dispatch(pool: DecodePool | None, order: _InOrder, piece: Piece) -> DecodeP
     return pool if pool is None else _collect(pool, order, wait=False)
 
 
-def _collect(pool: DecodePool, order: _InOrder, wait: bool) -> DecodePool | None:
+def _collect(pool: Pool, order: _InOrder, wait: bool) -> Pool | None:
     """Move the pool's results into ``order``; if a worker died, redo its pieces here."""
     try:
         for index, decoded in pool.results(wait):

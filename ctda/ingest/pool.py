@@ -1,8 +1,12 @@
-"""Worker processes that decode pieces while the main process decompresses and cuts.
+"""Workers that decode pieces while the main process decompresses and cuts.
 
-msgspec holds the GIL while it builds Python objects, so threads would not overlap; forked
-processes share the already-imported modules and start in milliseconds. Workers take
-pieces from one shared queue, which balances the load by itself.
+The native reader releases the GIL while it reads a piece, so threads overlap it
+(:class:`ThreadDecodePool`): no process to start, no text copied to a worker or columns
+copied back (on a 1.78M-event trace the read took 1.1 s in threads against 1.35 s in
+processes). msgspec holds the GIL while it builds Python objects, so the Python path uses
+forked processes (:class:`DecodePool`), which share the already-imported modules and
+start in milliseconds. Workers take pieces from one shared queue, which balances the load
+by itself.
 
 The bulk data does not go through the queues: each piece in flight owns a slot of a
 shared memory mapping (created before the fork, so every worker sees it). The main
@@ -13,6 +17,7 @@ so the queues carry only small messages and nothing is pickled twice.
 
 from __future__ import annotations
 
+import concurrent.futures as cf
 import gc
 import mmap
 import multiprocessing as mp
@@ -25,6 +30,7 @@ import warnings
 from multiprocessing.queues import Queue
 
 from ctda.forking import die_with, usable_cpus
+from ctda.ingest import native
 from ctda.ingest.decode import Decoded, decode_piece
 
 #: how long to wait for a result (or a task) before checking that the other side is alive
@@ -36,13 +42,59 @@ Result = tuple[int, bytes, list[int]] | tuple[int, Decoded | None]
 
 
 def pool_available() -> bool:
-    """Whether forked decode workers can help: Linux (fork is unsafe with macOS system
-    frameworks, absent on Windows) and a second core is ours."""
-    return sys.platform.startswith("linux") and usable_cpus() >= 2
+    """Whether decode workers can help: a second core is ours, and either the native reader
+    (threads) or Linux (forked processes: fork is unsafe with macOS system frameworks,
+    absent on Windows)."""
+    return usable_cpus() >= 2 and (native.enabled() or sys.platform.startswith("linux"))
+
+
+def start_pool(workers: int, depth: int, slot_bytes: int) -> ThreadDecodePool | DecodePool:
+    """Threads where pieces are read natively, else processes (``slot_bytes``: the largest
+    piece a process's slot holds)."""
+    if native.enabled():
+        return ThreadDecodePool(workers, depth)
+    return DecodePool(workers, depth, slot_bytes)
 
 
 class WorkerLost(RuntimeError):
     """A worker process died (e.g. killed for memory); the pieces in flight must be redone."""
+
+
+class ThreadDecodePool:
+    """Threads running :func:`decode_piece` (the native reader, which releases the GIL)."""
+
+    def __init__(self, workers: int, depth: int) -> None:
+        self.capacity = workers * depth  # pieces in flight at most, to bound memory
+        self._executor = cf.ThreadPoolExecutor(workers, thread_name_prefix="ctda-decode")
+        self._futures: dict[int, cf.Future[Decoded]] = {}
+
+    @property
+    def inflight(self) -> set[int]:
+        return set(self._futures)
+
+    @property
+    def full(self) -> bool:
+        return len(self._futures) >= self.capacity
+
+    def submit(self, index: int, text: bytes) -> None:
+        self._futures[index] = self._executor.submit(decode_piece, text)
+
+    def results(self, wait: bool) -> list[tuple[int, Decoded | None]]:
+        """Results ready now; with ``wait``, at least one (unless none is in flight).
+        A piece whose decode raised is None: the caller decodes it again, where the
+        error surfaces as it would without workers."""
+        if wait and self._futures:
+            cf.wait(self._futures.values(), return_when=cf.FIRST_COMPLETED)
+        done = [index for index, future in self._futures.items() if future.done()]
+        out: list[tuple[int, Decoded | None]] = []
+        for index in done:
+            future = self._futures.pop(index)
+            out.append((index, None if future.exception() is not None else future.result()))
+        return out
+
+    def close(self) -> None:
+        """Stop the threads; pieces not yet started are abandoned."""
+        self._executor.shutdown(wait=True, cancel_futures=True)
 
 
 class _Slots:
