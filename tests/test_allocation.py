@@ -229,3 +229,21 @@ def test_no_blas_threads_unless_the_user_chose() -> None:
     )
     assert run(env=env).stdout.split()[-1] == "1"
     assert run(env={**env, BLAS_ENV: "4"}).stdout.split()[-1] == "4"
+
+
+@pytest.mark.skipif(usable_cpus() < 2, reason="one CPU: no core to warm the heap on")
+def test_a_read_analysed_next_warms_the_heap_for_the_analysis() -> None:
+    code = (
+        "from ctda.allocation import tune_memory\n"
+        "from ctda.ingest.memory import keeping_freed, warm_for_analysis\n"
+        "tune_memory()\n"
+        "print(warm_for_analysis(64 << 20) is None)\n"
+        "with keeping_freed():\n"
+        "    thread = warm_for_analysis(64 << 20)\n"
+        "print(thread is None)\n"
+        "thread.join()\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    )
+    assert out.stdout.split() == ["True", "False"]  # a bare read warms nothing

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextvars
 import ctypes
 import functools
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
@@ -43,6 +44,17 @@ def keeping_freed() -> Iterator[None]:
         yield
     finally:
         _KEEP.reset(token)
+
+
+def warm_for_analysis(json_bytes: int) -> threading.Thread | None:
+    """Inside :func:`keeping_freed` (a read analysed next): warm the heap the analysis will
+    take (:func:`ctda.allocation.warm_heap`, sized like a command's first warm-up), on
+    the core the read's single-threaded end leaves idle. The thread, or None."""
+    if not _KEEP.get():
+        return None
+    from ctda.allocation import WARM_PER_BYTE, warm_heap
+
+    return warm_heap(WARM_PER_BYTE * json_bytes)
 
 
 def release_free_memory() -> None:

@@ -23,7 +23,7 @@ from ctda.ingest.errors import TraceError
 from ctda.ingest.events import METADATA
 from ctda.ingest.flows import bind_flows
 from ctda.ingest.limits import Limits, check_regular, open_regular
-from ctda.ingest.memory import release_free_memory
+from ctda.ingest.memory import release_free_memory, warm_for_analysis
 from ctda.ingest.pipeline import decode_pieces
 from ctda.ingest.source import Framing
 from ctda.ingest.table import EventTable, TraceMeta, column_array, lanes_frame
@@ -58,6 +58,7 @@ def read_trace(
             raise TraceError(p, f"not a readable ctda Parquet table ({exc})") from None
     chunker = chunks.Chunker(p, chunks.CHUNK_BYTES, limits)
     pieces, tail = decode_pieces(chunker, progress, parallel)
+    warm_for_analysis(chunker.n_bytes)  # while this core stacks the table
     meta = TraceMeta(path=str(p), n_bytes=chunker.n_bytes)
     assert chunker.framing is not None  # set before the last piece is produced
     chunker.framing.tail = tail
