@@ -1,7 +1,8 @@
 """Stage 2: every piece decoded, in document order, with the work spread over the CPU cores.
 
-The main process decompresses and cuts the text; each piece is either sent to a decode
-worker (while they have fewer than ``DEPTH`` each queued) or decoded on the spot, which
+The main thread decompresses and cuts the text; each piece is either sent to a decode
+worker (threads for the native reader, processes for the Python one: ``ctda.ingest.pool``;
+while they have fewer than ``DEPTH`` each queued) or decoded on the spot, which
 balances the load without measuring it. Outcomes are then taken strictly in document order,
 because only then is it known whether a piece really starts at an event boundary: a
 piece that ends inside an event is merged with the next one and decoded again.

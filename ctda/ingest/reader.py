@@ -45,8 +45,9 @@ def read_trace(
     """Read a Kineto trace (``.json``, ``.json.gz``, or ctda ``.parquet``) into an EventTable.
 
     ``progress`` is called with the number of (compressed) file bytes consumed so far.
-    ``parallel`` lets large files be decoded by a second process as well. ``limits`` bounds
-    what the file may cost (default: :meth:`Limits.from_env`).
+    ``parallel`` lets large files be decoded by worker threads (native reader) or
+    processes (Python reader) as well. ``limits`` bounds what the file may cost (default:
+    :meth:`Limits.from_env`).
     Raises :class:`TraceError` (one line: file and problem) for anything unreadable.
     """
     p = Path(path)
