@@ -2,8 +2,8 @@
 
 The native reader releases the GIL while it reads a piece, so threads overlap it
 (:class:`ThreadDecodePool`): no process to start, no text copied to a worker or columns
-copied back (on a 1.78M-event trace the read took 1.1 s in threads against 1.35 s in
-processes). msgspec holds the GIL while it builds Python objects, so the Python path uses
+copied back (on a 1.78M-event trace the decode took 1.6-1.8 CPU s in threads against 2.1 s
+in processes, in about the same wall time: the CPU is left to what runs beside it). msgspec holds the GIL while it builds Python objects, so the Python path uses
 forked processes (:class:`DecodePool`), which share the already-imported modules and
 start in milliseconds. Workers take pieces from one shared queue, which balances the load
 by itself.
