@@ -2,11 +2,11 @@
 
 The native reader releases the GIL while it reads a piece, so threads overlap it
 (:class:`ThreadDecodePool`): no process to start, no text copied to a worker or columns
-copied back (on a 1.78M-event trace the decode took 1.6-1.8 CPU s in threads against 2.1 s
-in processes, in about the same wall time: the CPU is left to what runs beside it). msgspec holds the GIL while it builds Python objects, so the Python path uses
-forked processes (:class:`DecodePool`), which share the already-imported modules and
-start in milliseconds. Workers take pieces from one shared queue, which balances the load
-by itself.
+copied back (on a 1.78M-event trace the decode took 1.6-1.8 CPU s in threads against
+2.1 s in processes, in about the same wall time: the CPU is left to what runs beside it).
+msgspec holds the GIL while it builds Python objects, so the Python path uses forked
+processes (:class:`DecodePool`), which share the already-imported modules and start in
+milliseconds. Workers take pieces from one shared queue, which balances the load by itself.
 
 The bulk data does not go through the queues: each piece in flight owns a slot of a
 shared memory mapping (created before the fork, so every worker sees it). The main
@@ -28,6 +28,7 @@ import signal
 import sys
 import warnings
 from multiprocessing.queues import Queue
+from typing import Any
 
 from ctda.forking import die_with, usable_cpus
 from ctda.ingest import native
@@ -60,21 +61,29 @@ class WorkerLost(RuntimeError):
     """A worker process died (e.g. killed for memory); the pieces in flight must be redone."""
 
 
-class ThreadDecodePool:
-    """Threads running :func:`decode_piece` (the native reader, which releases the GIL)."""
+class _Bounded:
+    """At most ``workers * depth`` pieces in flight (to bound memory), by index in ``_pending``."""
 
     def __init__(self, workers: int, depth: int) -> None:
-        self.capacity = workers * depth  # pieces in flight at most, to bound memory
-        self._executor = cf.ThreadPoolExecutor(workers, thread_name_prefix="ctda-decode")
-        self._futures: dict[int, cf.Future[Decoded]] = {}
+        self.capacity = workers * depth
+        self._pending: dict[int, Any] = {}  # what each pool keeps per piece in flight
 
     @property
     def inflight(self) -> set[int]:
-        return set(self._futures)
+        return set(self._pending)
 
     @property
     def full(self) -> bool:
-        return len(self._futures) >= self.capacity
+        return len(self._pending) >= self.capacity
+
+
+class ThreadDecodePool(_Bounded):
+    """Threads running :func:`decode_piece` (the native reader, which releases the GIL)."""
+
+    def __init__(self, workers: int, depth: int) -> None:
+        super().__init__(workers, depth)
+        self._executor = cf.ThreadPoolExecutor(workers, thread_name_prefix="ctda-decode")
+        self._futures: dict[int, cf.Future[Decoded]] = self._pending
 
     def submit(self, index: int, text: bytes) -> None:
         self._futures[index] = self._executor.submit(decode_piece, text)
@@ -109,13 +118,13 @@ class _Slots:
         return memoryview(self.memory)[slot * self.size : slot * self.size + length]
 
 
-class DecodePool:
+class DecodePool(_Bounded):
     """Forked processes running :func:`decode_piece` on submitted pieces."""
 
     def __init__(self, workers: int, depth: int, slot_bytes: int) -> None:
-        self.capacity = workers * depth  # pieces in flight at most, to bound memory
+        super().__init__(workers, depth)
         self._slots = _Slots(self.capacity, slot_bytes)
-        self._slot_of: dict[int, int] = {}
+        self._slot_of: dict[int, int] = self._pending
         ctx = mp.get_context("fork")
         self._todo: Queue[Task | None] = ctx.Queue()
         self._done: Queue[Result] = ctx.Queue()
@@ -142,14 +151,6 @@ class DecodePool:
                     proc.start()
             finally:
                 gc.unfreeze()
-
-    @property
-    def inflight(self) -> set[int]:
-        return set(self._slot_of)
-
-    @property
-    def full(self) -> bool:
-        return len(self._slot_of) >= self.capacity
 
     def submit(self, index: int, text: bytes) -> None:
         slot = self._slots.free.pop()
