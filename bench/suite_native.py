@@ -4,6 +4,11 @@ The input is a replica of the corpus's largest GPU training trace grown to >= 1.
 (:mod:`bench.replicate`), as plain JSON so the figure is the reader's, not gunzip's. Each
 figure is taken in a fresh process, once with the native extension and once with
 ``CTDA_READER=python``; both readers must give the same number of events.
+
+Whole copies make that replica 1.78M events (381 MB); the trace the goals were set on had
+1.2M events in 316 MB of JSON. So the native reader is also measured on the replica one copy
+smaller (1.19M events, 254 MB: that trace's event count, 20 % less JSON): the trace of the
+goals lies between the two.
 """
 
 from __future__ import annotations
@@ -21,6 +26,8 @@ SOURCE = "generated/gpu/t1_gpt_large.pt.trace.json.gz"
 FALLBACK = "tests/data/kineto/resnet50_nw0_2020_bare_list.json.gz"  # without the corpus
 TARGET = {"min_events": 1_200_000, "min_bytes": 0}
 TARGET_QUICK = {"min_events": 200_000, "min_bytes": 0}
+#: one copy fewer: the event count of the trace the goals were set on (native reader only)
+SMALLER = {"min_events": 1_000_000, "min_bytes": 0}
 READERS = ("native", "python")
 #: the native reader on this >= 1.2M-event trace (MB/s of JSON), and ctda analyze end to end (s)
 GOAL_MB_S, GOAL_ANALYZE_S = 300.0, 2.5
@@ -81,15 +88,19 @@ def run(ctx: Context) -> SuiteResult:
     syn = corpus.synthetic(
         source, ctx.cache, log=ctx.log, plain=True, **(TARGET_QUICK if ctx.quick else TARGET)
     )
+    runs = [(syn.path, reader) for reader in READERS]
+    if not ctx.quick:
+        smaller = corpus.synthetic(source, ctx.cache, log=ctx.log, plain=True, **SMALLER)
+        runs.append((smaller.path, "native"))
     rows = []
-    for reader in READERS:
-        ctx.log(f"  {reader} reader: read and analyze {syn.path.name} ...")
-        row: dict[str, Any] = {"reader": reader, **_read(ctx, syn.path, reader)}
+    for path, reader in runs:
+        ctx.log(f"  {reader} reader: read and analyze {path.name} ...")
+        row: dict[str, Any] = {"reader": reader, **_read(ctx, path, reader)}
         if "error" not in row:
-            row["analyze_s"] = _analyze(ctx, syn.path, reader)
+            row["analyze_s"] = _analyze(ctx, path, reader)
         rows.append(row)
         ctx.log(f"    {row}")
-    ok = [r for r in rows if "error" not in r]
+    ok = [r for r in rows[:2] if "error" not in r]
     if len(ok) == 2:
         if ok[0]["events"] != ok[1]["events"]:
             notes.append("**The readers disagree on the number of events.**")
@@ -114,7 +125,9 @@ def run(ctx: Context) -> SuiteResult:
     intro = (
         f"`read_trace` (fresh process, `python -m bench.child read`) and `ctda analyze` on "
         f"`{syn.source}` replicated to {syn.n_events:,} events (plain JSON), with the native "
-        "extension and with `CTDA_READER=python`; the fastest of the runs. Goals for the native "
+        "extension and with `CTDA_READER=python`, and natively on the replica one copy smaller (the "
+        "goals' trace had 1.2M events in 316 MB of JSON: it lies between the two); the fastest of the runs. "
+        "Goals for the native "
         f"reader: **>= {GOAL_MB_S:.0f} MB/s** of JSON, `ctda analyze` **<= {GOAL_ANALYZE_S} s** "
         "(✓/✗ beside each figure)."
     )
