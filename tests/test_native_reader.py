@@ -208,6 +208,42 @@ def test_native_values() -> None:
     assert cols.dense["ph"].dictionary.to_pylist() == ["X"]
 
 
+def _spellings(rng: np.random.Generator, n: int, max_whole: int) -> list[str]:
+    """Timestamps as traces write them and as they could: 0-7 decimals, trailing zeros,
+    signs, whole numbers, up to ``max_whole`` before the point."""
+    out = []
+    for _ in range(n):
+        whole = int(rng.integers(0, max_whole))
+        decimals = int(rng.integers(0, 8))
+        frac = "".join(str(d) for d in rng.integers(0, 10, decimals))
+        sign = "-" if rng.random() < 0.1 else ""
+        out.append(f"{sign}{whole}" + (f".{frac}" if decimals else ""))
+    return out
+
+
+@NEEDS_NATIVE
+@pytest.mark.parametrize(
+    "max_whole", [10**4, 10**9, 2**42, 10**13, 2**52], ids=["small", "1e9", "2^42", "epoch us", "2^52"]
+)
+def test_native_timestamps_equal_the_python_readers_for_any_spelling(
+    max_whole: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The native reader takes a number of at most 18 digits as its digits over a power of
+    # ten (one IEEE division: the correctly rounded float), else parses it the general way;
+    # each piece mixes both sides of 2^53 digits and of the 3-decimal cut.
+    rng = np.random.default_rng(max_whole % 1000)
+    events = [
+        f'{{"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 2, "ts": {ts}, "dur": {dur}}}'
+        for ts, dur in zip(_spellings(rng, 2000, max_whole), _spellings(rng, 2000, 10**6))
+    ]
+    for start in range(0, len(events), 500):
+        text = _piece(*events[start : start + 500])
+        assert _native_accepts(text)
+        py, nat = _both(monkeypatch, text)
+        assert py.columns is not None and nat.columns is not None, py.problem
+        assert_same_columns(py.columns, nat.columns)
+
+
 # --- inputs the native reader leaves to the Python path ------------------------------------
 
 DECLINED: dict[str, bytes] = {

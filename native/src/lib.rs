@@ -133,14 +133,48 @@ impl Dict {
 }
 
 /// The primary spelling and the alias of every INT_COLUMNS entry, as read.
-/// Each slot: whether the key is present and not null (the Python path then takes this
-/// spelling over its alias), and its int64 value (NA when it is not an integer).
-/// Converting at once can only decline more than needed (an alias that is never used),
-/// never read a value differently.
-struct Ints([(bool, i64); 2 * INT_COLUMNS.len()]);
+/// Each slot: whether the key was read (``seen``), whether it is present and not null
+/// (``present``: the Python path then takes this spelling over its alias), and its int64
+/// value (NA when it is not an integer; only meaningful once seen). Converting at once can
+/// only decline more than needed (an alias that is never used), never read a value
+/// differently. Bit sets rather than a flag per slot: clearing them for every event costs
+/// two words, not the whole array.
+struct Ints {
+    seen: u64,
+    present: u64,
+    value: [i64; 2 * INT_COLUMNS.len()],
+}
 impl Default for Ints {
     fn default() -> Self {
-        Ints([(false, NA); 2 * INT_COLUMNS.len()])
+        Ints {
+            seen: 0,
+            present: 0,
+            value: [NA; 2 * INT_COLUMNS.len()],
+        }
+    }
+}
+impl Ints {
+    fn clear(&mut self) {
+        self.seen = 0;
+        self.present = 0;
+    }
+
+    fn set(&mut self, slot: usize, present: bool, value: i64) {
+        self.seen |= 1 << slot;
+        self.present = (self.present & !(1 << slot)) | (u64::from(present) << slot);
+        self.value[slot] = value;
+    }
+
+    /// The column's value: the primary spelling where present, else the alias as read.
+    fn column(&self, i: usize) -> i64 {
+        let (primary, alias) = (2 * i, 2 * i + 1);
+        if self.present & (1 << primary) != 0 {
+            self.value[primary]
+        } else if self.seen & (1 << alias) != 0 {
+            self.value[alias]
+        } else {
+            NA
+        }
     }
 }
 
@@ -164,6 +198,37 @@ struct Event<'a> {
     dims: Option<&'a [u8]>,
     types: Option<&'a [u8]>,
     concrete: Option<&'a [u8]>,
+}
+
+impl Event<'_> {
+    /// As new, without rewriting the int args' values (their bit sets say none was read).
+    /// Every field is named, so a new one cannot be left out.
+    fn reset(&mut self) {
+        let Event {
+            ph,
+            name,
+            cat,
+            pid,
+            tid,
+            ts,
+            dur,
+            id,
+            bp_e,
+            ints,
+            sync_kind,
+            meta_name,
+            labels,
+            pg_name,
+            dims,
+            types,
+            concrete,
+        } = self;
+        (*ph, *name, *cat, *sync_kind, *meta_name, *labels) = (None, None, None, None, None, None);
+        (*pid, *tid, *id, *pg_name) = (Loose::Absent, Loose::Absent, Loose::Absent, Loose::Absent);
+        (*ts, *dur, *bp_e) = (None, None, false);
+        (*dims, *types, *concrete) = (None, None, None);
+        ints.clear();
+    }
 }
 
 struct Columns {
@@ -242,7 +307,7 @@ fn read_args<'a>(s: &mut Scanner<'a>, ev: &mut Event<'a>) -> Result<(), Fail> {
     s.object(|s, key| {
         if let Some(slot) = int_key(&key) {
             let v = s.loose()?;
-            ev.ints.0[slot] = (v.is_present(), v.as_int()?);
+            ev.ints.set(slot, v.is_present(), v.as_int()?);
             return Ok(());
         }
         match &*key {
@@ -262,7 +327,7 @@ fn read_args<'a>(s: &mut Scanner<'a>, ev: &mut Event<'a>) -> Result<(), Fail> {
 /// Read one event into ``ev`` (reset first: the same buffer serves every event of a piece,
 /// which saves building and moving a large value per event).
 fn read_event<'a>(s: &mut Scanner<'a>, ev: &mut Event<'a>) -> Result<(), Fail> {
-    *ev = Event::default();
+    ev.reset();
     s.object(|s, key| {
         match &*key {
             "ph" => ev.ph = Some(s.string()?),
@@ -276,7 +341,7 @@ fn read_event<'a>(s: &mut Scanner<'a>, ev: &mut Event<'a>) -> Result<(), Fail> {
             "bp" => ev.bp_e = s.opt_string()?.is_some_and(|v| v == "e"),
             "args" => {
                 // a repeated key replaces the whole struct, as in the typed decoder
-                ev.ints = Ints::default();
+                ev.ints.clear();
                 ev.sync_kind = None;
                 ev.meta_name = None;
                 ev.labels = None;
@@ -327,12 +392,7 @@ fn add_event(cols: &mut Columns, ev: &Event) -> Result<(), Fail> {
     cols.ts.push(ev.ts);
     cols.dur.push(ev.dur);
     for (i, out) in cols.ints.iter_mut().enumerate() {
-        let (present, value) = ev.ints.0[2 * i];
-        out.push(if present {
-            value
-        } else {
-            ev.ints.0[2 * i + 1].1
-        });
+        out.push(ev.ints.column(i));
     }
     cols.n += 1;
     Ok(())

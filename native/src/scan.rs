@@ -448,6 +448,9 @@ impl<'a> Scanner<'a> {
             return Ok(None);
         }
         let (text, int) = self.number()?;
+        if let Some(m) = crate::time::plain_decimal(text) {
+            return Ok(Some(m));
+        }
         let f = if int {
             match Self::int_or_big(text) {
                 Loose::Int(v) => v as f64,

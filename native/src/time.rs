@@ -40,6 +40,70 @@ pub fn exact_ns(text: &[u8]) -> Option<i64> {
     Some(if neg { -v } else { v })
 }
 
+/// Powers of ten that float64 holds exactly.
+const POW10: [f64; 23] = [
+    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
+    1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
+];
+/// Mantissas below this are whole numbers float64 holds exactly.
+const EXACT_MANTISSA: u64 = 1 << 53;
+
+/// A JSON number of at most 18 digits and no exponent, read in one pass: its float64 and
+/// its exact ns (as :func:`exact_ns`). The float is the digits as an integer divided by a
+/// power of ten; both are exact in float64, so the one IEEE division rounds the true
+/// decimal value once, to nearest: the float a correctly rounded parse gives (Clinger's
+/// fast path). None for anything else (the caller parses it the general way).
+pub fn plain_decimal(text: &[u8]) -> Option<Micros> {
+    let (neg, body) = match text.split_first() {
+        Some((b'-', rest)) => (true, rest),
+        _ => (false, text),
+    };
+    if body.len() > 19 {
+        return None;
+    }
+    let mut mantissa: u64 = 0;
+    let mut whole: u64 = 0;
+    let mut frac3: u64 = 0; // the first three decimals, as ns
+    let mut decimals: i32 = -1; // -1: no point yet
+    for &c in body {
+        if c == b'.' {
+            whole = mantissa;
+            decimals = 0;
+            continue;
+        }
+        let d = u64::from(c.wrapping_sub(b'0'));
+        if d > 9 {
+            return None; // an exponent
+        }
+        mantissa = mantissa * 10 + d;
+        if decimals >= 0 {
+            decimals += 1;
+            if decimals <= 3 {
+                frac3 = frac3 * 10 + d;
+            }
+        }
+    }
+    if decimals < 0 {
+        whole = mantissa;
+        decimals = 0;
+    }
+    if mantissa >= EXACT_MANTISSA || decimals > 22 {
+        return None;
+    }
+    let f = mantissa as f64 / POW10[decimals as usize];
+    for _ in decimals.min(3)..3 {
+        frac3 *= 10;
+    }
+    let exact = i64::try_from(whole)
+        .ok()
+        .and_then(|w| w.checked_mul(1000))
+        .and_then(|w| w.checked_add(frac3 as i64));
+    Some(Micros {
+        f: if neg { -f } else { f },
+        exact: exact.map(|v| if neg { -v } else { v }),
+    })
+}
+
 /// ns per value (NA where missing), or None where the Python path must decide (a value
 /// out of range, or exact digits needed but not readable here). ``reparse``: use the exact
 /// text when float64 cannot hold some fractional value's ns digits (timestamps).
