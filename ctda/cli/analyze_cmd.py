@@ -23,6 +23,7 @@ from ctda.cli.common import (
     read,
     stream_progress,
 )
+from ctda.cli.ending import end_quickly
 from ctda.options import parse_step
 from ctda.render.output import Format, emit
 
@@ -90,12 +91,14 @@ def analyze_cmd(
     if options.mode == "hta":  # HTA's own report (same critical path as an HTA-mode analysis)
         got = api.hta_report(trace, hta_version, reader=read)
         emit(hta_doc(got.result, got.table, top), fmt)
+        end_quickly()
         return
     result = api.analyze(trace, options=options, reader=read)
     rep, checked = api.report_and_check(result, step=step, top=top)
     doc = report_doc(rep)
     doc.blocks.append(Text(checked.line()))
     emit(doc, fmt)
+    end_quickly()  # it wrote only to stdout: no need to free the analysis object by object
 
 
 def _analyze_stream(

@@ -6,6 +6,7 @@ import importlib
 import logging
 
 from ctda.api import tune_memory
+from ctda.cli import ending
 from ctda.cli.common import app
 
 COMMAND_MODULES = (
@@ -43,7 +44,12 @@ def main() -> None:
     tune_memory()
     register()
     _quiet_driver()
-    app()
+    ending.clear()
+    try:
+        app()
+    except SystemExit as exc:
+        ending.ending(exc.code)  # without the interpreter's teardown, where the command asked
+        raise
 
 
 if __name__ == "__main__":
