@@ -381,9 +381,17 @@ def test_analyze_and_ingest_import_no_numba(tmp_path: Path) -> None:
     natively: numba, its import and its cached code's loading, stay out of the process
     (ingest also documents HTA mode's rules in the store: their module declares its
     kernels without compiling them)."""
-    code = (
-        "import atexit, sys\n"
-        "atexit.register(lambda: print('numba loaded:', 'numba' in sys.modules))\n"
+    code = (  # at the end: after teardown, or before analyze's quick exit (ctda/cli/ending.py)
+        "import atexit, os, sys\n"
+        "def said():\n"
+        "    print('numba loaded:', 'numba' in sys.modules)\n"
+        "atexit.register(said)\n"
+        "end = os._exit\n"
+        "def ending(code):\n"
+        "    said()\n"
+        "    sys.stdout.flush()\n"
+        "    end(code)\n"
+        "os._exit = ending\n"
         "from ctda.cli.start import main\n"
         "main()\n"
     )
