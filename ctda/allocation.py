@@ -30,19 +30,19 @@ Two more, for the command line's work:
 * **The heap faulted in on an idle core** (:func:`warm_heap`): a command that will read a
   trace spends its first 0.3-0.4 s importing on one core; meanwhile another thread touches
   the heap the analysis will take anyway and frees it, so those pages are not faulted in
-  later on the critical path. On a 1.78M-event trace (381 MB of JSON; the analysis takes
-  1.3 GB) 768 MB warmed this way cut ``ctda analyze`` from 3.4-3.6 s to 3.1-3.3 s, for 5 %
-  more peak memory; warming more than the heap keeps free (``KEEP_FREE``) is trimmed at once.
-  A read analysed next warms as much again once its pieces are decoded, while it stacks
-  them into a table on one core (:func:`ctda.ingest.memory.warm_for_analysis`): the
-  engine's own arrays (130k of its faults were left) -- median 3.63 s against 3.92 s over
-  six interleaved runs, the same peak memory.
+  later on the critical path. A read analysed next warms as much again once its pieces
+  are decoded, while it stacks them into a table on one core
+  (:func:`ctda.ingest.memory.warm_for_analysis`), for the engine's own arrays. On a
+  1.78M-event trace (381 MB of JSON; the analysis takes 1.3 GB), interleaved runs of
+  ``ctda analyze``: 3.3-3.7 s against 4.0-4.4 s with the first warm-up (a slow hour), a
+  median of 3.63 s against 3.92 s with the second added to it, for 5 % more peak memory.
+  Warming more than the heap keeps free (``KEEP_FREE``) is trimmed at once.
 
-The first and third go through the environment, so processes ctda starts (the UI server, a local
-Dask cluster's workers) inherit it; an ``NUMPY_MADVISE_HUGEPAGE`` already there is the
-user's choice and wins. The second applies to this process and the ones it forks. Neither is
-applied to a program that imports ctda as a library: it calls ``ctda.api.tune_memory()``
-itself if it wants them.
+The huge-page advice and the BLAS threads go through the environment, so processes ctda
+starts (the UI server, a local Dask cluster's workers) inherit them; a value already there
+is the user's choice and wins. The heap settings apply to this process and the ones it
+forks. None is applied to a program that imports ctda as a library: it calls
+``ctda.api.tune_memory()`` itself if it wants them (and :func:`warm_heap_for` before a read).
 """
 
 from __future__ import annotations
@@ -65,7 +65,10 @@ KEEP_FREE = 1 << 30
 WARM_MAX = 768 << 20
 #: warm this many times the trace's JSON (the analysis takes about 3x)
 WARM_PER_BYTE = 2
-_WARM_BLOCK = 64 << 20  # heap blocks, below the mmap threshold
+#: heap blocks: below the mmap threshold also where glibc caps it (HEAP_BLOCKS' second)
+_WARM_BLOCK = 16 << 20
+#: deflate expands at most about 1032:1, so a gzip trailer claiming more is not believed
+_MAX_GZIP_RATIO = 1032
 _tuned: list[bool] = []  # heap_blocks() took effect in this process
 BLAS_ENV = "OPENBLAS_NUM_THREADS"
 
@@ -158,8 +161,8 @@ def warm_heap_for(path: str | os.PathLike[str]) -> threading.Thread | None:
 
 def json_bytes(path: str | os.PathLike[str]) -> int:
     """The size of the JSON text in ``path``: a gzip file's trailer gives it modulo 4 GiB
-    (at least the compressed size is assumed); 0 for anything but a regular file of JSON
-    or gzip (never opened: a FIFO would block)."""
+    (at least the compressed size, at most what deflate can expand it to); 0 for anything
+    but a regular file of JSON or gzip (never opened: a FIFO would block)."""
     st = os.stat(path)
     if not stat.S_ISREG(st.st_mode):
         return 0
@@ -170,4 +173,5 @@ def json_bytes(path: str | os.PathLike[str]) -> int:
         if magic[:2] != b"\x1f\x8b":
             return st.st_size
         fh.seek(-4, os.SEEK_END)
-        return max(int.from_bytes(fh.read(4), "little"), st.st_size)
+        trailer = int.from_bytes(fh.read(4), "little")  # a truncated file's is any 4 bytes
+        return max(min(trailer, _MAX_GZIP_RATIO * st.st_size), st.st_size)

@@ -1,13 +1,15 @@
 """``ctda analyze`` ends its process without the interpreter's teardown (ctda/cli/ending.py):
 all its output out, its exit status kept; other commands, errors and in-process callers
-end the usual way."""
+end the usual way; output that cannot be written is one line and exit 2."""
 
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
+from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from ctda.cli import ending
@@ -55,3 +57,22 @@ def test_in_process_callers_never_end_early() -> None:
     assert done.exit_code == 0 and json.loads(done.stdout)["critical_path_ns"] > 0
     assert ending._requested  # asked for, and only the entry point acts on it
     ending.clear()
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+@pytest.mark.parametrize("fmt", ["table", "json"])
+def test_output_that_cannot_be_written_is_one_line_and_exit_2(fmt: str) -> None:
+    for command in ("analyze", "inspect"):
+        with open("/dev/full", "w") as full:
+            done = subprocess.run(
+                [sys.executable, "-c", PROBE, command, str(TRACE), "--format", fmt],
+                stdout=full,
+                stderr=subprocess.PIPE,
+                text=True,
+                timeout=300,
+                check=False,
+            )
+        assert done.returncode == 2, done.stderr
+        # one line, then the usual teardown (nothing left for stdout to fail on again)
+        full_disk = "error: cannot write to stdout (No space left on device)"
+        assert done.stderr.splitlines() == [full_disk, "teardown"]

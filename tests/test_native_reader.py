@@ -228,9 +228,9 @@ def _spellings(rng: np.random.Generator, n: int, max_whole: int) -> list[str]:
 def test_native_timestamps_equal_the_python_readers_for_any_spelling(
     max_whole: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # The native reader takes a number of at most 18 digits as its digits over a power of
-    # ten (one IEEE division: the correctly rounded float), else parses it the general way;
-    # each piece mixes both sides of 2^53 digits and of the 3-decimal cut.
+    # The native reader takes a number whose digits form an integer below 2^53 as that
+    # integer over a power of ten (one IEEE division: the correctly rounded float), else
+    # parses it the general way; each piece mixes both sides of 2^53 and of the 3-decimal cut.
     rng = np.random.default_rng(max_whole % 1000)
     events = [
         f'{{"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 2, "ts": {ts}, "dur": {dur}}}'

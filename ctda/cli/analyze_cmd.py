@@ -72,8 +72,11 @@ def analyze_cmd(
     ),
 ) -> None:
     """Critical path of each step through CPU threads, GPU streams and the waits between them."""
+    parse_step(step)  # a bad --step fails before the trace is read (or the heap warmed)
     if len(traces) == 1 and not stream and job is None:
-        api.warm_heap_for(traces[0])  # on another core, while this one imports what follows
+        # on another core, while this one imports what follows (options needing those
+        # imports to be checked end the command with the warm-up unfinished: no time lost)
+        api.warm_heap_for(traces[0])
     from ctda.render.analyze import report_doc
     from ctda.render.hta import hta_doc
 
@@ -84,7 +87,6 @@ def analyze_cmd(
         job_cmd.analyze_job_cmd(traces, job, options, fmt, top, executor)
         return
     trace = traces[0]
-    parse_step(step)  # a bad --step fails before the trace is read
     if stream:
         _analyze_stream(trace, options, step, top, fmt, group_events, scratch, jobs)
         return

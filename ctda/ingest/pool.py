@@ -8,8 +8,8 @@ msgspec holds the GIL while it builds Python objects, so the Python path uses fo
 processes (:class:`DecodePool`), which share the already-imported modules and start in
 milliseconds. Workers take pieces from one shared queue, which balances the load by itself.
 
-The bulk data does not go through the queues: each piece in flight owns a slot of a
-shared memory mapping (created before the fork, so every worker sees it). The main
+A process pool's bulk data does not go through its queues: each piece in flight owns a
+slot of a shared memory mapping (created before the fork, so every worker sees it). The main
 process copies the piece's text into its slot; the worker decodes it in place and writes
 the resulting columns back into the same slot (pickle protocol 5, buffers out of band),
 so the queues carry only small messages and nothing is pickled twice.

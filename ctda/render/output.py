@@ -18,10 +18,12 @@ report); ``json`` and ``csv`` keep every name whole.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
 import math
+import os
 import re
 import sys
 from collections.abc import Callable, Iterable, Sequence
@@ -32,6 +34,8 @@ from typing import TYPE_CHECKING, Any, TextIO
 from rich.console import Console, RenderableType
 from rich.table import Table
 from rich.text import Text
+
+from ctda.errors import CtdaError
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -174,6 +178,28 @@ def emit_each(docs: Iterable[Document], fmt: Format, out: TextIO | None = None) 
 
 
 def _write(docs: list[Document], fmt: Format, many: bool, out: TextIO | None) -> None:
+    """Write ``docs``; a failed write (a full disk, an I/O error) is a :class:`CtdaError`,
+    one line for the user. A reader that went away (``| head``) is not an error here: the
+    ``BrokenPipeError`` goes up as it is."""
+    try:
+        _write_docs(docs, fmt, many, out)
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        if out is None:  # what stdout still buffers would fail again at exit
+            _stdout_to_null()
+        where = "stdout" if out is None else getattr(out, "name", "the output")
+        raise CtdaError(f"cannot write to {where} ({exc.strerror or exc})") from None
+
+
+def _stdout_to_null() -> None:
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+        os.close(null)
+
+
+def _write_docs(docs: list[Document], fmt: Format, many: bool, out: TextIO | None) -> None:
     stream = out if out is not None else sys.stdout
     if fmt is Format.table:
         console = stdout_console() if out is None else Console(file=out, width=PIPE_WIDTH, highlight=False)

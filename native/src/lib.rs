@@ -139,6 +139,9 @@ impl Dict {
 /// only decline more than needed (an alias that is never used), never read a value
 /// differently. Bit sets rather than a flag per slot: clearing them for every event costs
 /// two words, not the whole array.
+// one bit per slot in a u64
+const _: () = assert!(2 * INT_COLUMNS.len() <= 64);
+
 struct Ints {
     seen: u64,
     present: u64,
@@ -441,14 +444,13 @@ fn i64_bytes<'py>(py: Python<'py>, values: &[i64]) -> Bound<'py, PyBytes> {
 /// with int32 codes (-1: no value) into values in first-occurrence order.
 #[pyfunction]
 fn piece_columns<'py>(py: Python<'py>, text: &[u8]) -> PyResult<Option<Bound<'py, PyTuple>>> {
-    let cols = match py.allow_threads(|| read_piece(text)) {
-        Ok(c) => c,
-        Err(Fail) => return Ok(None),
-    };
-    let Some(ts) = time::to_ns(&cols.ts, true) else {
-        return Ok(None);
-    };
-    let Some(dur) = time::to_ns(&cols.dur, false) else {
+    let read = py.allow_threads(|| {
+        let cols = read_piece(text).ok()?;
+        let ts = time::to_ns(&cols.ts, true)?;
+        let dur = time::to_ns(&cols.dur, false)?;
+        Some((cols, ts, dur))
+    });
+    let Some((cols, ts, dur)) = read else {
         return Ok(None);
     };
     let ints = PyList::empty(py);

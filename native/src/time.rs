@@ -48,11 +48,12 @@ const POW10: [f64; 23] = [
 /// Mantissas below this are whole numbers float64 holds exactly.
 const EXACT_MANTISSA: u64 = 1 << 53;
 
-/// A JSON number of at most 18 digits and no exponent, read in one pass: its float64 and
-/// its exact ns (as :func:`exact_ns`). The float is the digits as an integer divided by a
-/// power of ten; both are exact in float64, so the one IEEE division rounds the true
-/// decimal value once, to nearest: the float a correctly rounded parse gives (Clinger's
-/// fast path). None for anything else (the caller parses it the general way).
+/// A JSON number without exponent whose digits, read as one integer, stay below 2^53 (16
+/// digits: epoch microseconds with three decimals have 16), read in one pass: its float64
+/// and its exact ns (as `exact_ns`). The float is that integer divided by a power of ten;
+/// both are exact in float64, so the one IEEE division rounds the true decimal value once,
+/// to nearest: the float a correctly rounded parse gives (Clinger's fast path). None for
+/// anything else (the caller parses it the general way).
 pub fn plain_decimal(text: &[u8]) -> Option<Micros> {
     let (neg, body) = match text.split_first() {
         Some((b'-', rest)) => (true, rest),
