@@ -327,6 +327,25 @@ def test_deep_nesting_is_one_line_everywhere(tmp_path: Path) -> None:
     assert not db.exists() and not (tmp_path / "o.parquet").exists()
 
 
+@pytest.mark.parametrize("where", [0, 2_345, 4_999], ids=["first", "middle piece", "last piece"])
+def test_deep_nesting_names_its_own_event(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: int
+) -> None:
+    # msgspec says only that a piece holds a too-deep value; the message must name the
+    # event (in pieces of ~64 KiB, with shallower nesting and bracket-like strings before it)
+    from ctda.ingest import chunks
+
+    monkeypatch.setattr(chunks, "CHUNK_BYTES", 64 << 10)
+    shallow = {"ph": "X", "name": "n[{]}", "pid": 1, "tid": 1, "dur": 1, "args": {"a": [[[[1]]]]}}
+    ok = [json.dumps({**shallow, "ts": i}) for i in range(5_000)]
+    deep = '{"a":' + "[" * 3000 + "]" * 3000 + "}"
+    ok[where] = '{"ph":"X","name":"n","pid":1,"tid":1,"ts":1,"dur":2,"args":' + deep + "}"
+    path = tmp_path / "deep.json"
+    path.write_text('{"traceEvents":[' + ",".join(ok) + "]}")
+    with pytest.raises(TraceError, match=f"event {where}: JSON nested too deeply"):
+        read_trace(path)
+
+
 def test_endless_and_special_files_are_refused_up_front(tmp_path: Path) -> None:
     fifo = tmp_path / "fifo.json"
     os.mkfifo(fifo)

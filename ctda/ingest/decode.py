@@ -18,6 +18,10 @@ from ctda.ingest.columns import ChunkProblem, PieceColumns, piece_columns
 from ctda.ingest.events import EVENT_LIST
 
 _BYTE = re.compile(r"\(byte (\d+)\)")
+#: a JSON string (escapes included), a bracket or a comma
+_TOKEN = re.compile(rb'"(?:[^"\\]++|\\.)*+"|[\[\]{},]')
+#: elements nested deeper than this are decoded alone to find the one nested too deeply
+_SUSPECT = 100
 #: msgspec refuses nesting deeper than the interpreter's recursion limit (about 1,000)
 TOO_DEEP = "JSON nested too deeply (more than about 1,000 levels of objects or arrays)"
 
@@ -46,7 +50,7 @@ def decode_piece(text: bytes | memoryview) -> Decoded:
     except msgspec.DecodeError as exc:
         return _malformed(exc, len(text))
     except RecursionError:
-        return Decoded(event=0, problem=TOO_DEEP)
+        return too_deep(text)
     try:
         return Decoded(columns=piece_columns(events, text))
     except ChunkProblem as exc:
@@ -76,7 +80,7 @@ def _never_closed(text: bytes) -> Decoded:
     try:
         EVENT_LIST.decode(text)
     except RecursionError:
-        return Decoded(event=0, problem=TOO_DEEP)
+        return too_deep(text)
     except msgspec.ValidationError as exc:
         return _invalid(exc)
     except msgspec.DecodeError as exc:
@@ -88,6 +92,36 @@ def _never_closed(text: bytes) -> Decoded:
         if found.byte >= 0:
             return found
     return Decoded(ends_inside=True, problem="truncated JSON: the event array is never closed")
+
+
+def too_deep(text: bytes | memoryview) -> Decoded:
+    """Which event of ``[ev, ..., ev]`` is nested too deeply: msgspec says only that one is.
+
+    Walks the piece's strings and brackets, counting the array's elements, and decodes
+    each element nested deeper than ``_SUSPECT`` levels alone until one fails the same
+    way (only an error's path runs this: a Python pass over the piece).
+    """
+    data = bytes(text)
+    depth = index = start = deepest = 0
+    for m in _TOKEN.finditer(data):
+        c = data[m.start()]
+        if c in b"[{":
+            depth += 1
+            if depth == 2:  # an element of the event array opens
+                start, deepest = m.start(), 2
+            deepest = max(deepest, depth)
+        elif c in b"]}":
+            if depth == 2 and deepest > _SUSPECT:
+                try:
+                    msgspec.json.decode(data[start : m.end()])
+                except RecursionError:
+                    return Decoded(event=index, problem=TOO_DEEP)
+                except msgspec.DecodeError:
+                    pass
+            depth -= 1
+        elif c == ord(",") and depth == 1:
+            index += 1
+    return Decoded(event=0, problem=TOO_DEEP)  # pragma: no cover - msgspec found one
 
 
 def _invalid(exc: msgspec.ValidationError) -> Decoded:
