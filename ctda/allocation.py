@@ -156,7 +156,12 @@ def warm_heap_for(path: str | os.PathLike[str]) -> threading.Thread | None:
         size = json_bytes(path)
     except OSError:
         return None  # the command reports the file's problem itself
-    return warm_heap(WARM_PER_BYTE * size)
+    return warm_for_json(size)
+
+
+def warm_for_json(nbytes: int) -> threading.Thread | None:
+    """:func:`warm_heap` for reading and analysing ``nbytes`` of trace JSON."""
+    return warm_heap(WARM_PER_BYTE * nbytes)
 
 
 def json_bytes(path: str | os.PathLike[str]) -> int:

@@ -14,6 +14,7 @@ numba.
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 from collections.abc import Callable
@@ -27,22 +28,19 @@ KERNELS_ENV = "CTDA_KERNELS"
 KERNELS_VERSION = 1
 
 _LOCK = threading.Lock()
-_EXT: list[ModuleType | None] = []  # the extension once looked for
 _ALL: list[Kernel] = []
 _REBOUND: list[tuple[dict[str, Any], str, Kernel]] = []  # module globals numba compiled against
 
 
+@functools.cache
 def extension() -> ModuleType | None:
     """The ``ctda_native`` extension, imported once (None where it is not built); the
     reader (:mod:`ctda.ingest.native`) and the kernels share it."""
-    if not _EXT:
-        try:
-            import ctda_native  # type: ignore[import-not-found,unused-ignore]
-        except ImportError:
-            _EXT.append(None)
-        else:
-            _EXT.append(ctda_native)
-    return _EXT[0]
+    try:
+        import ctda_native  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:
+        return None
+    return ctda_native  # type: ignore[no-any-return,unused-ignore]
 
 
 def _native() -> ModuleType | None:

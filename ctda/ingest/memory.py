@@ -52,9 +52,9 @@ def warm_for_analysis(json_bytes: int) -> threading.Thread | None:
     the core the read's single-threaded end leaves idle. The thread, or None."""
     if not _KEEP.get():
         return None
-    from ctda.allocation import WARM_PER_BYTE, warm_heap
+    from ctda.allocation import warm_for_json
 
-    return warm_heap(WARM_PER_BYTE * json_bytes)
+    return warm_for_json(json_bytes)
 
 
 def release_free_memory() -> None:

@@ -66,7 +66,7 @@ class _Bounded:
 
     def __init__(self, workers: int, depth: int) -> None:
         self.capacity = workers * depth
-        self._pending: dict[int, Any] = {}  # what each pool keeps per piece in flight
+        self._pending: dict[int, Any] = {}  # per piece in flight: a future, or a slot
 
     @property
     def inflight(self) -> set[int]:
@@ -83,21 +83,20 @@ class ThreadDecodePool(_Bounded):
     def __init__(self, workers: int, depth: int) -> None:
         super().__init__(workers, depth)
         self._executor = cf.ThreadPoolExecutor(workers, thread_name_prefix="ctda-decode")
-        self._futures: dict[int, cf.Future[Decoded]] = self._pending
 
     def submit(self, index: int, text: bytes) -> None:
-        self._futures[index] = self._executor.submit(decode_piece, text)
+        self._pending[index] = self._executor.submit(decode_piece, text)
 
     def results(self, wait: bool) -> list[tuple[int, Decoded | None]]:
         """Results ready now; with ``wait``, at least one (unless none is in flight).
         A piece whose decode raised is None: the caller decodes it again, where the
         error surfaces as it would without workers."""
-        if wait and self._futures:
-            cf.wait(self._futures.values(), return_when=cf.FIRST_COMPLETED)
-        done = [index for index, future in self._futures.items() if future.done()]
+        if wait and self._pending:
+            cf.wait(self._pending.values(), return_when=cf.FIRST_COMPLETED)
+        done = [index for index, future in self._pending.items() if future.done()]
         out: list[tuple[int, Decoded | None]] = []
         for index in done:
-            future = self._futures.pop(index)
+            future = self._pending.pop(index)
             out.append((index, None if future.exception() is not None else future.result()))
         return out
 
@@ -124,7 +123,6 @@ class DecodePool(_Bounded):
     def __init__(self, workers: int, depth: int, slot_bytes: int) -> None:
         super().__init__(workers, depth)
         self._slots = _Slots(self.capacity, slot_bytes)
-        self._slot_of: dict[int, int] = self._pending
         ctx = mp.get_context("fork")
         self._todo: Queue[Task | None] = ctx.Queue()
         self._done: Queue[Result] = ctx.Queue()
@@ -154,7 +152,7 @@ class DecodePool(_Bounded):
 
     def submit(self, index: int, text: bytes) -> None:
         slot = self._slots.free.pop()
-        self._slot_of[index] = slot
+        self._pending[index] = slot
         if len(text) > self._slots.size:  # a huge event: send the text itself
             self._todo.put((index, -1, text))
             return
@@ -165,7 +163,7 @@ class DecodePool(_Bounded):
     def results(self, wait: bool) -> list[tuple[int, Decoded | None]]:
         """Results ready now; with ``wait``, at least one (unless none is in flight)."""
         out: list[tuple[int, Decoded | None]] = []
-        while self._slot_of:
+        while self._pending:
             try:
                 item = self._done.get(timeout=POLL_SECONDS) if wait and not out else self._done.get_nowait()
             except queue.Empty:
@@ -180,7 +178,7 @@ class DecodePool(_Bounded):
 
     def _unpack(self, item: Result) -> Decoded | None:
         """The result's Decoded, its buffers copied out of the slot, which is then free again."""
-        slot = self._slot_of.pop(item[0])
+        slot = self._pending.pop(item[0])
         try:
             if len(item) == 2:
                 return item[1]

@@ -42,7 +42,7 @@ def launch(ctx: RuleContext) -> EdgeBatch:
     submitted; ac2g/async flows carry the same pairing and are not needed on top.
     """
     n = ctx.nodes
-    li = q.launcher_index(ctx)
+    li = ctx.launcher
     work = np.flatnonzero(n.is_gpu & (li >= 0))
     return EdgeBatch.of(n.start(li[work]), n.start(work), EdgeType.LAUNCH)
 
@@ -186,7 +186,7 @@ def _wait_call_edges(ctx: RuleContext) -> tuple[I64, I64]:
     if len(q.sync_records(ctx)[0]):  # recorded waits are handled by stream_wait_event
         return none
     calls = np.flatnonzero(ctx.name_mask(WAIT_CALLS) & (n.kind == Kind.RUNTIME))
-    li = q.launcher_index(ctx)
+    li = ctx.launcher
     work = np.flatnonzero(n.is_gpu & (li >= 0))
     if len(calls) == 0 or len(work) == 0:
         return none
@@ -239,7 +239,7 @@ def _late_start_edges(ctx: RuleContext, explained: I64) -> tuple[I64, I64]:
     work = np.flatnonzero(n.is_gpu)
     if len(work) == 0:
         return none
-    li = q.launcher_index(ctx)
+    li = ctx.launcher
     ready = np.where(li[work] >= 0, n.ts[np.maximum(li[work], 0)], np.iinfo(np.int64).min)
     order = work[np.lexsort((n.ts[work], n.lane[work]))]
     prev_end = np.full(n.n, np.iinfo(np.int64).min, dtype=np.int64)

@@ -18,11 +18,6 @@ from ctda.ingest.kinds import Kind
 I64 = npt.NDArray[np.int64]
 
 
-def launcher_index(ctx: RuleContext) -> I64:
-    """Analysed index of each analysed event's launching runtime call (-1 when none)."""
-    return ctx.launcher
-
-
 def _span(ctx: RuleContext) -> tuple[int, int]:
     """(earliest node time, width of a lane block) for combined (lane, time) keys."""
     t = ctx.nodes.time
@@ -58,7 +53,7 @@ def launched_near(ctx: RuleContext, lanes: I64, when_q: I64, after: bool) -> I64
 def _launches(ctx: RuleContext) -> tuple[I64, I64, I64]:
     """Launched device work sorted by (lane, launch time): its combined keys, lanes and indices."""
     n = ctx.nodes
-    li = launcher_index(ctx)
+    li = ctx.launcher
     work = np.flatnonzero(n.is_gpu & (li >= 0))
     when = n.ts[li[work]]
     order = np.lexsort((when, n.lane[work]))
@@ -85,7 +80,7 @@ def current_stream(ctx: RuleContext, threads: I64, when_q: I64) -> I64:
     the stream the thread's latest launch went to is the best evidence of it.
     """
     n = ctx.nodes
-    li = launcher_index(ctx)
+    li = ctx.launcher
     work = np.flatnonzero(n.is_gpu & (li >= 0))
     thread = n.lane[li[work]].astype(np.int64)
     when = n.ts[li[work]]

@@ -225,7 +225,7 @@ def copies(ctx: RuleContext) -> Waits:
     whose copy goes from device into pageable host memory, and any launching call whose
     own copy ended while it was blocked (observed)."""
     n = ctx.nodes
-    li = q.launcher_index(ctx)
+    li = ctx.launcher
     work = np.flatnonzero(n.is_gpu & (li >= 0) & (n.kind != Kind.KERNEL))
     call = li[work]
     semantic = ctx.name_mask(SYNC_COPY_CALLS)[call] | ctx.name_mask(PAGEABLE_D2H)[work]
@@ -240,7 +240,7 @@ def ops(ctx: RuleContext) -> Waits:
     it was recorded (sampled traces); operators that launched nothing ran on CPU tensors."""
     n = ctx.nodes
     op = np.flatnonzero(ctx.name_mask(SYNC_OPS) & ~n.is_gpu & ~_host_calls(ctx))
-    li = q.launcher_index(ctx)
+    li = ctx.launcher
     work = np.flatnonzero(n.is_gpu & (li >= 0))
     if len(op) == 0 or len(work) == 0:
         return Waits.empty()
