@@ -124,3 +124,9 @@ def run_timed(cmd: list[str], env: dict[str, str], timeout_s: float, repeat: int
     if all(r.report is not None for r in runs):
         runs.append(run_sampled(cmd, env, timeout_s))
     return runs
+
+
+def timed_runs(runs: list[Measured], repeat: int) -> list[Measured]:
+    """The runs of :func:`run_timed` left alone (the sampled one follows them only when
+    they all succeeded)."""
+    return runs[: max(repeat, 1)]

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
-from bench.measure import run_timed
+from bench.measure import run_timed, timed_runs
 from bench.suites import Context, SuiteResult, family_sections, fmt_num, markdown_table, register
 from bench.synth import Target, targets
 from ctda.api import tune_memory
@@ -225,7 +225,7 @@ def child_row(ctx: Context, t: Target, *, whatif: bool, reuse: bool = True) -> d
     cmd = [ctx.python(), "-m", "bench.suite_analyze", str(t.path)] + (["--whatif"] if whatif else [])
     # times from the runs left alone, the process tree's memory from one more, sampled
     runs = run_timed(cmd, ctx.child_env(), ctx.timeout_s, ctx.repeat)
-    timed = runs[: max(ctx.repeat, 1)]  # run_timed adds the sampled run only when these all ran
+    timed = timed_runs(runs, ctx.repeat)
     failed = [m for m in runs if m.report is None]
     if failed:
         row["error"] = failed[0].error

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import corpus
-from bench.measure import run_timed
+from bench.measure import run_timed, timed_runs
 from bench.suites import Context, SuiteResult, fmt_num, markdown_table, register
 
 SOURCE = "generated/gpu/t1_gpt_large.pt.trace.json.gz"
@@ -41,7 +41,7 @@ def _env(ctx: Context, reader: str) -> dict[str, str]:
 
 def _read(ctx: Context, path: Path, reader: str) -> dict[str, Any]:
     cmd = [ctx.python(), "-m", "bench.child", "read", str(path)]
-    runs = run_timed(cmd, _env(ctx, reader), ctx.timeout_s, ctx.repeat)[:-1]  # the timed ones
+    runs = timed_runs(run_timed(cmd, _env(ctx, reader), ctx.timeout_s, ctx.repeat), ctx.repeat)
     done = [r.report for r in runs if r.report is not None]
     if not done:
         return {"error": runs[0].error}
@@ -86,10 +86,10 @@ def run(ctx: Context) -> SuiteResult:
     source = ctx.corpus / SOURCE if ctx.corpus is not None else ctx.repo / FALLBACK
     if not source.is_file():
         return SuiteResult(rows=[], markdown=f"Source trace {source.name} not found: skipped.", notes=notes)
-    syn = corpus.synthetic(
-        source, ctx.cache, log=ctx.log, plain=True, **(TARGET_QUICK if ctx.quick else TARGET)
-    )
-    runs = [(syn.path, reader, ">= 1.2M events") for reader in READERS]
+    target = TARGET_QUICK if ctx.quick else TARGET
+    syn = corpus.synthetic(source, ctx.cache, log=ctx.log, plain=True, **target)
+    label = f">= {target['min_events']:,} events"
+    runs = [(syn.path, reader, label) for reader in READERS]
     if not ctx.quick:
         smaller = corpus.synthetic(source, ctx.cache, log=ctx.log, plain=True, **SMALLER)
         runs.append((smaller.path, "native", "one copy fewer"))

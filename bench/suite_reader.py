@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import corpus
-from bench.measure import run_timed
+from bench.measure import run_timed, timed_runs
 from bench.suites import Context, SuiteResult, family_sections, fmt_num, mark, markdown_table, register
 
 GOAL_MB_S = 150.0
@@ -74,7 +74,7 @@ def _measure(ctx: Context, t: Target) -> dict[str, Any]:
     if failed:
         return {**row, "error": failed[0].error}
     # time: the fastest run left alone (least disturbed); memory: the worst run, sampled
-    m = min(runs[:-1], key=lambda r: r.report["seconds"] if r.report else float("inf"))
+    m = min(timed_runs(runs, ctx.repeat), key=lambda r: r.report["seconds"] if r.report else float("inf"))
     sampled = runs[-1]
     rep = m.report
     assert rep is not None

@@ -20,7 +20,7 @@ from typing import Any
 
 from bench import corpus
 from bench.child import children_peak_mb, rss_mb
-from bench.measure import run_timed
+from bench.measure import run_timed, timed_runs
 from bench.suite_native import FALLBACK, SOURCE, TARGET, TARGET_QUICK
 from bench.suites import Context, SuiteResult, fmt_num, mark, markdown_table, register
 from ctda.api import tune_memory
@@ -88,8 +88,7 @@ def run(ctx: Context) -> SuiteResult:
         if not done:
             rows.append({"mode": mode, "error": runs[0].error})
             continue
-        # the timed runs (run_timed adds the sampled one only when they all succeeded)
-        timed = [r.report for r in runs[: max(ctx.repeat, 1)] if r.report is not None]
+        timed = [r.report for r in timed_runs(runs, ctx.repeat) if r.report is not None]
         best = min(timed, key=lambda r: r["seconds"])
         above = max(r["peak_mb"] - r["floor_mb"] for r in done)  # memory: the worst run
         rows.append(
